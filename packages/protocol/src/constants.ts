@@ -1,0 +1,127 @@
+/**
+ * Protocol-wide constants of Pheby Protocol v1. Every number and closed string
+ * set the spec names lives here, so the server, the client and the schemas
+ * agree on one value.
+ */
+
+/** The only protocol version this package speaks. */
+export const PROTOCOL_VERSION = 1 as const;
+
+/** The 15 machine-readable error codes of the spec. */
+export const ERROR_CODES = [
+  "unauthorized",
+  "auth_timeout",
+  "version_mismatch",
+  "bad_request",
+  "invalid_json",
+  "unknown_type",
+  "not_found",
+  "conversation_not_found",
+  "approval_not_found",
+  "clarify_not_found",
+  "too_large",
+  "rate_limited",
+  "run_active",
+  "internal_error",
+  "not_implemented",
+] as const;
+/** One of the spec's error codes. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Limits the spec sets, plus the few this package fixes where the spec is silent (see docs/protocol.md). */
+export const LIMITS = {
+  /** Maximum `chat.send` text length, in Unicode code points. */
+  chatTextChars: 64_000,
+  /** Maximum inbound WebSocket frame, in bytes (2 MiB). */
+  frameBytes: 2 * 1024 * 1024,
+  /** Maximum page size of `conversation.open`. */
+  historyPage: 500,
+  /** Page size of `conversation.open` when `limit` is omitted. */
+  historyPageDefault: 200,
+  /** Maximum number of `attachment_ids` in one `chat.send`. */
+  attachmentsPerSend: 10,
+  /** Maximum upload body, in bytes (64 MiB). */
+  uploadBytes: 64 * 1024 * 1024,
+  /** Text attachments up to this size (100 KiB) are inlined into the agent's turn. */
+  inlineTextBytes: 100 * 1024,
+  /** Maximum `request_id` length (our choice; the spec is silent). */
+  requestIdChars: 256,
+  /** Maximum conversation name length (our choice; the spec is silent). */
+  conversationNameChars: 200,
+  /** Maximum length of other free-text request fields such as a deny `reason`. */
+  shortTextChars: 4_000,
+  /** Maximum length of ID and model fields sent by the client. */
+  idChars: 256,
+} as const;
+
+/** Reasoning effort levels; `none` disables thinking. */
+export const REASONING_EFFORTS = [
+  "none",
+  "minimal",
+  "low",
+  "medium",
+  "high",
+  "xhigh",
+  "max",
+  "ultra",
+] as const;
+/** One reasoning effort level. */
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+/** Statuses of a `tool.event`. */
+export const TOOL_STATUSES = ["running", "completed", "failed", "cancelled"] as const;
+/** One tool status. */
+export type ToolStatus = (typeof TOOL_STATUSES)[number];
+
+/** Final statuses of a run (`run.finished.status`). */
+export const RUN_STATUSES = ["completed", "cancelled", "failed"] as const;
+/** One final run status. */
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+/** Attachment kinds. */
+export const ATTACHMENT_KINDS = ["image", "voice", "video", "audio", "document"] as const;
+/** One attachment kind. */
+export type AttachmentKind = (typeof ATTACHMENT_KINDS)[number];
+
+/** Attachment directions: uploaded by the client, or produced by the agent. */
+export const ATTACHMENT_DIRECTIONS = ["inbound", "outbound"] as const;
+/** One attachment direction. */
+export type AttachmentDirection = (typeof ATTACHMENT_DIRECTIONS)[number];
+
+/** Approval choices, in the spec's order. */
+export const APPROVAL_CHOICES = ["once", "session", "always", "deny"] as const;
+/** One approval choice. */
+export type ApprovalChoice = (typeof APPROVAL_CHOICES)[number];
+
+/** Scopes of model, reasoning and YOLO settings. */
+export const SETTING_SCOPES = ["conversation", "global"] as const;
+/** One setting scope. */
+export type SettingScope = (typeof SETTING_SCOPES)[number];
+
+/** Roles in conversation history. */
+export const MESSAGE_ROLES = ["user", "assistant"] as const;
+/** One history role. */
+export type MessageRole = (typeof MESSAGE_ROLES)[number];
+
+/**
+ * WebSocket close codes the server uses. The spec names 4401 only; the rest
+ * are Pheby's documented choices (docs/protocol.md).
+ */
+export const CLOSE_CODES = {
+  /** Normal close. */
+  normal: 1000,
+  /** Server shutting down. */
+  goingAway: 1001,
+  /** Frame over 2 MiB (after the `too_large` error). */
+  messageTooBig: 1009,
+  /** Wrong secret, or a non-`hello` first frame. */
+  unauthorized: 4401,
+  /** Source address locked out after repeated failed hellos. */
+  lockedOut: 4429,
+  /** No `hello` within the auth timeout. */
+  authTimeout: 4408,
+  /** Unsupported `protocol_version`. */
+  versionMismatch: 4426,
+  /** The client read too slowly and its send buffer overflowed. */
+  slowConsumer: 4503,
+} as const;

@@ -1,0 +1,48 @@
+import { z } from "zod/v3";
+import { boundedText, event, OpaqueId, request, Timestamp } from "../common.js";
+import { APPROVAL_CHOICES, LIMITS } from "../constants.js";
+
+const approvalFields = {
+  approval_id: z.string(),
+  session_key: z.string().describe("The agent-side session key of the conversation"),
+  conversation_id: z.string(),
+  run_id: z.string().nullable().describe("The run that is paused, or null outside a run"),
+  command: z.string().describe("The action awaiting a decision"),
+  description: z.string(),
+  choices: z.array(z.enum(APPROVAL_CHOICES)).min(1).describe("Only the choices the agent can honour"),
+  ts: Timestamp,
+};
+
+/** `approval.request`: the agent pauses for a human decision. */
+export const ApprovalRequest = event("approval.request", approvalFields, "The agent asks for approval");
+
+/** A pending approval, as listed in `conversation.history.approvals`. */
+export const PendingApproval = z.object(approvalFields).describe("A pending approval");
+
+/** `approval.respond`: answer a pending approval. */
+export const ApprovalRespond = request(
+  "approval.respond",
+  {
+    approval_id: OpaqueId,
+    choice: z.enum(APPROVAL_CHOICES),
+    reason: boundedText({ max: LIMITS.shortTextChars }).optional().describe("Optional free text with deny"),
+  },
+  "Answer a pending approval",
+);
+
+/** `approval.resolved`: broadcast once when an approval is answered or withdrawn. */
+export const ApprovalResolved = event(
+  "approval.resolved",
+  {
+    approval_id: z.string(),
+    choice: z
+      .enum(APPROVAL_CHOICES)
+      .nullable()
+      .describe("The choice applied; null when the agent withdrew the question"),
+    accepted: z.boolean().describe("true when a response was applied; false when the question was withdrawn"),
+  },
+  "An approval was resolved or withdrawn",
+);
+
+/** Parsed form of {@link PendingApproval}. */
+export type PendingApproval = z.infer<typeof PendingApproval>;

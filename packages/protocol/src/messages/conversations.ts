@@ -1,0 +1,130 @@
+import { z } from "zod/v3";
+import { boundedText, event, OpaqueId, request, Timestamp } from "../common.js";
+import { LIMITS, MESSAGE_ROLES } from "../constants.js";
+import { PendingApproval } from "./approvals.js";
+import { AttachmentDescriptor } from "./attachments.js";
+import { RunState } from "./chat.js";
+import { PendingClarification } from "./clarify.js";
+import { ToolState } from "./tools.js";
+
+const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
+
+/** One row of `conversation.snapshot`. */
+export const ConversationSummary = z
+  .object({
+    conversation_id: z.string(),
+    name: z.string(),
+    session_id: z.string().nullable().describe("The agent's session ID, if any"),
+    last_active: Timestamp.nullable(),
+    source: z.string().describe("Which agent backend owns the session, e.g. simulator, acp"),
+  })
+  .describe("A conversation");
+
+/** One message of `conversation.history`. */
+export const HistoryMessage = z
+  .object({
+    message_id: z.string(),
+    role: z.enum(MESSAGE_ROLES),
+    text: z.string(),
+    ts: Timestamp.nullable(),
+  })
+  .describe("A transcript message");
+
+/** `conversation.list`. */
+export const ConversationList = request("conversation.list", {}, "List conversations");
+
+/** `conversation.snapshot`: reply to `conversation.list`. */
+export const ConversationSnapshot = event(
+  "conversation.snapshot",
+  { conversations: z.array(ConversationSummary) },
+  "All conversations",
+);
+
+/** `conversation.create`. */
+export const ConversationCreate = request(
+  "conversation.create",
+  { name: name.optional() },
+  "Create a conversation",
+);
+
+/** `conversation.created`: reply to `conversation.create`. */
+export const ConversationCreated = event(
+  "conversation.created",
+  { conversation_id: z.string(), name: z.string() },
+  "A conversation was created",
+);
+
+/** `conversation.updated`: broadcast when a conversation appears or its name changes. */
+export const ConversationUpdated = event(
+  "conversation.updated",
+  { conversation_id: z.string(), name: z.string() },
+  "A conversation appeared or changed",
+);
+
+/** `conversation.open`: load a history page plus the recoverable snapshot. */
+export const ConversationOpen = request(
+  "conversation.open",
+  {
+    conversation_id: OpaqueId,
+    limit: z
+      .number()
+      .int()
+      .min(1)
+      .max(LIMITS.historyPage)
+      .optional()
+      .describe("Page size, 1..500; defaults to 200"),
+    before_message_id: OpaqueId.optional().describe(
+      "Exclusive cursor: the first message ID of the previous page",
+    ),
+  },
+  "Open a conversation",
+);
+
+/** `conversation.history`: reply to `conversation.open`. */
+export const ConversationHistory = event(
+  "conversation.history",
+  {
+    conversation_id: z.string(),
+    messages: z.array(HistoryMessage).describe("Newest page, in chronological order"),
+    has_more: z.boolean(),
+    attachments: z.array(AttachmentDescriptor).describe("Unexpired attachments"),
+    run: RunState.nullable(),
+    tools: z.array(ToolState).describe("Latest state of each tool call of the active or last run"),
+    approvals: z.array(PendingApproval),
+    clarifications: z.array(PendingClarification),
+  },
+  "History page and recoverable state",
+);
+
+/** `conversation.rename`. */
+export const ConversationRename = request(
+  "conversation.rename",
+  { conversation_id: OpaqueId, name },
+  "Rename a conversation",
+);
+
+/** `conversation.renamed`: reply (with request_id) and broadcast (without). */
+export const ConversationRenamed = event(
+  "conversation.renamed",
+  { conversation_id: z.string(), name: z.string() },
+  "A conversation was renamed",
+);
+
+/** `conversation.delete`. */
+export const ConversationDelete = request(
+  "conversation.delete",
+  { conversation_id: OpaqueId },
+  "Delete a conversation",
+);
+
+/** `conversation.deleted`: reply (with request_id) and broadcast (without). */
+export const ConversationDeleted = event(
+  "conversation.deleted",
+  { conversation_id: z.string() },
+  "A conversation was deleted",
+);
+
+/** Parsed form of {@link ConversationSummary}. */
+export type ConversationSummary = z.infer<typeof ConversationSummary>;
+/** Parsed form of {@link HistoryMessage}. */
+export type HistoryMessage = z.infer<typeof HistoryMessage>;

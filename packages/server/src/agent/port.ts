@@ -1,0 +1,189 @@
+/**
+ * The agent backend port: the one seam between the Pheby server and an agent.
+ *
+ * A backend knows nothing of WebSockets or Pheby JSON. The server owns run IDs,
+ * the run state machine, cumulative text, approval/clarify IDs and pending
+ * state, YOLO, conversation names, the transcript mirror, settings persistence
+ * and attachment storage. A backend only drives the agent and reports what
+ * happens through the {@link TurnSink} and {@link AgentHost} callbacks.
+ */
+import type { ApprovalChoice, AttachmentKind, ReasoningEffort } from "@pheby/protocol";
+
+/** What a backend can do; the server answers the rest with `not_implemented` or its own fallback. */
+export interface AgentCapabilities {
+  /** The agent can list its own sessions (merged with the server's index). */
+  listSessions: boolean;
+  /** The agent can replay a session's history (used to refresh the transcript mirror). */
+  loadHistory: boolean;
+  /** The agent can delete a session. */
+  deleteSession: boolean;
+  /** The agent exposes a model catalogue and accepts model changes. */
+  models: boolean;
+  /** The agent accepts reasoning-effort changes. */
+  reasoning: boolean;
+  /** The agent accepts image attachments as content. */
+  images: boolean;
+}
+
+/** A session as the agent lists it. */
+export interface AgentSessionInfo {
+  sessionId: string;
+  title?: string | null;
+  /** ISO-8601 timestamp of the last activity, if known. */
+  updatedAt?: string | null;
+}
+
+/** One replayed history entry. */
+export interface AgentHistoryEntry {
+  role: "user" | "assistant";
+  text: string;
+  ts?: string | null;
+}
+
+/** A model provider in the backend's catalogue. */
+export interface AgentModelProvider {
+  slug: string;
+  name: string;
+  models: string[];
+}
+
+/** The backend's model and reasoning catalogue. Nothing here is hard-coded in the server. */
+export interface AgentCatalogue {
+  providers: AgentModelProvider[];
+  /** The agent's own default, used when neither a global nor a conversation override is set. */
+  defaultModel: { model: string; provider: string | null } | null;
+  /** Reasoning levels the agent accepts (`none` disables thinking). */
+  reasoningEfforts: ReasoningEffort[];
+  /** The agent's default effort; null means the provider default. */
+  defaultEffort: ReasoningEffort | null;
+}
+
+/** Effective settings for one turn, resolved by the server (conversation override, else global, else agent default). */
+export interface TurnSettings {
+  model: { model: string; provider: string | null } | null;
+  effort: ReasoningEffort | null;
+  /** YOLO is on for this conversation (the server auto-answers permissions; a backend may also switch an agent mode). */
+  yolo: boolean;
+}
+
+/** A stored attachment handed to the agent with a prompt. */
+export interface AttachmentRef {
+  attachmentId: string;
+  filename: string;
+  mimeType: string;
+  size: number;
+  kind: AttachmentKind;
+  /** Absolute path of the blob in the server's store (the agent runs on the same host). */
+  path: string;
+  /** UTF-8 content, for text files up to 100 KiB; the backend inlines it into the turn. */
+  inlineText?: string;
+}
+
+/** Input of one turn. */
+export interface TurnInput {
+  conversationId: string;
+  /** The agent session ID the server stored for the conversation. */
+  sessionId: string;
+  text: string;
+  attachments: AttachmentRef[];
+  settings: TurnSettings;
+}
+
+/** How a turn ended. */
+export type TurnResult =
+  | { status: "completed" }
+  | { status: "cancelled" }
+  | { status: "failed"; error: string };
+
+/** A permission question. `choices` lists only the choices the agent can honour. */
+export interface PermissionQuestion {
+  toolCallId?: string;
+  command: string;
+  description: string;
+  choices: ApprovalChoice[];
+}
+
+/** The answer to a permission question. `cancelled`: the run ended or was cancelled first. */
+export type PermissionAnswer = { outcome: "selected"; choice: ApprovalChoice; reason?: string } | { outcome: "cancelled" };
+
+/** A clarification question. `choices: null` means free text only. */
+export interface ClarifyQuestion {
+  question: string;
+  choices: string[] | null;
+  allowFreeText: boolean;
+}
+
+/** The answer to a clarification. */
+export type ClarifyAnswer = { outcome: "answered"; response: string } | { outcome: "cancelled" };
+
+/** A file the agent produced: a path on the host (copied only from allowed roots) or bytes. */
+export type ProducedFile =
+  | { source: "path"; path: string; filename?: string; mimeType?: string }
+  | { source: "bytes"; bytes: Uint8Array; filename: string; mimeType: string };
+
+/** Callbacks a backend reports through while a turn runs. */
+export interface TurnSink {
+  /** Append a chunk of answer text (the server keeps the cumulative text). */
+  text(chunk: string): void;
+  /** A tool call started (or was first seen). `args` is redacted by the server. */
+  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
+  /** A tool call ended. `duration_ms` is measured by the server. */
+  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void;
+  /**
+   * Ask the user a permission question. Resolves once with the answer.
+   * Aborting `withdraw` withdraws the question (agent timeout or cancellation);
+   * the promise then resolves `{ outcome: "cancelled" }`.
+   */
+  askPermission(question: PermissionQuestion, withdraw?: AbortSignal): Promise<PermissionAnswer>;
+  /** Ask the user a clarification. Same withdrawal rules as {@link askPermission}. */
+  askClarification(question: ClarifyQuestion, withdraw?: AbortSignal): Promise<ClarifyAnswer>;
+  /** The agent produced a file. Resolves when it is stored (or refused). */
+  file(file: ProducedFile): Promise<void>;
+  /** A lifecycle/status notice (`message.complete` with `kind: "notice"`). */
+  notice(text: string): void;
+}
+
+/** Output the agent sends outside any turn (scheduled deliveries, background completions). */
+export interface UnsolicitedMessage {
+  sessionId: string;
+  text: string;
+  kind?: "notice";
+}
+
+/** Server callbacks available to a backend for its whole life. */
+export interface AgentHost {
+  /** Push output that arrived outside any turn. */
+  unsolicited(message: UnsolicitedMessage): void;
+  /** The agent changed a session's title. */
+  sessionTitle(sessionId: string, title: string): void;
+  /** Structured logger (pino-compatible subset). Never log chat text here. */
+  log: {
+    debug(obj: object, msg?: string): void;
+    info(obj: object, msg?: string): void;
+    warn(obj: object, msg?: string): void;
+    error(obj: object, msg?: string): void;
+  };
+}
+
+/** An agent backend. */
+export interface AgentBackend {
+  /** Short name reported as a conversation's `source`, e.g. "simulator", "acp". */
+  readonly name: string;
+  readonly capabilities: AgentCapabilities;
+  /** Called once before any other method. */
+  start(host: AgentHost): Promise<void>;
+  /** Create the agent session of a new conversation. */
+  createSession(conversationId: string): Promise<{ sessionId: string }>;
+  /** Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`. */
+  prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult>;
+  /** List sessions (when `capabilities.listSessions`). */
+  listSessions?(): Promise<AgentSessionInfo[]>;
+  /** Replay history (when `capabilities.loadHistory`). */
+  loadHistory?(sessionId: string): Promise<AgentHistoryEntry[]>;
+  /** Delete a session (when `capabilities.deleteSession`); otherwise the server only tombstones it. */
+  deleteSession?(sessionId: string): Promise<void>;
+  /** The model and reasoning catalogue (when `capabilities.models` or `capabilities.reasoning`). */
+  catalogue?(): Promise<AgentCatalogue>;
+  /** Stop the agent: end children cleanly, then forcefully after a timeout. */
+  close(): Promise<void>;
+}

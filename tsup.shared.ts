@@ -1,0 +1,17 @@
+// One build config for every published package (the honojs/middleware pattern):
+// each package's tsup.config.ts only names its entry points.
+import type { Options } from "tsup";
+
+export function phebyBuild(entry: Record<string, string>, extra: Partial<Options> = {}): Options {
+  return {
+    entry,
+    format: ["esm"],
+    target: "node20",
+    dts: true,
+    sourcemap: true,
+    clean: true,
+    splitting: false,
+    treeshake: true,
+    ...extra,
+  };
+}
