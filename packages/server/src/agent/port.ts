@@ -104,7 +104,9 @@ export interface PermissionQuestion {
 }
 
 /** The answer to a permission question. `cancelled`: the run ended or was cancelled first. */
-export type PermissionAnswer = { outcome: "selected"; choice: ApprovalChoice; reason?: string } | { outcome: "cancelled" };
+export type PermissionAnswer =
+  | { outcome: "selected"; choice: ApprovalChoice; reason?: string }
+  | { outcome: "cancelled" };
 
 /** A clarification question. `choices: null` means free text only. */
 export interface ClarifyQuestion {
