@@ -1,4 +1,6 @@
 import { defineConfig } from "tsup";
 import { phebyBuild } from "../../tsup.shared.js";
 
-export default defineConfig(phebyBuild({ main: "src/main.ts" }, { dts: false, banner: { js: "#!/usr/bin/env node" } }));
+export default defineConfig(
+  phebyBuild({ main: "src/main.ts" }, { dts: false, banner: { js: "#!/usr/bin/env node" } }),
+);

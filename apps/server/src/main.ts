@@ -1,1 +1,1 @@
-console.log("pheby-server: coming soon");
+console.log("pheby-server: the server lands with the @pheby/server core; see README");

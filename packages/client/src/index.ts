@@ -1,1 +1,26 @@
-export {};
+/**
+ * `@pheby/client`: a typed Pheby Protocol v1 client for Node (with `ws`) and
+ * browsers. Requests resolve with their typed reply, events are typed by
+ * `type`, drops are repaired with backoff, and files stream both ways.
+ *
+ * @packageDocumentation
+ */
+export { type BackoffOptions, backoffDelay } from "./backoff.js";
+export {
+  type ConnectionState,
+  type InvalidFrame,
+  PhebyClient,
+  type PhebyClientOptions,
+  type ResyncResult,
+} from "./client.js";
+export { PhebyError, type PhebyErrorCode } from "./errors.js";
+export {
+  type DownloadResult,
+  downloadAttachment,
+  type FileClientOptions,
+  httpBase,
+  type ProgressCallback,
+  type UploadSource,
+  uploadAttachment,
+} from "./files.js";
+export type { WebSocketConstructor, WebSocketLike } from "./socket.js";

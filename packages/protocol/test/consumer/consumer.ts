@@ -22,4 +22,5 @@ const bad: ServerMessageOf<"run.finished"> = {
   // @ts-expect-error `run.finished.status` is a closed set.
   status: "done",
 };
+
 export { bad, kind, reply };

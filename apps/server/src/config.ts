@@ -1,0 +1,145 @@
+// Configuration of pheby-server: an optional YAML file (PHEBY_CONFIG) overlaid
+// by environment variables, validated with Zod. Env wins over YAML, as in the
+// original plugin. Bad values stop the process with a readable message that
+// names the setting and never echoes a secret.
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod/v3";
+
+const bool = z.union([
+  z.boolean(),
+  z
+    .string()
+    .transform((s) => s.trim().toLowerCase())
+    .pipe(z.enum(["true", "false", "1", "0", "yes", "no", "on", "off"]))
+    .transform((s) => ["true", "1", "yes", "on"].includes(s)),
+]);
+const int = (min: number, max: number) =>
+  z
+    .union([z.number(), z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)])
+    .pipe(z.number().int().min(min).max(max));
+const nonEmpty = z.string().trim().min(1);
+
+const AgentConfig = z
+  .object({
+    kind: z.enum(["simulator", "acp"]).default("simulator"),
+    /** Command line to spawn (ACP), split on whitespace unless `args` is given. */
+    command: nonEmpty.optional(),
+    /** Arguments array (YAML only); with `args`, `command` is the executable alone. */
+    args: z.array(z.string()).optional(),
+    cwd: nonEmpty.optional(),
+    env: z.record(z.string()).default({}),
+    /** Roots from which the agent's produced files may be copied into the store. */
+    allowed_file_roots: z.array(nonEmpty).default([]),
+  })
+  .strict();
+
+/** The validated configuration. */
+export const Config = z
+  .object({
+    secret: z.string().min(16, "must be at least 16 characters").optional(),
+    bind_host: nonEmpty.default("127.0.0.1"),
+    port: int(0, 65_535).default(8620),
+    data_dir: nonEmpty.default(".pheby-data"),
+    debug: bool.default(false),
+    log_chat_content: bool.default(false),
+    attachment_retention_days: int(0, 36_500).default(7),
+    console: bool.default(false),
+    agent: AgentConfig.default({}),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.agent.kind === "acp" && !c.agent.command) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: ["agent", "command"],
+        message: 'is required when the agent is acp (PHEBY_AGENT_COMMAND, e.g. "hermes acp")',
+      });
+    }
+  });
+/** The validated configuration. */
+export type Config = z.infer<typeof Config>;
+
+/** Environment variable → config path. These names are a stable interface for operators. */
+export const ENV_NAMES = {
+  PHEBY_SECRET: ["secret"],
+  PHEBY_BIND_HOST: ["bind_host"],
+  PHEBY_PORT: ["port"],
+  PHEBY_DATA_DIR: ["data_dir"],
+  PHEBY_DEBUG: ["debug"],
+  PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],
+  PHEBY_ATTACHMENT_RETENTION_DAYS: ["attachment_retention_days"],
+  PHEBY_CONSOLE: ["console"],
+  PHEBY_AGENT: ["agent", "kind"],
+  PHEBY_AGENT_COMMAND: ["agent", "command"],
+  PHEBY_AGENT_CWD: ["agent", "cwd"],
+} as const;
+
+/** A configuration error with one line per bad setting. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown) {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path.at(-1)!] = value;
+}
+
+function envNameOf(path: (string | number)[]): string | undefined {
+  const joined = path.join(".");
+  return Object.entries(ENV_NAMES).find(([, p]) => p.join(".") === joined)?.[0];
+}
+
+/**
+ * Load the configuration from `env` (and the YAML file it names in
+ * `PHEBY_CONFIG`). Throws a {@link ConfigError} listing every bad setting.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config {
+  let raw: Record<string, unknown> = {};
+  const file = env.PHEBY_CONFIG;
+  if (file) {
+    let text: string;
+    try {
+      text = readFileSync(resolve(cwd, file), "utf8");
+    } catch (err) {
+      throw new ConfigError(
+        `PHEBY_CONFIG: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? err})`,
+      );
+    }
+    try {
+      raw = (parseYaml(text) as Record<string, unknown> | null) ?? {};
+    } catch (err) {
+      throw new ConfigError(
+        `PHEBY_CONFIG: ${file} is not valid YAML: ${(err as Error).message.split("\n")[0]}`,
+      );
+    }
+    if (typeof raw !== "object" || Array.isArray(raw))
+      throw new ConfigError(`PHEBY_CONFIG: ${file} must be a mapping`);
+  }
+  for (const [name, path] of Object.entries(ENV_NAMES)) {
+    const value = env[name];
+    if (value !== undefined && value !== "") setPath(raw, path, value);
+  }
+  const parsed = Config.safeParse(raw);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => {
+      const env = envNameOf(issue.path);
+      const where = env ? `${env} (${issue.path.join(".")})` : issue.path.join(".") || "config";
+      return `  ${where}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
+  }
+  const config = parsed.data;
+  return { ...config, data_dir: resolve(cwd, config.data_dir) };
+}
+
+/** The argv of the ACP agent: `args` given → [command, ...args]; else `command` split on whitespace. */
+export function agentArgv(agent: Config["agent"]): string[] {
+  if (!agent.command) return [];
+  return agent.args ? [agent.command, ...agent.args] : agent.command.split(/\s+/).filter(Boolean);
+}

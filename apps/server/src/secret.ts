@@ -1,0 +1,28 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/**
+ * The secret to use: the configured one, else the one stored in the data
+ * directory, else a new 256-bit secret written there with mode 0600. Returns
+ * the file's path (never the secret) so the operator can be told where it is.
+ */
+export function resolveSecret(
+  configured: string | undefined,
+  dataDir: string,
+): { secret: string; file?: string } {
+  if (configured) return { secret: configured };
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const file = join(dataDir, "secret");
+  try {
+    const stored = readFileSync(file, "utf8").trim();
+    if (stored.length >= 32) return { secret: stored, file };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;
+  }
+  const secret = randomBytes(32).toString("hex");
+  // "wx" never overwrites a file another process created meanwhile.
+  writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
+  chmodSync(file, 0o600);
+  return { secret, file };
+}

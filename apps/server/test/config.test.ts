@@ -1,0 +1,93 @@
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { agentArgv, ConfigError, loadConfig } from "../src/config.js";
+import { resolveSecret } from "../src/secret.js";
+
+const dir = () => mkdtempSync(join(tmpdir(), "pheby-config-"));
+
+describe("loadConfig", () => {
+  it("has embedded defaults: simulator on 127.0.0.1:8620 with a local data directory", () => {
+    const cwd = dir();
+    expect(loadConfig({}, cwd)).toMatchObject({
+      bind_host: "127.0.0.1",
+      port: 8620,
+      data_dir: join(cwd, ".pheby-data"),
+      debug: false,
+      log_chat_content: false,
+      attachment_retention_days: 7,
+      console: false,
+      agent: { kind: "simulator" },
+    });
+  });
+
+  it("overlays env on YAML", () => {
+    const cwd = dir();
+    writeFileSync(
+      join(cwd, "pheby.yaml"),
+      "port: 9000\ndebug: true\nagent:\n  kind: acp\n  command: hermes\n  args: [acp, --verbose]\n  env: { HERMES_HOME: /srv/h }\n",
+    );
+    const config = loadConfig({ PHEBY_CONFIG: "pheby.yaml", PHEBY_PORT: "9100", PHEBY_DEBUG: "no" }, cwd);
+    expect(config.port).toBe(9100);
+    expect(config.debug).toBe(false);
+    expect(config.agent).toMatchObject({ kind: "acp", command: "hermes", env: { HERMES_HOME: "/srv/h" } });
+    expect(agentArgv(config.agent)).toEqual(["hermes", "acp", "--verbose"]);
+    expect(
+      agentArgv(loadConfig({ PHEBY_AGENT: "acp", PHEBY_AGENT_COMMAND: "qwen --acp" }, cwd).agent),
+    ).toEqual(["qwen", "--acp"]);
+  });
+
+  it("fails loudly, naming every bad setting and never echoing the secret", () => {
+    const bad = () =>
+      loadConfig(
+        { PHEBY_PORT: "80a", PHEBY_DEBUG: "maybe", PHEBY_AGENT: "gpt", PHEBY_SECRET: "short-hunter2" },
+        dir(),
+      );
+    expect(bad).toThrow(ConfigError);
+    const message = (() => {
+      try {
+        bad();
+      } catch (err) {
+        return (err as Error).message;
+      }
+    })()!;
+    expect(message).toContain("PHEBY_PORT (port)");
+    expect(message).toContain("PHEBY_DEBUG (debug)");
+    expect(message).toContain("PHEBY_AGENT (agent.kind)");
+    expect(message).toContain("PHEBY_SECRET (secret): must be at least 16 characters");
+    expect(message).not.toContain("hunter2");
+  });
+
+  it("checks port bounds exactly", () => {
+    expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
+    expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);
+  });
+
+  it("requires a command for the acp agent, and rejects unknown YAML keys", () => {
+    expect(() => loadConfig({ PHEBY_AGENT: "acp" }, dir())).toThrow(/PHEBY_AGENT_COMMAND/);
+    const cwd = dir();
+    writeFileSync(join(cwd, "c.yaml"), "prot: 1\n");
+    expect(() => loadConfig({ PHEBY_CONFIG: "c.yaml" }, cwd)).toThrow(/Unrecognized key/);
+    expect(() => loadConfig({ PHEBY_CONFIG: "missing.yaml" }, cwd)).toThrow(/cannot read/);
+    writeFileSync(join(cwd, "b.yaml"), "port: [\n");
+    expect(() => loadConfig({ PHEBY_CONFIG: "b.yaml" }, cwd)).toThrow(/not valid YAML/);
+  });
+});
+
+describe("resolveSecret", () => {
+  it("generates a 256-bit secret once, stored with mode 0600, and reuses it", () => {
+    const data = join(dir(), "data");
+    const first = resolveSecret(undefined, data);
+    expect(first.secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(first.file).toBe(join(data, "secret"));
+    expect(statSync(first.file!).mode & 0o777).toBe(0o600);
+    expect(readFileSync(first.file!, "utf8").trim()).toBe(first.secret);
+    expect(resolveSecret(undefined, data)).toEqual(first);
+  });
+
+  it("prefers the configured secret and writes nothing", () => {
+    const data = join(dir(), "data");
+    expect(resolveSecret("configured-secret-123", data)).toEqual({ secret: "configured-secret-123" });
+  });
+});

@@ -1,0 +1,23 @@
+/** Reconnect backoff settings. */
+export interface BackoffOptions {
+  /** First delay, in ms (default 500). */
+  initialDelayMs?: number;
+  /** Upper bound, in ms (default 30,000). */
+  maxDelayMs?: number;
+  /** Growth factor per attempt (default 2). */
+  factor?: number;
+}
+
+/**
+ * Exponential backoff with "full jitter": a uniform delay in [0, min(max, initial·factor^attempt)],
+ * so many clients reconnecting after a server restart do not arrive in lockstep.
+ */
+export function backoffDelay(
+  attempt: number,
+  options: BackoffOptions = {},
+  random: () => number = Math.random,
+) {
+  const { initialDelayMs = 500, maxDelayMs = 30_000, factor = 2 } = options;
+  const ceiling = Math.min(maxDelayMs, initialDelayMs * factor ** attempt);
+  return Math.round(random() * ceiling);
+}

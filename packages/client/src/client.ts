@@ -1,0 +1,374 @@
+import {
+  CLOSE_CODES,
+  type ClientMessageInput,
+  type ClientMessageType,
+  decodeServerFrame,
+  PROTOCOL_VERSION,
+  REPLY_TYPES,
+  type ReplyOf,
+  type ServerMessage,
+  type ServerMessageOf,
+  type ServerMessageType,
+} from "@pheby/protocol";
+import { type BackoffOptions, backoffDelay } from "./backoff.js";
+import { Emitter } from "./emitter.js";
+import { PhebyError } from "./errors.js";
+import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
+import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
+
+/** Connection lifecycle states. `auth_failed` is final until {@link PhebyClient.connect} is called again. */
+export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "auth_failed" | "closed";
+
+/** Options of {@link PhebyClient}. */
+export interface PhebyClientOptions {
+  /** WebSocket URL, e.g. `wss://pheby.example.com/ws` or `ws://127.0.0.1:8620/ws`. */
+  url: string;
+  /** The server's shared secret. Sent once, in `hello`. */
+  secret: string;
+  /** WebSocket implementation; defaults to the global one, else the `ws` package. */
+  WebSocket?: WebSocketConstructor;
+  /** Automatic reconnect with exponential backoff and jitter; `false` disables it. Default on. */
+  reconnect?: false | BackoffOptions;
+  /** How long a request waits for its reply (default 30 s). */
+  requestTimeoutMs?: number;
+  /** fetch implementation for uploads and downloads (default: the global one). */
+  fetch?: typeof fetch;
+  /** Application-level `ping` interval (default 25 s; 0 disables). A missed `pong` forces a reconnect. */
+  pingIntervalMs?: number;
+}
+
+/** A frame the server sent that `@pheby/protocol` rejects. */
+export interface InvalidFrame {
+  raw: string;
+  error: { code: string; message: string };
+}
+
+/** The snapshots `conversation.open` returned for each followed conversation after a (re)connect. */
+export type ResyncResult = Map<string, ServerMessageOf<"conversation.history">>;
+
+type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
+type LifecycleEvents = {
+  state: ConnectionState;
+  resync: ResyncResult;
+  invalidFrame: InvalidFrame;
+};
+
+interface Pending {
+  expect: ServerMessageType;
+  resolve(message: ServerMessage): void;
+  reject(error: PhebyError): void;
+  timer: ReturnType<typeof setTimeout>;
+}
+
+/** Close codes after which reconnecting cannot help. */
+const FINAL_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CLOSE_CODES.unauthorized,
+  CLOSE_CODES.versionMismatch,
+  CLOSE_CODES.lockedOut,
+]);
+const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch", "rate_limited"]);
+
+/**
+ * A typed Pheby Protocol v1 client.
+ *
+ * ```ts
+ * const client = new PhebyClient({ url: "ws://127.0.0.1:8620/ws", secret });
+ * await client.connect();
+ * const { conversation_id } = await client.request({ type: "conversation.create", name: "Hi" });
+ * client.on("message.delta", (m) => render(m.text));
+ * await client.request({ type: "chat.send", conversation_id, text: "Hello" });
+ * ```
+ */
+export class PhebyClient {
+  private readonly frames = new Emitter<FrameEvents>();
+  private readonly lifecycle = new Emitter<LifecycleEvents>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly followed = new Map<string, number | undefined>();
+  private socket: WebSocketLike | undefined;
+  private stateValue: ConnectionState = "idle";
+  private nextId = 1;
+  private attempt = 0;
+  private userClosed = false;
+  private everConnected = false;
+  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
+  private pingTimer: ReturnType<typeof setInterval> | undefined;
+
+  constructor(private readonly options: PhebyClientOptions) {}
+
+  /** The current connection state. */
+  get state(): ConnectionState {
+    return this.stateValue;
+  }
+
+  /**
+   * Open the socket and complete the handshake. Resolves with `ready`; rejects
+   * with a {@link PhebyError} (`unauthorized`, `version_mismatch`, `rate_limited`,
+   * `auth_timeout`, `connection_closed`). After success, drops are repaired
+   * automatically unless `reconnect: false`.
+   */
+  async connect(): Promise<ServerMessageOf<"ready">> {
+    this.userClosed = false;
+    clearTimeout(this.reconnectTimer);
+    return this.open("connecting");
+  }
+
+  /** Close the connection for good (no reconnect). Pending requests reject with `connection_closed`. */
+  close(): void {
+    this.userClosed = true;
+    clearTimeout(this.reconnectTimer);
+    const socket = this.socket;
+    this.socket = undefined;
+    socket?.close(CLOSE_CODES.normal, "client closed");
+    this.teardown("closed");
+  }
+
+  /**
+   * Send a request and resolve with its direct reply (the type `REPLY_TYPES`
+   * maps it to). A `request_id` is filled in when absent. Rejects with a
+   * {@link PhebyError} carrying the server's error code.
+   */
+  request<T extends ClientMessageType>(
+    message: ClientMessageInput<T> & { type: T },
+    options: { timeoutMs?: number } = {},
+  ): Promise<ReplyOf<T>> {
+    const socket = this.socket;
+    if (!socket || this.stateValue !== "open") {
+      return Promise.reject(new PhebyError("connection_closed", "not connected"));
+    }
+    return this.sendRequest(socket, message, options.timeoutMs) as Promise<ReplyOf<T>>;
+  }
+
+  /** Send a frame without waiting for anything (e.g. to test a server with raw input). */
+  send(frame: unknown): void {
+    if (!this.socket || this.stateValue !== "open")
+      throw new PhebyError("connection_closed", "not connected");
+    this.socket.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+  }
+
+  /** Upload a file to a conversation; see {@link uploadAttachment}. */
+  upload(conversationId: string, source: UploadSource, extra?: Parameters<typeof uploadAttachment>[3]) {
+    return uploadAttachment(this.options, conversationId, source, extra);
+  }
+
+  /** Download an attachment; see {@link downloadAttachment}. */
+  download(
+    attachment: Parameters<typeof downloadAttachment>[1],
+    extra?: Parameters<typeof downloadAttachment>[2],
+  ) {
+    return downloadAttachment(this.options, attachment, extra);
+  }
+
+  /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */
+  on<K extends keyof FrameEvents>(type: K, handler: (message: FrameEvents[K]) => void): () => void {
+    return this.frames.on(type, handler);
+  }
+
+  /** Subscribe to connection state changes. */
+  onState(handler: (state: ConnectionState) => void): () => void {
+    return this.lifecycle.on("state", handler);
+  }
+
+  /** Subscribe to the snapshots re-fetched after each reconnect (see {@link follow}). */
+  onResync(handler: (snapshots: ResyncResult) => void): () => void {
+    return this.lifecycle.on("resync", handler);
+  }
+
+  /** Subscribe to frames the server sent that fail `@pheby/protocol` validation. */
+  onInvalidFrame(handler: (frame: InvalidFrame) => void): () => void {
+    return this.lifecycle.on("invalidFrame", handler);
+  }
+
+  /**
+   * Resolve with the next frame of `type` that matches `predicate`; rejects
+   * with `timeout` after `timeoutMs` (default: the request timeout).
+   */
+  next<K extends keyof FrameEvents>(
+    type: K,
+    predicate: (message: FrameEvents[K]) => boolean = () => true,
+    timeoutMs = this.options.requestTimeoutMs ?? 30_000,
+  ): Promise<FrameEvents[K]> {
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        reject(new PhebyError("timeout", `no ${String(type)} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const off = this.on(type, (message) => {
+        if (!predicate(message)) return;
+        clearTimeout(timer);
+        off();
+        resolve(message);
+      });
+    });
+  }
+
+  /**
+   * Follow a conversation: after every reconnect it is re-opened (with `limit`)
+   * and its fresh snapshot is delivered through {@link onResync} — the spec's
+   * reconnect recovery in one call.
+   */
+  follow(conversationId: string, limit?: number): void {
+    this.followed.set(conversationId, limit);
+  }
+
+  /** Stop following a conversation. */
+  unfollow(conversationId: string): void {
+    this.followed.delete(conversationId);
+  }
+
+  /**
+   * Re-open every followed conversation now and return the snapshots. A
+   * conversation deleted meanwhile is dropped from the followed set.
+   */
+  async resync(): Promise<ResyncResult> {
+    const result: ResyncResult = new Map();
+    for (const [conversationId, limit] of [...this.followed]) {
+      try {
+        const snapshot = await this.request({
+          type: "conversation.open",
+          conversation_id: conversationId,
+          ...(limit === undefined ? {} : { limit }),
+        });
+        result.set(conversationId, snapshot);
+      } catch (err) {
+        if (err instanceof PhebyError && err.code === "conversation_not_found")
+          this.followed.delete(conversationId);
+        else throw err;
+      }
+    }
+    this.lifecycle.emit("resync", result);
+    return result;
+  }
+
+  private setState(state: ConnectionState): void {
+    if (this.stateValue === state) return;
+    this.stateValue = state;
+    this.lifecycle.emit("state", state);
+  }
+
+  private async open(state: "connecting" | "reconnecting"): Promise<ServerMessageOf<"ready">> {
+    this.setState(state);
+    const Ctor = this.options.WebSocket ?? (await defaultWebSocket());
+    const socket = new Ctor(this.options.url);
+    this.socket = socket;
+    let failure: PhebyError | undefined;
+
+    const opened = new Promise<void>((resolve, reject) => {
+      socket.addEventListener("open", () => resolve());
+      socket.addEventListener("close", (event) => {
+        reject(failure ?? new PhebyError("connection_closed", `closed (${event.code}) before ready`));
+        this.onClose(socket, event.code);
+      });
+      socket.addEventListener("error", () => {
+        /* a close event follows */
+      });
+    });
+    socket.addEventListener("message", (event) => this.onMessage(socket, event.data));
+
+    await opened;
+    try {
+      const ready = (await this.sendRequest(socket, {
+        type: "hello",
+        secret: this.options.secret,
+        protocol_version: PROTOCOL_VERSION,
+      })) as ServerMessageOf<"ready">;
+      this.attempt = 0;
+      const reconnected = this.everConnected;
+      this.everConnected = true;
+      this.setState("open");
+      this.startPing(socket);
+      if (reconnected) void this.resync().catch(() => undefined);
+      return ready;
+    } catch (err) {
+      failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
+      if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
+      socket.close();
+      throw failure;
+    }
+  }
+
+  private sendRequest(
+    socket: WebSocketLike,
+    message: { type: ClientMessageType } & Record<string, unknown>,
+    timeoutMs?: number,
+  ) {
+    const withId = message as { type: ClientMessageType; request_id?: string };
+    const requestId = withId.request_id ?? `r${this.nextId++}`;
+    return new Promise<ServerMessage>((resolve, reject) => {
+      const timeout = timeoutMs ?? this.options.requestTimeoutMs ?? 30_000;
+      const timer = setTimeout(() => {
+        this.pending.delete(requestId);
+        reject(new PhebyError("timeout", `no reply to ${message.type} within ${timeout} ms`, { requestId }));
+      }, timeout);
+      this.pending.set(requestId, { expect: REPLY_TYPES[message.type], resolve, reject, timer });
+      socket.send(JSON.stringify({ ...message, request_id: requestId }));
+    });
+  }
+
+  private onMessage(socket: WebSocketLike, data: unknown): void {
+    if (socket !== this.socket) return;
+    const raw = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
+    const decoded = decodeServerFrame(raw);
+    if (!decoded.ok) {
+      this.lifecycle.emit("invalidFrame", { raw, error: decoded.error });
+      return;
+    }
+    const message = decoded.message;
+    const requestId = (message as { request_id?: string }).request_id;
+    const pending = requestId === undefined ? undefined : this.pending.get(requestId);
+    if (pending && (message.type === "error" || message.type === pending.expect)) {
+      this.pending.delete(requestId!);
+      clearTimeout(pending.timer);
+      if (message.type === "error") {
+        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
+      } else {
+        pending.resolve(message);
+      }
+    }
+    this.frames.emit(message.type, message as never);
+    this.frames.emit("*", message);
+  }
+
+  private onClose(socket: WebSocketLike, code: number): void {
+    if (socket !== this.socket) return;
+    this.socket = undefined;
+    const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
+    this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue);
+    if (this.userClosed || final || this.options.reconnect === false || !this.everConnected) {
+      if (!final && !this.userClosed) this.setState("closed");
+      return;
+    }
+    this.scheduleReconnect();
+  }
+
+  private scheduleReconnect(): void {
+    this.setState("reconnecting");
+    const delay = backoffDelay(this.attempt++, this.options.reconnect || {});
+    this.reconnectTimer = setTimeout(() => {
+      // A failed attempt ends in a close event, and onClose schedules the next one.
+      this.open("reconnecting").catch(() => undefined);
+    }, delay);
+  }
+
+  private teardown(state: ConnectionState): void {
+    clearInterval(this.pingTimer);
+    this.pingTimer = undefined;
+    for (const [id, pending] of this.pending) {
+      clearTimeout(pending.timer);
+      pending.reject(new PhebyError("connection_closed", "connection closed", { requestId: id }));
+    }
+    this.pending.clear();
+    this.setState(state);
+  }
+
+  private startPing(socket: WebSocketLike): void {
+    const interval = this.options.pingIntervalMs ?? 25_000;
+    if (interval <= 0) return;
+    this.pingTimer = setInterval(() => {
+      this.sendRequest(socket, { type: "ping" }, Math.min(interval, 10_000)).catch((err: PhebyError) => {
+        // A missed pong means a dead path (e.g. a phone changing networks): force a reconnect.
+        if (err.code === "timeout" && socket === this.socket)
+          socket.close(CLOSE_CODES.normal, "ping timeout");
+      });
+    }, interval);
+  }
+}

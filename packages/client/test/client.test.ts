@@ -1,0 +1,225 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { backoffDelay, httpBase, PhebyClient, PhebyError } from "../src/index.js";
+import { ScriptedPeer, TS } from "./peer.js";
+
+let peer: ScriptedPeer;
+const clients: PhebyClient[] = [];
+const client = (extra: Partial<ConstructorParameters<typeof PhebyClient>[0]> = {}) => {
+  const c = new PhebyClient({
+    url: peer.url,
+    secret: "s3cret",
+    reconnect: { initialDelayMs: 5, maxDelayMs: 20 },
+    ...extra,
+  });
+  clients.push(c);
+  return c;
+};
+
+beforeEach(async () => {
+  peer = await ScriptedPeer.start();
+});
+afterEach(async () => {
+  for (const c of clients.splice(0)) c.close();
+  await peer.close();
+});
+
+describe("PhebyClient handshake", () => {
+  it("sends hello with the secret and protocol version, and resolves with ready", async () => {
+    const c = client();
+    const ready = await c.connect();
+    expect(ready).toMatchObject({ type: "ready", protocol_version: 1, server: "pheby" });
+    expect(peer.connections[0]!.received[0]).toMatchObject({
+      type: "hello",
+      secret: "s3cret",
+      protocol_version: 1,
+    });
+    expect(c.state).toBe("open");
+  });
+
+  it("rejects a wrong secret with unauthorized, and does not reconnect", async () => {
+    const c = client({ secret: "wrong" });
+    const states: string[] = [];
+    c.onState((s) => states.push(s));
+    await expect(c.connect()).rejects.toMatchObject({ code: "unauthorized" });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(c.state).toBe("auth_failed");
+    expect(peer.connections).toHaveLength(1);
+    expect(states).toEqual(["connecting", "auth_failed"]);
+  });
+
+  it("rejects with connection_closed when nothing listens", async () => {
+    const url = peer.url;
+    await peer.close();
+    const c = new PhebyClient({ url, secret: "s3cret" });
+    await expect(c.connect()).rejects.toBeInstanceOf(PhebyError);
+    expect(c.state).toBe("closed");
+    peer = await ScriptedPeer.start();
+  });
+});
+
+describe("PhebyClient requests and events", () => {
+  it("resolves a request with its typed reply, matched by request_id, and still emits broadcasts", async () => {
+    const c = client();
+    await c.connect();
+    const updates: string[] = [];
+    c.on("conversation.updated", (m) => updates.push(m.name));
+    const updated = c.next("conversation.updated");
+    const created = await c.request({ type: "conversation.create", name: "Hi" });
+    expect(created).toMatchObject({ type: "conversation.created", conversation_id: "c1", name: "Hi" });
+    expect(created.request_id).toMatch(/^r\d+$/);
+    await updated;
+    expect(updates).toEqual(["Hi"]);
+  });
+
+  it("ignores a same-type frame without its request_id", async () => {
+    const c = client();
+    await c.connect();
+    peer.handler = (frame) =>
+      frame.type === "ping"
+        ? [
+            { type: "pong", ts: TS },
+            { type: "pong", ts: TS, request_id: frame.request_id },
+          ]
+        : undefined;
+    const pongs: unknown[] = [];
+    c.on("pong", (m) => pongs.push(m));
+    const reply = await c.request({ type: "ping", request_id: "mine" });
+    expect(reply.request_id).toBe("mine");
+    expect(pongs).toHaveLength(2);
+  });
+
+  it("rejects with a PhebyError carrying the server's code", async () => {
+    const c = client();
+    await c.connect();
+    peer.handler = (frame) => [
+      { type: "error", request_id: frame.request_id, error: { code: "run_active", message: "busy" }, ts: TS },
+    ];
+    const err = await c.request({ type: "chat.send", conversation_id: "c1", text: "x" }).catch((e) => e);
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err).toMatchObject({ code: "run_active", message: "busy" });
+  });
+
+  it("times out a request that gets no reply", async () => {
+    const c = client({ requestTimeoutMs: 50 });
+    await c.connect();
+    peer.handler = () => undefined;
+    await expect(c.request({ type: "conversation.list" })).rejects.toMatchObject({ code: "timeout" });
+  });
+
+  it("reports frames that fail protocol validation instead of delivering them", async () => {
+    const c = client();
+    await c.connect();
+    const invalid = new Promise((resolve) => c.onInvalidFrame(resolve));
+    const delivered: unknown[] = [];
+    c.on("*", (m) => delivered.push(m));
+    peer.broadcast({ type: "run.finished", conversation_id: "c", run_id: "r", status: "done" });
+    expect(await invalid).toMatchObject({ error: { code: "bad_request" } });
+    expect(delivered).toEqual([]);
+  });
+
+  it("refuses requests while disconnected", async () => {
+    const c = client();
+    await expect(c.request({ type: "ping" })).rejects.toMatchObject({ code: "connection_closed" });
+  });
+});
+
+describe("PhebyClient reconnect", () => {
+  it("rejects pending requests on a drop, reconnects, redoes hello and resyncs followed conversations", async () => {
+    const c = client();
+    await c.connect();
+    c.follow("a");
+    c.follow("gone");
+    peer.handler = () => undefined;
+    const pending = c.request({ type: "conversation.list" });
+    const resync = new Promise<Map<string, unknown>>((resolve) => c.onResync(resolve));
+    const { defaultHandler } = await import("./peer.js");
+    peer.handler = defaultHandler;
+    peer.connections[0]!.socket.terminate();
+    await expect(pending).rejects.toMatchObject({ code: "connection_closed" });
+    const snapshots = await resync;
+    expect([...snapshots.keys()]).toEqual(["a"]);
+    expect(peer.connections).toHaveLength(2);
+    expect(peer.connections[1]!.received.map((f) => f.type)).toEqual([
+      "hello",
+      "conversation.open",
+      "conversation.open",
+    ]);
+    expect(c.state).toBe("open");
+    // "gone" was deleted meanwhile, so it is no longer followed.
+    const again = await c.resync();
+    expect([...again.keys()]).toEqual(["a"]);
+  });
+
+  it("keeps retrying with backoff while the server is down", async () => {
+    const c = client();
+    await c.connect();
+    const url = peer.url;
+    const port = Number(new URL(url).port);
+    const states: string[] = [];
+    c.onState((s) => states.push(s));
+    await peer.close();
+    await new Promise((r) => setTimeout(r, 100));
+    expect(c.state).toBe("reconnecting");
+    // Bring a peer back on the same port; the client finds it by itself.
+    const { WebSocketServer } = await import("ws");
+    const revived = new WebSocketServer({ host: "127.0.0.1", port, path: "/ws" });
+    revived.on("connection", (socket) =>
+      socket.on("message", (data) => {
+        const f = JSON.parse(String(data));
+        if (f.type === "hello")
+          socket.send(
+            JSON.stringify({
+              type: "ready",
+              protocol_version: 1,
+              server: "pheby",
+              ts: TS,
+              request_id: f.request_id,
+            }),
+          );
+      }),
+    );
+    while (c.state !== "open") await new Promise((r) => setTimeout(r, 10));
+    expect(states[0]).toBe("reconnecting");
+    expect(states.at(-1)).toBe("open");
+    c.close();
+    for (const s of revived.clients) s.terminate();
+    await new Promise((r) => revived.close(r));
+    peer = await ScriptedPeer.start();
+  });
+
+  it("treats a missed pong as a dead connection and reconnects", async () => {
+    const c = client({ pingIntervalMs: 30 });
+    await c.connect();
+    peer.handler = (frame) =>
+      frame.type === "hello"
+        ? [{ type: "ready", protocol_version: 1, server: "pheby", ts: TS, request_id: frame.request_id }]
+        : undefined;
+    await peer.waitForConnections(2);
+    expect(peer.connections[0]!.received.some((f) => f.type === "ping")).toBe(true);
+  });
+
+  it("does not reconnect after close()", async () => {
+    const c = client();
+    await c.connect();
+    c.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(c.state).toBe("closed");
+    expect(peer.connections).toHaveLength(1);
+  });
+});
+
+describe("helpers", () => {
+  it("backoffDelay grows exponentially up to the cap, with full jitter", () => {
+    const max = () => 1;
+    expect(
+      [0, 1, 2, 3, 10].map((a) => backoffDelay(a, { initialDelayMs: 100, maxDelayMs: 1000 }, max)),
+    ).toEqual([100, 200, 400, 800, 1000]);
+    expect(backoffDelay(5, {}, () => 0)).toBe(0);
+  });
+
+  it("httpBase derives the HTTP origin from the WebSocket URL", () => {
+    expect(httpBase("wss://pheby.example.com/ws")).toBe("https://pheby.example.com");
+    expect(httpBase("ws://127.0.0.1:8620/ws")).toBe("http://127.0.0.1:8620");
+    expect(httpBase("https://h.example/pheby/ws?x=1")).toBe("https://h.example/pheby");
+  });
+});
