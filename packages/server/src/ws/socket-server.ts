@@ -89,6 +89,7 @@ export class SocketServer {
     this.#conns.add(conn);
     log.debug({ conn: conn.id, addr }, "connection open");
 
+    let authTimer: NodeJS.Timeout | undefined;
     ws.on("pong", () => {
       conn.alive = true;
     });
@@ -106,7 +107,7 @@ export class SocketServer {
       conn.close(CLOSE_CODES.lockedOut, "locked out");
       return;
     }
-    const authTimer = setTimeout(() => {
+    authTimer = setTimeout(() => {
       if (conn.authenticated || !conn.open) return;
       log.debug({ conn: conn.id }, "auth timeout");
       conn.error("auth_timeout", "No hello received in time");
