@@ -194,10 +194,12 @@ export class RawClient {
     });
   }
 
-  /** Every frame of one run, from message.start to run.finished, once it has finished. */
+  /** Every frame of one run (run.accepted excluded), from message.start to run.finished, once it has finished. */
   async run(runId: string): Promise<ServerMessage[]> {
     await this.nextAny((m) => m.type === "run.finished" && m.run_id === runId);
-    return this.frames.filter((m) => ("run_id" in m && m.run_id === runId) || isDraft(m, runId));
+    return this.frames.filter(
+      (m) => (m.type !== "run.accepted" && "run_id" in m && m.run_id === runId) || isDraft(m, runId),
+    );
   }
 
   close(): void {
