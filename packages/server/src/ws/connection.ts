@@ -5,7 +5,7 @@ import { WebSocket } from "ws";
 import { iso } from "../util/time.js";
 
 /** How long a connection closed for being slow may take to flush its close frame before it is destroyed. */
-const SLOW_CLOSE_GRACE_MS = 2_000;
+const SLOW_CLOSE_GRACE_MS = 5_000;
 
 /** What a connection needs from the server. */
 export interface ConnectionDeps {
@@ -42,23 +42,26 @@ export class Connection {
   }
 
   /**
-   * Send an already-serialised frame (broadcasts serialise once). When the
-   * peer reads so slowly that our buffer for it exceeds the cap, it is closed
-   * with 4503: one slow reader must not grow server memory without bound.
+   * Send an already-serialised frame (broadcasts serialise once). When what
+   * is still queued for this peer from earlier sends exceeds the cap, the peer
+   * is not keeping up: it is closed with 4503 instead, so one slow reader
+   * cannot grow server memory without bound (at most the cap plus one frame).
+   * Checking before the send means one large frame never trips it by itself.
    */
   sendRaw(data: string, type: string): void {
     if (!this.open) return;
-    this.ws.send(data);
-    this.deps.log.debug({ conn: this.id, type }, "frame out");
     if (this.ws.bufferedAmount > this.deps.maxBufferedBytes) {
       this.deps.log.warn(
         { conn: this.id, buffered: this.ws.bufferedAmount },
         "slow consumer: send buffer over cap, closing",
       );
       this.close(CLOSE_CODES.slowConsumer, "slow consumer");
-      // The close frame queues behind the unread data; don't wait for it forever.
+      // The close frame queues behind the unread data; a peer that never reads is destroyed after a grace.
       setTimeout(() => this.ws.terminate(), SLOW_CLOSE_GRACE_MS).unref();
+      return;
     }
+    this.ws.send(data);
+    this.deps.log.debug({ conn: this.id, type }, "frame out");
   }
 
   /** Send an `error` frame (echoing `requestId` when there is one). */
