@@ -1,21 +1,21 @@
 import { LIMITS } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Store } from "../src/store/store.js";
-import { createConversation, RawClient, startServer, type TestServer, tempDir } from "./helpers.js";
+import {
+  createConversation,
+  RawClient,
+  startServer,
+  type TestServer,
+  tempDir,
+  useServerWithTwoClients,
+} from "./helpers.js";
 
 describe("conversation lifecycle", () => {
-  let ts: TestServer;
+  const env = useServerWithTwoClients();
   let a: RawClient;
   let b: RawClient;
-  beforeAll(async () => {
-    ts = await startServer();
-    a = await RawClient.connect(ts.wsUrl);
-    b = await RawClient.connect(ts.wsUrl);
-  });
-  afterAll(async () => {
-    a.close();
-    b.close();
-    await ts.cleanup();
+  beforeAll(() => {
+    ({ a, b } = env);
   });
 
   it("create: reply conversation.created to the requester, conversation.updated to everyone", async () => {

@@ -1,9 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Writable } from "node:stream";
 import { isDeepStrictEqual } from "node:util";
 import { PhebyClient } from "@pheby/client";
 import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
+import { type Logger, pino } from "pino";
+import { afterAll, beforeAll } from "vitest";
 import { WebSocket } from "ws";
 import {
   createPhebyServer,
@@ -238,4 +241,35 @@ export async function send(client: RawClient, conversationId: string, text: stri
     "run.accepted",
   );
   return accepted.run_id;
+}
+
+/** A pino logger at `level` whose output the test can read. */
+export function captureLogs(level: "debug" | "warn" = "debug"): { logger: Logger; text(): string } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  return { logger: pino({ level }, stream), text: () => lines.join("") };
+}
+
+/**
+ * Register hooks that start one server for the file with two connected
+ * clients of the same user: `a` (the requester) and `b` (who sees broadcasts).
+ */
+export function useServerWithTwoClients(options: Partial<PhebyServerOptions> = {}) {
+  const env = {} as { ts: TestServer; a: RawClient; b: RawClient };
+  beforeAll(async () => {
+    env.ts = await startServer(options);
+    env.a = await RawClient.connect(env.ts.wsUrl);
+    env.b = await RawClient.connect(env.ts.wsUrl);
+  });
+  afterAll(async () => {
+    env.a.close();
+    env.b.close();
+    await env.ts.cleanup();
+  });
+  return env;
 }

@@ -1,28 +1,12 @@
-import { Writable } from "node:stream";
-import { pino } from "pino";
 import { describe, expect, it } from "vitest";
 import { serverLogger } from "../src/log.js";
-import { createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
-
-function capture() {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: "debug" },
-    new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    }),
-  );
-  return { logger, text: () => lines.join("") };
-}
+import { captureLogs, createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
 
 const CHAT = "CHAT-CONTENT-MARKER-7f3a";
 const WRONG = "WRONG-SECRET-MARKER-91bc";
 
 async function session(logChatContent: boolean) {
-  const log = capture();
+  const log = captureLogs();
   const ts = await startServer({ logger: log.logger, logChatContent });
   try {
     const bad = await RawClient.open(ts.wsUrl, { headers: { Authorization: `Bearer ${SECRET}` } });
@@ -71,7 +55,7 @@ describe("logging", () => {
   });
 
   it("redacts secret-ish fields even if code logs them by mistake", () => {
-    const log = capture();
+    const log = captureLogs();
     const logger = serverLogger(log.logger, false);
     logger.info(
       { secret: "s1", req: { headers: { authorization: "Bearer s2", cookie: "s3" } }, text: "s4" },

@@ -1,21 +1,14 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { SIM_LONG_MAX } from "../src/agent/simulator/index.js";
 import { BACKEND_FAILED } from "../src/runs/engine.js";
-import { createConversation, RawClient, send, startServer, type TestServer } from "./helpers.js";
+import { createConversation, type RawClient, send, useServerWithTwoClients } from "./helpers.js";
 
-let ts: TestServer;
+const env = useServerWithTwoClients();
 let a: RawClient; // the sender
 let b: RawClient; // another client of the same user
-beforeAll(async () => {
-  ts = await startServer();
-  a = await RawClient.connect(ts.wsUrl);
-  b = await RawClient.connect(ts.wsUrl);
-});
-afterAll(async () => {
-  a.close();
-  b.close();
-  await ts.cleanup();
+beforeAll(() => {
+  ({ a, b } = env);
 });
 
 /**

@@ -1,21 +1,10 @@
-import { Writable } from "node:stream";
 import { CLOSE_CODES } from "@pheby/protocol";
-import { pino } from "pino";
 import { expect, it } from "vitest";
-import { createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
+import { captureLogs, createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
 
 it("a client that stops reading is closed with 4503; others are unaffected", async () => {
-  const lines: string[] = [];
-  const logger = pino(
-    { level: "warn" },
-    new Writable({
-      write(chunk, _enc, cb) {
-        lines.push(String(chunk));
-        cb();
-      },
-    }),
-  );
-  const ts = await startServer({ logger, maxBufferedBytes: 1024 * 1024 });
+  const logs = captureLogs("warn");
+  const ts = await startServer({ logger: logs.logger, maxBufferedBytes: 1024 * 1024 });
   try {
     const healthy = await RawClient.connect(ts.wsUrl);
     const slow = await RawClient.open(ts.wsUrl);
@@ -25,7 +14,7 @@ it("a client that stops reading is closed with 4503; others are unaffected", asy
     (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
 
     const id = await createConversation(healthy);
-    const cut = () => lines.some((l) => l.includes("slow consumer"));
+    const cut = () => logs.text().includes("slow consumer");
     for (let i = 0; i < 20 && !cut(); i++) {
       const runId = await send(healthy, id, "/sim long 1000000");
       const finished = await healthy.next("run.finished", (m) => m.run_id === runId);
