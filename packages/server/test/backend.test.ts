@@ -45,6 +45,14 @@ function scripted(): AgentBackend & { host?: AgentHost } {
           sink.toolEnd({ toolCallId: "ghost", status: "completed" });
           sink.text("done");
           return { status: "completed" };
+        case "text tools":
+          sink.text("a");
+          for (const id of ["t1", "t2"]) {
+            sink.toolStart({ toolCallId: id, toolName: "x" });
+            sink.toolEnd({ toolCallId: id, status: "completed" });
+          }
+          sink.text("b");
+          return { status: "completed" };
         case "long error":
           return { status: "failed", error: "e".repeat(2_000) };
         default:
@@ -104,6 +112,18 @@ describe("the run engine holds the protocol whatever the backend does", () => {
     expect(tools[1]).toMatchObject({ tool_name: "unknown", duration_ms: null });
     const h = await c.ok({ type: "conversation.open", conversation_id: id }, "conversation.history");
     expect(h.tools.map((t) => t.status)).toEqual(["cancelled", "completed"]);
+  });
+
+  it("text before tool events is flushed once, never as a repeated delta", async () => {
+    const id = await createConversation(c);
+    const runId = await send(c, id, "text tools");
+    const frames = await c.run(runId);
+    const deltas = frames.filter((m) => m.type === "message.delta").map((m) => ("text" in m ? m.text : ""));
+    expect(deltas[0]).toBe("a");
+    expect(new Set(deltas).size).toBe(deltas.length);
+    const types = frames.map((m) => m.type);
+    expect(types.indexOf("message.delta")).toBeLessThan(types.indexOf("tool.event"));
+    expect(frames.find((m) => m.type === "message.complete")).toMatchObject({ text: "ab" });
   });
 
   it("a backend error is truncated", async () => {

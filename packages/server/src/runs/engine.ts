@@ -39,6 +39,8 @@ class Run {
   readonly tools = new Map<string, ToolCall>();
   flushTimer: NodeJS.Timeout | undefined;
   lastDeltaAt = Number.NEGATIVE_INFINITY;
+  /** Length of the text the last delta carried; a delta is only sent when the text grew. */
+  sentLength = 0;
   graceTimer: NodeJS.Timeout | undefined;
   readonly done: Promise<void>;
   resolveDone!: () => void;
@@ -292,7 +294,8 @@ export class RunEngine {
   #flushDelta(run: Run): void {
     clearTimeout(run.flushTimer);
     run.flushTimer = undefined;
-    if (run.finished || run.text === "") return;
+    if (run.finished || run.text.length === run.sentLength) return;
+    run.sentLength = run.text.length;
     run.lastDeltaAt = performance.now();
     this.deps.hub.broadcast({
       type: "message.delta",
@@ -375,7 +378,10 @@ export class RunEngine {
       status,
       ...(error === undefined ? {} : { error }),
     } satisfies ServerMessage);
-    log.debug({ run: run.runId, status }, "run finished");
+    log.debug(
+      { run: run.runId, status, ...(this.deps.logChatContent && run.text ? { text: run.text } : {}) },
+      "run finished",
+    );
     run.resolveDone();
   }
 }
