@@ -53,6 +53,10 @@ function scripted(): AgentBackend & { host?: AgentHost } {
           }
           sink.text("b");
           return { status: "completed" };
+        case "deaf":
+          // Ignores the abort signal and never ends on its own.
+          sink.text("listening");
+          return new Promise<TurnResult>(() => {});
         case "long error":
           return { status: "failed", error: "e".repeat(2_000) };
         default:
@@ -124,6 +128,17 @@ describe("the run engine holds the protocol whatever the backend does", () => {
     const types = frames.map((m) => m.type);
     expect(types.indexOf("message.delta")).toBeLessThan(types.indexOf("tool.event"));
     expect(frames.find((m) => m.type === "message.complete")).toMatchObject({ text: "ab" });
+  });
+
+  it("a backend that ignores cancellation cannot keep the conversation busy", async () => {
+    const id = await createConversation(c);
+    const runId = await send(c, id, "deaf");
+    await c.next("message.delta", (m) => m.message_id === `draft-${runId}`);
+    c.send({ type: "run.cancel", conversation_id: id, run_id: runId, request_id: "x" });
+    // Finished after the engine's cancel grace (5 s), not never.
+    const finished = await c.next("run.finished", (m) => m.run_id === runId, 15_000);
+    expect(finished).toMatchObject({ status: "cancelled", request_id: "x" });
+    await c.run(await send(c, id, "free again"));
   });
 
   it("a backend error is truncated", async () => {
