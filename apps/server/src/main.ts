@@ -3,6 +3,7 @@
 import { type AgentBackend, createPhebyServer, createSimulatorBackend } from "@pheby/server";
 import { pino } from "pino";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
+import { consoleDistDir } from "./console.js";
 import { resolveSecret } from "./secret.js";
 
 function createAgent(config: Config): AgentBackend {
@@ -37,6 +38,16 @@ async function main(): Promise<void> {
   if (file)
     logger.info({ secretFile: file }, "no PHEBY_SECRET set: using the generated secret stored in this file");
 
+  let staticConsoleDir: string | undefined;
+  if (config.console) {
+    const found = consoleDistDir();
+    if ("error" in found) {
+      process.stderr.write(`pheby-server: ${found.error}\n`);
+      process.exit(2);
+    }
+    staticConsoleDir = found.dir;
+  }
+
   const agent = createAgent(config);
 
   const server = createPhebyServer({
@@ -45,10 +56,16 @@ async function main(): Promise<void> {
     agent,
     logger,
     logChatContent: config.log_chat_content,
+    ...(staticConsoleDir ? { staticConsoleDir } : {}),
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(
-    { url: `${url.replace(/^http/, "ws")}/ws`, agent: config.agent.kind, dataDir: config.data_dir },
+    {
+      url: `${url.replace(/^http/, "ws")}/ws`,
+      agent: config.agent.kind,
+      dataDir: config.data_dir,
+      ...(staticConsoleDir ? { console: `${url}/console/` } : {}),
+    },
     "pheby-server listening",
   );
 

@@ -9,6 +9,7 @@ import { createSecretCheck } from "./auth/secret.js";
 import type { ServerContext } from "./handlers/context.js";
 import { applySessionTitle } from "./handlers/conversations.js";
 import { createHttpApp } from "./http/app.js";
+import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { RunEngine } from "./runs/engine.js";
 import { Store } from "./store/store.js";
@@ -40,6 +41,12 @@ export interface PhebyServerOptions {
   clock?: Clock;
   /** The `server` field of `ready` (default "pheby"). */
   serverName?: string;
+  /**
+   * Serve the built web console (`apps/console/dist`) from this directory at
+   * `/console/` (default: not served). Files are read once at creation and
+   * sent with a strict CSP; see docs/console.md.
+   */
+  staticConsoleDir?: string;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -77,6 +84,8 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (typeof options.secret !== "string" || options.secret === "") {
     throw new Error("createPhebyServer: a non-empty secret is required");
   }
+  // Before the store opens, so a missing console build fails without side effects.
+  const consoleFiles = options.staticConsoleDir ? loadConsoleFiles(options.staticConsoleDir) : undefined;
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
@@ -120,6 +129,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     serverName: options.serverName ?? "pheby",
   });
   const app = createHttpApp(log);
+  if (consoleFiles) mountConsole(app, consoleFiles);
 
   let http: Server | undefined;
   let started: Promise<void> | undefined;

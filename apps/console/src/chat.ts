@@ -1,0 +1,336 @@
+// The timeline of one conversation: message bubbles, tool pills, approval and
+// clarification cards, attachments. Every item is keyed by its protocol ID and
+// updated in place, so live events and a reconnect snapshot converge on the
+// same DOM. All agent-provided strings go through textContent or the Markdown
+// renderer, never innerHTML.
+import type { AttachmentDescriptor, ServerMessageOf, ToolState } from "@pheby/protocol";
+import { append, formatBytes, h, replace } from "./dom.js";
+import { renderMarkdown } from "./markdown.js";
+
+type History = ServerMessageOf<"conversation.history">;
+type ApprovalRequest = Omit<ServerMessageOf<"approval.request">, "type">;
+type ClarifyRequest = Omit<ServerMessageOf<"clarify.request">, "type">;
+
+/** What the view asks the app to do on the user's behalf. */
+export interface ChatActions {
+  respondApproval(approvalId: string, choice: string, reason?: string): Promise<void>;
+  respondClarify(clarifyId: string, response: string): Promise<void>;
+  /** Fetch an attachment's bytes with the authenticated GET. */
+  fetchAttachment(attachment: AttachmentDescriptor): Promise<Blob>;
+  /** The active run changed (null: none), e.g. to show the stop button. */
+  runChanged(runId: string | null): void;
+}
+
+const CHOICE_LABELS: Record<string, string> = {
+  once: "Allow once",
+  session: "Allow for this conversation",
+  always: "Always allow",
+  deny: "Deny",
+};
+
+export class ChatView {
+  /** The scrolling timeline element. */
+  readonly el = h("div", { class: "timeline", "data-testid": "timeline" });
+  private readonly items = new Map<string, HTMLElement>();
+  private readonly runBubbles = new Map<string, HTMLElement>();
+  private readonly objectUrls = new Set<string>();
+  private activeRun: string | null = null;
+  private localId = 0;
+
+  constructor(private readonly actions: ChatActions) {}
+
+  /** The active run's ID, if any. */
+  get runId(): string | null {
+    return this.activeRun;
+  }
+
+  /** Forget everything (switching conversations, or the conversation was deleted). */
+  clear(): void {
+    for (const url of this.objectUrls) URL.revokeObjectURL(url);
+    this.objectUrls.clear();
+    this.items.clear();
+    this.runBubbles.clear();
+    replace(this.el);
+    this.setRun(null);
+  }
+
+  /** Replace the whole view with a `conversation.open` snapshot (first open and every reconnect). */
+  reset(snapshot: History): void {
+    this.clear();
+    if (snapshot.has_more)
+      this.el.appendChild(h("div", { class: "more" }, "Older messages are not shown (console shows 200)."));
+    for (const m of snapshot.messages) {
+      this.bubble(m.message_id, m.role, m.text);
+      for (const a of snapshot.attachments) if (a.message_id === m.message_id) this.attachment(a);
+    }
+    if (snapshot.run) {
+      this.bubble(snapshot.run.message_id, "assistant", snapshot.run.text, snapshot.run.run_id);
+      this.setRun(snapshot.run.run_id);
+    }
+    const placed = new Set(snapshot.messages.map((m) => m.message_id));
+    for (const a of snapshot.attachments) if (!a.message_id || !placed.has(a.message_id)) this.attachment(a);
+    for (const t of snapshot.tools) this.tool(t);
+    for (const a of snapshot.approvals) this.approval(a);
+    for (const c of snapshot.clarifications) this.clarify(c);
+    this.scroll();
+  }
+
+  /** The user's own message, shown at once (the protocol has no event for it). */
+  userMessage(text: string): void {
+    this.bubble(`local-${++this.localId}`, "user", text);
+    this.scroll();
+  }
+
+  runAccepted(runId: string): void {
+    this.setRun(runId);
+  }
+
+  messageStart(m: ServerMessageOf<"message.start">): void {
+    this.bubble(m.message_id, "assistant", "", m.run_id);
+    this.setRun(m.run_id);
+    this.scroll();
+  }
+
+  /** Cumulative text: replace the bubble's content. */
+  messageDelta(m: ServerMessageOf<"message.delta">): void {
+    this.bubble(m.message_id, "assistant", m.text);
+    this.scroll();
+  }
+
+  messageComplete(m: ServerMessageOf<"message.complete">): void {
+    if (m.kind === "notice") {
+      const el = this.keyed(`notice:${m.message_id}`, () => h("div", { class: "notice", role: "status" }));
+      replace(el, renderMarkdown(m.text));
+    } else {
+      this.bubble(m.message_id, "assistant", m.text).classList.remove("streaming");
+    }
+    this.scroll();
+  }
+
+  runFinished(m: ServerMessageOf<"run.finished">): void {
+    const bubble = this.runBubbles.get(m.run_id);
+    bubble?.classList.remove("streaming");
+    if (m.status !== "completed") {
+      const text = m.status === "cancelled" ? "Stopped." : `Run failed: ${m.error ?? "unknown error"}`;
+      const el = h("div", { class: `run-end ${m.status}`, "data-run-status": m.status }, text);
+      if (bubble) bubble.appendChild(el);
+      else this.el.appendChild(el);
+    }
+    // Any card of this run still open can no longer be answered.
+    for (const card of this.el.querySelectorAll<HTMLElement>(
+      `.card.open[data-run-id="${CSS.escape(m.run_id)}"]`,
+    ))
+      this.closeCard(card, "Closed: the run ended.");
+    if (this.activeRun === m.run_id) this.setRun(null);
+    this.scroll();
+  }
+
+  /** A tool pill, keyed by `tool_call_id`, inside its run's bubble when there is one. */
+  tool(t: ToolState): void {
+    const pill = this.keyed(`tool:${t.tool_call_id}`, () => {
+      const el = h("span", { class: "pill", "data-tool-call-id": t.tool_call_id });
+      const host = t.run_id ? this.runBubbles.get(t.run_id)?.querySelector(".tools") : undefined;
+      (host ?? this.el).appendChild(el);
+      return el;
+    });
+    pill.dataset.status = t.status;
+    pill.className = `pill ${t.status}`;
+    const ms = t.duration_ms == null ? "" : ` · ${t.duration_ms} ms`;
+    replace(pill, h("b", {}, t.tool_name), ` · ${t.status}${ms}`, t.error ? ` · ${t.error}` : "");
+    if (t.args_redacted) pill.title = JSON.stringify(t.args_redacted, null, 2);
+  }
+
+  approval(a: ApprovalRequest): void {
+    const card = this.card(`approval:${a.approval_id}`, "approval", a.run_id, "Approval needed");
+    card.dataset.approvalId = a.approval_id;
+    const reason = h("input", { type: "text", placeholder: "Reason (optional, with deny)", maxlength: 4000 });
+    const buttons = a.choices.map((choice) =>
+      h(
+        "button",
+        {
+          type: "button",
+          class: choice === "deny" ? "danger" : "",
+          "data-choice": choice,
+          onclick: () => {
+            const why = choice === "deny" && reason.value.trim() ? reason.value.trim() : undefined;
+            this.answer(card, () => this.actions.respondApproval(a.approval_id, choice, why));
+          },
+        },
+        CHOICE_LABELS[choice] ?? choice,
+      ),
+    );
+    append(
+      card.querySelector(".body")!,
+      h("p", {}, a.description),
+      h("pre", {}, h("code", {}, a.command)),
+      h("div", { class: "choices" }, ...buttons),
+      a.choices.includes("deny") ? reason : null,
+    );
+    this.scroll();
+  }
+
+  approvalResolved(m: ServerMessageOf<"approval.resolved">): void {
+    const card = this.items.get(`approval:${m.approval_id}`);
+    if (!card) return;
+    this.closeCard(
+      card,
+      m.accepted ? `Answered: ${CHOICE_LABELS[m.choice ?? ""] ?? m.choice}` : "Withdrawn by the agent.",
+    );
+  }
+
+  clarify(c: ClarifyRequest): void {
+    const card = this.card(`clarify:${c.clarify_id}`, "clarify", c.run_id, "Question");
+    card.dataset.clarifyId = c.clarify_id;
+    const send = (response: string) =>
+      this.answer(card, () => this.actions.respondClarify(c.clarify_id, response));
+    const other = h("input", {
+      type: "text",
+      name: "other",
+      placeholder: c.choices?.length ? "Other…" : "Your answer…",
+      "aria-label": "Other answer",
+    });
+    const form = h(
+      "form",
+      {
+        class: "other",
+        onsubmit: (event: Event) => {
+          event.preventDefault();
+          if (other.value.trim()) send(other.value.trim());
+        },
+      },
+      other,
+      h("button", { type: "submit" }, "Send"),
+    );
+    append(
+      card.querySelector(".body")!,
+      h("p", {}, c.question),
+      c.choices?.length
+        ? h(
+            "div",
+            { class: "choices" },
+            ...c.choices.map((choice) =>
+              h("button", { type: "button", "data-choice": choice, onclick: () => send(choice) }, choice),
+            ),
+          )
+        : null,
+      form,
+    );
+    this.scroll();
+  }
+
+  clarifyResolved(m: ServerMessageOf<"clarify.resolved">): void {
+    const card = this.items.get(`clarify:${m.clarify_id}`);
+    if (card) this.closeCard(card, m.accepted ? "Answered." : "Withdrawn by the agent.");
+  }
+
+  /** An attachment: an inline preview for `inline_image`, a download link for everything else. */
+  attachment(a: AttachmentDescriptor): void {
+    if (this.items.has(`att:${a.attachment_id}`)) return;
+    const label = `${a.filename} (${formatBytes(a.size)})`;
+    const el = this.keyed(`att:${a.attachment_id}`, () =>
+      h("figure", { class: `attachment ${a.direction}`, "data-attachment-id": a.attachment_id }),
+    );
+    if (a.inline_image) {
+      const img = h("img", { alt: a.filename });
+      el.append(img, h("figcaption", {}, label));
+      this.actions.fetchAttachment(a).then(
+        (blob) => {
+          img.src = this.objectUrl(blob);
+        },
+        () => el.append(h("span", { class: "error" }, " (preview unavailable)")),
+      );
+    } else {
+      const link = h("a", { href: "#", class: "download", download: a.filename }, label);
+      link.addEventListener("click", (event) => {
+        if (link.dataset.ready) return;
+        event.preventDefault();
+        this.actions.fetchAttachment(a).then(
+          (blob) => {
+            link.href = this.objectUrl(blob);
+            link.dataset.ready = "true";
+            link.click();
+          },
+          () => link.append(" (unavailable)"),
+        );
+      });
+      el.append(link);
+    }
+    this.scroll();
+  }
+
+  private setRun(runId: string | null): void {
+    if (this.activeRun === runId) return;
+    this.activeRun = runId;
+    this.actions.runChanged(runId);
+  }
+
+  private keyed(key: string, create: () => HTMLElement): HTMLElement {
+    let el = this.items.get(key);
+    if (!el) {
+      el = create();
+      this.items.set(key, el);
+      if (!el.isConnected) this.el.appendChild(el);
+    }
+    return el;
+  }
+
+  private bubble(id: string, role: "user" | "assistant", text: string, runId?: string): HTMLElement {
+    const el = this.keyed(`msg:${id}`, () =>
+      h(
+        "div",
+        { class: `msg ${role}`, "data-message-id": id, "data-role": role },
+        h("div", { class: "tools" }),
+        h("div", { class: "text" }),
+      ),
+    );
+    if (runId) {
+      el.dataset.runId = runId;
+      el.classList.add("streaming");
+      this.runBubbles.set(runId, el);
+    }
+    const body = el.querySelector(".text")!;
+    if (role === "user") body.textContent = text;
+    else replace(body, renderMarkdown(text));
+    return el;
+  }
+
+  private card(key: string, kind: string, runId: string | null, title: string): HTMLElement {
+    const card = this.keyed(key, () =>
+      h(
+        "div",
+        { class: `card ${kind} open`, "data-run-id": runId ?? "" },
+        h("div", { class: "title" }, title),
+        h("div", { class: "body" }),
+        h("div", { class: "status", role: "status" }),
+      ),
+    );
+    replace(card.querySelector(".body")!);
+    return card;
+  }
+
+  private answer(card: HTMLElement, send: () => Promise<void>): void {
+    for (const b of card.querySelectorAll("button")) b.disabled = true;
+    card.querySelector(".status")!.textContent = "Sending…";
+    send().catch((err: Error) => {
+      card.querySelector(".status")!.textContent = `Not accepted: ${err.message}`;
+      for (const b of card.querySelectorAll("button")) b.disabled = false;
+    });
+  }
+
+  private closeCard(card: HTMLElement, text: string): void {
+    card.classList.remove("open");
+    card.classList.add("resolved");
+    for (const el of card.querySelectorAll(".choices, form, input")) el.remove();
+    card.querySelector(".status")!.textContent = text;
+  }
+
+  private objectUrl(blob: Blob): string {
+    const url = URL.createObjectURL(blob);
+    this.objectUrls.add(url);
+    return url;
+  }
+
+  private scroll(): void {
+    this.el.scrollTop = this.el.scrollHeight;
+  }
+}

@@ -1,0 +1,303 @@
+// The Pheby web console: connect screen, conversation list, chat view. It
+// talks to the server only through @pheby/client.
+import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
+import { ChatView } from "./chat.js";
+import { Composer } from "./composer.js";
+import { ConversationList } from "./conversations.js";
+import { h, replace } from "./dom.js";
+import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
+import { SettingsBar } from "./settings.js";
+
+const STATE_LABELS: Record<ConnectionState, string> = {
+  idle: "not connected",
+  connecting: "connecting…",
+  open: "connected",
+  reconnecting: "reconnecting…",
+  auth_failed: "auth failed",
+  closed: "disconnected",
+};
+
+const root = h("div", { class: "app" });
+document.body.appendChild(root);
+const status = h("span", { class: "status", "data-testid": "status", "data-state": "idle", role: "status" });
+const banner = h("div", { class: "banner", "data-testid": "banner", role: "alert", hidden: true });
+
+function setStatus(state: ConnectionState): void {
+  status.dataset.state = state;
+  status.textContent = STATE_LABELS[state];
+}
+
+function report(message: string): void {
+  banner.textContent = message;
+  banner.hidden = false;
+  clearTimeout(Number(banner.dataset.timer));
+  banner.dataset.timer = String(setTimeout(() => (banner.hidden = true), 8000));
+}
+
+/** The connect screen. With a saved secret in this tab's session, connect at once. */
+function showConnect(error?: string): void {
+  const saved = loadSession();
+  // No `name` attributes: even if the form were submitted natively, nothing would reach the URL.
+  const url = h("input", {
+    type: "url",
+    required: true,
+    value: saved.url ?? defaultServerUrl(location),
+    "aria-label": "Server URL",
+    "data-testid": "url",
+    autocomplete: "url",
+  });
+  const secret = h("input", {
+    type: "password",
+    required: true,
+    "aria-label": "Secret",
+    "data-testid": "secret",
+    autocomplete: "current-password",
+  });
+  const message = h("p", { class: "error", "data-testid": "connect-error", role: "alert" }, error ?? "");
+  const button = h("button", { type: "submit", class: "primary", "data-testid": "connect" }, "Connect");
+  const form = h(
+    "form",
+    { class: "connect", "data-testid": "connect-form" },
+    h("h1", {}, "Pheby console"),
+    h("label", {}, "Server WebSocket URL", url),
+    h("label", {}, "Secret", secret),
+    button,
+    message,
+    h("p", { class: "hint" }, "The secret is kept in this tab's session storage only."),
+  );
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    button.disabled = true;
+    message.textContent = "Connecting…";
+    connect(url.value.trim(), secret.value).catch((err: unknown) => {
+      button.disabled = false;
+      message.textContent = describe(err);
+    });
+  });
+  replace(root, h("header", {}, h("strong", {}, "Pheby"), status), form);
+  if (saved.url && saved.secret && !error) form.requestSubmit();
+  else secret.focus();
+}
+
+function describe(err: unknown): string {
+  if (err instanceof PhebyError) {
+    if (err.code === "unauthorized") return "Wrong secret (auth failed).";
+    if (err.code === "rate_limited") return "Too many failed attempts from this address; try again later.";
+    if (err.code === "version_mismatch") return "This server speaks another protocol version.";
+    return `Could not connect: ${err.message}`;
+  }
+  return `Could not connect: ${String(err)}`;
+}
+
+async function connect(url: string, secret: string): Promise<void> {
+  const client = new PhebyClient({ url, secret, reconnect: { initialDelayMs: 250, maxDelayMs: 4000 } });
+  const offState = client.onState(setStatus);
+  try {
+    await client.connect();
+  } catch (err) {
+    offState();
+    client.close();
+    setStatus("auth_failed");
+    if (err instanceof PhebyError && err.code === "unauthorized") forgetSecret();
+    throw err;
+  }
+  saveSession(url, secret);
+  startApp(client);
+}
+
+function startApp(client: PhebyClient): void {
+  let current: string | null = null;
+  const conversations = new ConversationList({
+    open: (id) => void openConversation(id),
+    async create() {
+      try {
+        const created = await client.request({ type: "conversation.create" });
+        conversations.upsert(created.conversation_id, created.name);
+        await openConversation(created.conversation_id);
+      } catch (err) {
+        report(`Create failed: ${(err as Error).message}`);
+      }
+    },
+    async rename(id, name) {
+      try {
+        const renamed = await client.request({ type: "conversation.rename", conversation_id: id, name });
+        conversations.upsert(id, renamed.name);
+      } catch (err) {
+        report(`Rename failed: ${(err as Error).message}`);
+      }
+    },
+    async remove(id) {
+      try {
+        await client.request({ type: "conversation.delete", conversation_id: id });
+        dropConversation(id);
+      } catch (err) {
+        report(`Delete failed: ${(err as Error).message}`);
+      }
+    },
+  });
+  const composer: Composer = new Composer({
+    client,
+    conversationId: () => current,
+    runId: () => chat.runId,
+    sent: (text) => chat.userMessage(text),
+    report,
+  });
+  const chat = new ChatView({
+    async respondApproval(approval_id, choice, reason) {
+      await client.request({
+        type: "approval.respond",
+        approval_id,
+        choice: choice as "once",
+        ...(reason ? { reason } : {}),
+      });
+    },
+    async respondClarify(clarify_id, response) {
+      await client.request({ type: "clarify.respond", clarify_id, response });
+    },
+    async fetchAttachment(attachment) {
+      const result = await client.download(attachment);
+      return new Blob([result.bytes as Uint8Array<ArrayBuffer>], {
+        type: result.contentType ?? attachment.mime_type,
+      });
+    },
+    runChanged: (runId) => composer.setRun(runId),
+  });
+  const settings = new SettingsBar(client, report);
+  const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
+  const main = h(
+    "main",
+    { class: "chat" },
+    h("div", { class: "chat-head" }, title, settings.el),
+    chat.el,
+    composer.el,
+  );
+  settings.el.hidden = true;
+  composer.el.hidden = true;
+
+  const signOut = h("button", { type: "button", class: "link" }, "Sign out");
+  signOut.addEventListener("click", () => {
+    forgetSecret();
+    client.close();
+    showConnect();
+  });
+  replace(
+    root,
+    h("header", {}, h("strong", {}, "Pheby"), status, banner, signOut),
+    h("div", { class: "layout" }, conversations.el, main),
+  );
+
+  async function openConversation(id: string): Promise<void> {
+    if (current && current !== id) client.unfollow(current);
+    current = id;
+    client.follow(id);
+    conversations.select(id);
+    title.textContent = conversations.name(id);
+    composer.el.hidden = false;
+    try {
+      const snapshot = await client.request({ type: "conversation.open", conversation_id: id });
+      if (current !== id) return;
+      chat.reset(snapshot);
+      await settings.load(id);
+    } catch (err) {
+      report(`Open failed: ${(err as Error).message}`);
+    }
+  }
+
+  function dropConversation(id: string): void {
+    conversations.remove(id);
+    if (current !== id) return;
+    client.unfollow(id);
+    current = null;
+    chat.clear();
+    title.textContent = "No conversation selected";
+    composer.el.hidden = true;
+    void settings.load(null);
+  }
+
+  async function refreshList(): Promise<void> {
+    try {
+      const snapshot = await client.request({ type: "conversation.list" });
+      conversations.setAll(snapshot.conversations);
+      conversations.select(current);
+      if (current) title.textContent = conversations.name(current);
+    } catch (err) {
+      report(`Could not list conversations: ${(err as Error).message}`);
+    }
+  }
+
+  const mine =
+    <T extends { conversation_id: string }>(handler: (m: T) => void) =>
+    (m: T) => {
+      if (m.conversation_id === current) handler(m);
+    };
+  client.on("conversation.updated", (m) => conversations.upsert(m.conversation_id, m.name));
+  client.on("conversation.created", (m) => conversations.upsert(m.conversation_id, m.name));
+  client.on("conversation.renamed", (m) => {
+    conversations.upsert(m.conversation_id, m.name);
+    if (m.conversation_id === current) title.textContent = m.name;
+  });
+  client.on("conversation.deleted", (m) => dropConversation(m.conversation_id));
+  client.on(
+    "run.accepted",
+    mine((m) => chat.runAccepted(m.run_id)),
+  );
+  client.on(
+    "message.start",
+    mine((m) => chat.messageStart(m)),
+  );
+  client.on(
+    "message.delta",
+    mine((m) => chat.messageDelta(m)),
+  );
+  client.on(
+    "message.complete",
+    mine((m) => chat.messageComplete(m)),
+  );
+  client.on(
+    "run.finished",
+    mine((m) => chat.runFinished(m)),
+  );
+  client.on(
+    "tool.event",
+    mine((m) => chat.tool(m)),
+  );
+  client.on(
+    "approval.request",
+    mine((m) => chat.approval(m)),
+  );
+  client.on(
+    "clarify.request",
+    mine((m) => chat.clarify(m)),
+  );
+  client.on(
+    "attachment.added",
+    mine((m) => chat.attachment(m.attachment)),
+  );
+  // Resolutions carry no conversation_id; the view ignores IDs it does not show.
+  client.on("approval.resolved", (m) => chat.approvalResolved(m));
+  client.on("clarify.resolved", (m) => chat.clarifyResolved(m));
+  client.on("model.changed", (m) => settings.changed(m));
+  client.on("reasoning.changed", (m) => settings.changed(m));
+  client.on("yolo.changed", (m) => settings.changed(m));
+
+  // After a reconnect the client re-opens the followed conversation: rebuild from that snapshot.
+  client.onResync((snapshots) => {
+    if (!current) return;
+    const snapshot = snapshots.get(current);
+    if (snapshot) {
+      chat.reset(snapshot);
+      void settings.load(current);
+    } else dropConversation(current);
+  });
+  client.onState((state) => {
+    if (state === "open") void refreshList();
+    if (state === "auth_failed") {
+      forgetSecret();
+      showConnect("The server no longer accepts this secret (auth failed).");
+    }
+  });
+  void refreshList();
+}
+
+setStatus("idle");
+showConnect();
