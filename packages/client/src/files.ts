@@ -1,5 +1,6 @@
 import { type AttachmentDescriptor, ErrorBody, type ErrorCode, UploadResponse } from "@pheby/protocol";
 import { PhebyError } from "./errors.js";
+import { hasXhr, xhrPost } from "./xhr.js";
 
 /** What can be uploaded: a file path (Node only), a Blob, bytes, or a byte stream. */
 export type UploadSource = string | Blob | Uint8Array | ReadableStream<Uint8Array>;
@@ -78,6 +79,12 @@ async function toStream(
   return { stream: source };
 }
 
+function asBlob(source: UploadSource): Blob | undefined {
+  if (source instanceof Blob) return source;
+  if (source instanceof Uint8Array) return new Blob([source as Uint8Array<ArrayBuffer>]);
+  return undefined;
+}
+
 async function httpError(response: Response): Promise<PhebyError> {
   let code: ErrorCode =
     response.status === 401 ? "unauthorized" : response.status === 404 ? "not_found" : "bad_request";
@@ -93,6 +100,9 @@ async function httpError(response: Response): Promise<PhebyError> {
 
 /**
  * Upload a file to a conversation (`POST /attachments`), streaming the body.
+ * In browsers, Blobs and bytes are sent with XMLHttpRequest instead (real
+ * upload progress, and no HTTP/2 requirement); a ReadableStream source there
+ * still needs an HTTP/2 server.
  * Resolves with the stored attachment's descriptor. Claim it by passing its
  * `attachment_id` in `chat.send`'s `attachment_ids`.
  */
@@ -107,25 +117,32 @@ export async function uploadAttachment(
     signal?: AbortSignal;
   } = {},
 ): Promise<AttachmentDescriptor> {
-  const { stream, size, name } = await toStream(source);
+  // In browsers a Blob (or bytes) goes through XHR: see xhrPost for why.
+  const blob = hasXhr() && !options.fetch ? asBlob(source) : undefined;
+  const { stream, size, name } = blob
+    ? { stream: undefined, size: blob.size, name: undefined }
+    : await toStream(source);
   const filename =
     extra.filename ?? name ?? (source instanceof File ? source.name : undefined) ?? "upload.bin";
   const contentType =
     extra.contentType ?? (source instanceof Blob && source.type ? source.type : "application/octet-stream");
   const query = new URLSearchParams({ conversation_id: conversationId, filename });
+  const url = `${httpBase(options.url)}/attachments?${query}`;
   const headers: Record<string, string> = {
     authorization: `Bearer ${options.secret}`,
     "content-type": contentType,
   };
   if (size !== undefined) headers["content-length"] = String(size);
-  const response = await (options.fetch ?? fetch)(`${httpBase(options.url)}/attachments?${query}`, {
-    method: "POST",
-    headers,
-    body: counting(stream, size, extra.onProgress),
-    // Required by Node's fetch for a streamed request body.
-    duplex: "half",
-    ...(extra.signal ? { signal: extra.signal } : {}),
-  } as RequestInit);
+  const response = blob
+    ? await xhrPost(url, headers, blob, extra.onProgress, extra.signal)
+    : await (options.fetch ?? fetch)(url, {
+        method: "POST",
+        headers,
+        body: counting(stream!, size, extra.onProgress),
+        // Required by Node's fetch for a streamed request body.
+        duplex: "half",
+        ...(extra.signal ? { signal: extra.signal } : {}),
+      } as RequestInit);
   if (response.status !== 201) throw await httpError(response);
   const body = UploadResponse.safeParse(await response.json());
   if (!body.success) throw new PhebyError("invalid_frame", "upload response does not match the protocol");
