@@ -76,7 +76,7 @@ export class ConversationList {
       { type: "button", class: "icon", title: "Rename", "aria-label": "Rename" },
       "✎",
     );
-    const del = h("button", { type: "button", class: "icon", title: "Delete", "aria-label": "Delete" }, "🗑");
+    const del = h("button", { type: "button", class: "icon", title: "Delete", "aria-label": "Delete" }, "×");
     rename.addEventListener("click", () => {
       const input = h("input", { type: "text", value: name, maxlength: 200, "aria-label": "New name" });
       const form = h("form", { class: "rename" }, input);
@@ -101,7 +101,7 @@ export class ConversationList {
       del.textContent = "Delete?";
       setTimeout(() => {
         delete del.dataset.armed;
-        del.textContent = "🗑";
+        del.textContent = "×";
       }, 3000);
     });
     li.append(open, rename, del);
