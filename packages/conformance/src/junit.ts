@@ -8,8 +8,8 @@ function xml(s: string): string {
       .replace(/</g, "&lt;")
       .replace(/>/g, "&gt;")
       .replace(/"/g, "&quot;")
-      // Characters XML 1.0 cannot carry at all.
-      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f]/g, "\uFFFD")
+      // Control characters XML 1.0 cannot carry at all (tab, LF and CR are fine).
+      .replace(/[^\t\n\r\u0020-\uFFFF]/gu, (c) => (c.length > 1 ? c : "\uFFFD"))
   );
 }
 
