@@ -54,16 +54,7 @@ export async function runCheck(
   let result: CheckResult;
   try {
     await check.run(ctx);
-    const invalid = ctx.invalid[0];
-    result = invalid
-      ? {
-          ...base,
-          status: "fail",
-          reason: `the server sent a frame that @pheby/protocol rejects (${invalid.error})`,
-          frame: invalid.raw,
-          durationMs: 0,
-        }
-      : { ...base, status: "pass", durationMs: 0 };
+    result = { ...base, status: "pass", durationMs: 0 };
   } catch (err) {
     if (err instanceof CheckSkip) result = { ...base, status: "skip", reason: err.message, durationMs: 0 };
     else if (err instanceof CheckFailure)
@@ -84,6 +75,16 @@ export async function runCheck(
   } finally {
     ctx.dispose();
   }
+  // An invalid frame is the root cause of whatever else went wrong (a wait that timed out, ...).
+  const invalid = ctx.invalid[0];
+  if (invalid && result.status !== "skip")
+    result = {
+      ...base,
+      status: "fail",
+      reason: `the server sent a frame that @pheby/protocol rejects (${invalid.error})`,
+      frame: invalid.raw,
+      durationMs: 0,
+    };
   if (tally) {
     tally.received += ctx.framesReceived;
     tally.invalid += ctx.invalid.length;
