@@ -1,1 +1,77 @@
-console.log("pheby-server: the server lands with the @pheby/server core; see README");
+// pheby-server: reads config from env (+ optional YAML), picks the agent
+// backend, starts @pheby/server and shuts down gracefully on SIGTERM/SIGINT.
+import { type AgentBackend, createPhebyServer, createSimulatorBackend } from "@pheby/server";
+import { pino } from "pino";
+import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
+import { resolveSecret } from "./secret.js";
+
+function createAgent(config: Config): AgentBackend {
+  if (config.agent.kind === "acp") {
+    void agentArgv;
+    throw new Error("the acp agent backend is not part of this build yet");
+  }
+  return createSimulatorBackend();
+}
+
+async function main(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`pheby-server: ${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  const logger = pino({
+    level: config.debug ? "debug" : "info",
+    base: { service: "pheby" },
+    // Belt and braces: the server never logs these, but a stray object must not leak them either.
+    redact: {
+      paths: ["secret", "*.secret", "authorization", "*.authorization", "headers.authorization"],
+      censor: "[REDACTED]",
+    },
+  });
+  const { secret, file } = resolveSecret(config.secret, config.data_dir);
+  if (file)
+    logger.info({ secretFile: file }, "no PHEBY_SECRET set: using the generated secret stored in this file");
+
+  const agent = createAgent(config);
+
+  const server = createPhebyServer({
+    secret,
+    dataDir: config.data_dir,
+    agent,
+    logger,
+    logChatContent: config.log_chat_content,
+  });
+  const { url } = await server.listen({ port: config.port, host: config.bind_host });
+  logger.info(
+    { url: `${url.replace(/^http/, "ws")}/ws`, agent: config.agent.kind, dataDir: config.data_dir },
+    "pheby-server listening",
+  );
+
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, "shutting down");
+    server.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err }, "shutdown failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(
+    `pheby-server: failed to start: ${err instanceof Error ? err.message : String(err)}\n`,
+  );
+  process.exit(1);
+});

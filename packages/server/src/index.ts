@@ -1,1 +1,19 @@
+/**
+ * `@pheby/server`: a Pheby Protocol v1 server as a library. Create it with
+ * {@link createPhebyServer}, then `listen()`; `close()` shuts it down.
+ *
+ * @packageDocumentation
+ */
+
 export type * from "./agent/port.js";
+export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
+export {
+  createPhebyServer,
+  DEFAULT_HOST,
+  DEFAULT_LOCKOUT,
+  DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_PORT,
+  type ListenInfo,
+  type PhebyServer,
+  type PhebyServerOptions,
+} from "./server.js";

@@ -1,0 +1,60 @@
+// Shared benchmark plumbing: servers run in child processes (one core for the
+// server, one for the load), report their port on stdout, and are measured by
+// the same client code so the ratio compares servers, not harnesses.
+import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+
+export interface Spawned {
+  child: ChildProcess;
+  port: number;
+  /** Resident set size of the child, in bytes (Linux /proc). */
+  rss(): number;
+  stop(): Promise<void>;
+}
+
+/** Start `script` (relative to src/) with tsx; it must print `PORT <n>` once listening. */
+export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<Spawned> {
+  const path = fileURLToPath(new URL(script, import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", path], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<number>((resolve, reject) => {
+    let buffer = "";
+    child.stdout!.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const match = /PORT (\d+)/.exec(buffer);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", (code) => reject(new Error(`${script} exited early (${code})`)));
+  });
+  return {
+    child,
+    port,
+    rss() {
+      const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+      return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+    },
+    stop: () =>
+      new Promise<void>((resolve) => {
+        child.once("exit", () => resolve());
+        child.kill("SIGTERM");
+      }),
+  };
+}
+
+/** The p-th percentile (0..100) of sorted samples. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
+}
+
+/** Print rows as an aligned table. */
+export function table(rows: Record<string, string | number>[]): void {
+  const keys = Object.keys(rows[0] ?? {});
+  const width = keys.map((k) => Math.max(k.length, ...rows.map((r) => String(r[k]).length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join("  ");
+  console.log(line(keys));
+  for (const r of rows) console.log(line(keys.map((k) => String(r[k]))));
+}

@@ -1,0 +1,36 @@
+package dev.pheby.protocol
+
+import kotlinx.serialization.json.Json
+
+/**
+ * The `Json` configuration that decodes every Pheby Protocol v1 frame and re-encodes it exactly.
+ *
+ * - `classDiscriminator = "type"`: the sealed [ClientMessage] / [ServerMessage] hierarchies are
+ *   selected by the frame's `type` (kotlinx's default, spelled out).
+ * - `ignoreUnknownKeys = true`: the protocol lets peers add fields; they are dropped on decode.
+ * - `explicitNulls = true`: a required-nullable property (`val run: RunState?`, no default) is always
+ *   encoded, as `null` when null, and must be present on decode, exactly like the schema's `required`.
+ * - `encodeDefaults = false`: optional properties (`val x: T? = null`, [OptionalNullable.Absent])
+ *   are omitted while they hold their default, so "absent" stays absent.
+ */
+val PhebyJson: Json = Json {
+    classDiscriminator = "type"
+    ignoreUnknownKeys = true
+    explicitNulls = true
+    encodeDefaults = false
+}
+
+/** Decodes one client-to-server frame (a server or test would use this). */
+fun decodeClientMessage(text: String): ClientMessage = PhebyJson.decodeFromString(ClientMessage.serializer(), text)
+
+/** Decodes one server-to-client frame. Throws `SerializationException` (an `IllegalArgumentException`) on a bad frame. */
+fun decodeServerMessage(text: String): ServerMessage = PhebyJson.decodeFromString(ServerMessage.serializer(), text)
+
+/**
+ * Encodes a frame with its `type`. Always encode through the sealed serializer: encoding a concrete
+ * class (`PhebyJson.encodeToString(ChatSend(...))`) would leave out the `type` discriminator.
+ */
+fun ClientMessage.toJson(): String = PhebyJson.encodeToString(ClientMessage.serializer(), this)
+
+/** Encodes a server frame with its `type`. */
+fun ServerMessage.toJson(): String = PhebyJson.encodeToString(ServerMessage.serializer(), this)

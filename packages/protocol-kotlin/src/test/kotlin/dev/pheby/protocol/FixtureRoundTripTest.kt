@@ -1,0 +1,189 @@
+package dev.pheby.protocol
+
+import kotlinx.serialization.KSerializer
+import kotlinx.serialization.SerializationException
+import kotlinx.serialization.json.JsonArray
+import kotlinx.serialization.json.JsonElement
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
+import org.junit.jupiter.api.Assertions.assertThrows
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.DynamicTest
+import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.TestFactory
+import java.io.File
+
+/**
+ * Proves the generated models agree with the TypeScript side on every fixture of
+ * `packages/protocol/fixtures`, read in place (the path comes from the `pheby.fixtures` property).
+ */
+class FixtureRoundTripTest {
+    private val fixtures = File(System.getProperty("pheby.fixtures") ?: "../protocol/fixtures")
+
+    private fun files(dir: String): List<File> {
+        val files = File(fixtures, dir).listFiles { f -> f.name.endsWith(".json") }?.sortedBy { it.name }
+        assertTrue(!files.isNullOrEmpty(), "no fixtures in ${File(fixtures, dir)}")
+        return files!!
+    }
+
+    private fun parse(file: File): JsonElement = PhebyJson.parseToJsonElement(file.readText())
+
+    /**
+     * The fixtures' deliberate unknown fields are named `x_*` (e.g. `chat.send.unknown-field.json`'s
+     * `x_future_field`). Models drop unknown keys on decode, so the expected re-encoding is the fixture
+     * without them. Nothing else is removed: a property the models lost would still fail the comparison.
+     */
+    private fun withoutUnknownFields(element: JsonElement): JsonElement = when (element) {
+        is JsonObject -> JsonObject(element.filterKeys { !it.startsWith("x_") }.mapValues { withoutUnknownFields(it.value) })
+        is JsonArray -> JsonArray(element.map(::withoutUnknownFields))
+        else -> element
+    }
+
+    private fun <T : Any> roundTrip(file: File, serializer: KSerializer<T>): T {
+        val fixture = parse(file)
+        val decoded = PhebyJson.decodeFromJsonElement(serializer, fixture)
+        // Decode from the raw text too: the streaming decoder is what apps use.
+        assertEquals(decoded, PhebyJson.decodeFromString(serializer, file.readText()))
+        val reencoded = PhebyJson.encodeToJsonElement(serializer, decoded)
+        assertEquals(withoutUnknownFields(fixture), reencoded, "re-encoded ${file.name}")
+        return decoded
+    }
+
+    /** The serial name (`type`) of the class a message decoded into. */
+    private fun serialNameOf(serializer: KSerializer<*>, value: Any): String {
+        @Suppress("UNCHECKED_CAST")
+        val encoded = PhebyJson.encodeToJsonElement(serializer as KSerializer<Any>, value)
+        return encoded.jsonObject.getValue("type").jsonPrimitive.content
+    }
+
+    private fun messageCases(dir: String, serializer: KSerializer<*>, decodedTypes: MutableSet<String>) =
+        files(dir).map { file ->
+            DynamicTest.dynamicTest("$dir/${file.name}") {
+                @Suppress("UNCHECKED_CAST")
+                val decoded = roundTrip(file, serializer as KSerializer<Any>)
+                val type = parse(file).jsonObject.getValue("type").jsonPrimitive.content
+                // The concrete class is the one whose @SerialName is the fixture's type.
+                val classSerialName = decoded::class.java.getAnnotation(kotlinx.serialization.SerialName::class.java)?.value
+                assertEquals(type, classSerialName, "${file.name} decoded into ${decoded::class.simpleName}")
+                assertEquals(type, serialNameOf(serializer, decoded))
+                decodedTypes += type
+            }
+        }
+
+    /** Every member of a sealed hierarchy, by serial name, from its serializer's descriptor. */
+    private fun memberTypes(serializer: KSerializer<*>): Set<String> =
+        serializer.descriptor.getElementDescriptor(1).let { d -> (0 until d.elementsCount).map(d::getElementName).toSet() }
+
+    private val clientTypes = mutableSetOf<String>()
+    private val serverTypes = mutableSetOf<String>()
+
+    @TestFactory
+    fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
+        messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
+            DynamicTest.dynamicTest("all 18 client message types are covered") {
+                assertEquals(18, memberTypes(ClientMessage.serializer()).size)
+                assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
+            }
+
+    @TestFactory
+    fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
+        messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
+            DynamicTest.dynamicTest("all 27 server message types are covered") {
+                assertEquals(27, memberTypes(ServerMessage.serializer()).size)
+                assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
+            }
+
+    private val httpBodies: Map<String, KSerializer<*>> = mapOf(
+        "AttachmentDescriptor" to AttachmentDescriptor.serializer(),
+        "ErrorBody" to ErrorBody.serializer(),
+        "UploadResponse" to UploadResponse.serializer(),
+    )
+
+    @TestFactory
+    fun `every valid http fixture round-trips through the class its file name names`() = files("valid/http").map { file ->
+        DynamicTest.dynamicTest("valid/http/${file.name}") {
+            val serializer = httpBodies[file.name.substringBefore('.')]
+            assertTrue(serializer != null, "no model for ${file.name}; add it to httpBodies")
+            @Suppress("UNCHECKED_CAST")
+            roundTrip(file, serializer as KSerializer<Any>)
+        }
+    }
+
+    /**
+     * Invalid client fixtures the models accept on purpose: value constraints (lengths, blank text,
+     * uniqueness, ranges, patterns) are not types in Kotlin, so only the server rejects these.
+     * The set is exact: a fixture listed here that starts failing to decode fails this test too.
+     */
+    private val serverOnly = mapOf(
+        "chat-send-11-attachments.json" to "maxItems 10",
+        "chat-send-bad-attachment-id.json" to "pattern ^[0-9a-f]{32}$",
+        "chat-send-blank.json" to "non-blank (pattern \\S)",
+        "chat-send-duplicate-attachments.json" to "uniqueItems",
+        "chat-send-too-long.json" to "maxLength 64000",
+        "open-limit-501.json" to "maximum 500",
+        "open-limit-zero.json" to "minimum 1",
+        "rename-blank.json" to "non-blank (pattern \\S)",
+    )
+
+    private fun invalidCases(dir: String, serializer: KSerializer<*>) = files(dir).map { file ->
+        DynamicTest.dynamicTest("$dir/${file.name}") {
+            val fixture = parse(file).jsonObject
+            val text = fixture["raw"]?.jsonPrimitive?.content ?: fixture.getValue("frame").toString()
+            val reason = serverOnly[file.name]
+            if (fixture.containsKey("server_only")) assertTrue(reason != null, "${file.name} is server_only but not listed")
+            if (reason != null) {
+                assertFalse(dir.endsWith("server"), "server fixtures must all fail structurally")
+                PhebyJson.decodeFromString(serializer, text) // decodes: only the server enforces $reason
+            } else {
+                // SerializationException for structure; IllegalArgumentException from a constant check in init.
+                assertThrows(IllegalArgumentException::class.java, { PhebyJson.decodeFromString(serializer, text) }, file.name)
+            }
+        }
+    }
+
+    @TestFactory
+    fun `invalid client fixtures fail to decode unless only the server can catch them`() =
+        invalidCases("invalid/client", ClientMessage.serializer())
+
+    @TestFactory
+    fun `invalid server fixtures all fail to decode`() = invalidCases("invalid/server", ServerMessage.serializer())
+
+    @Test
+    fun `absent and null stay distinct for optional-nullable and required-nullable fields`() {
+        val running = decodeServerMessage("""{"type":"tool.event","conversation_id":"c","tool_call_id":"t","tool_name":"x","status":"running","ts":"2026-09-02T18:00:00+00:00"}""")
+        val unknown = decodeServerMessage("""{"type":"tool.event","conversation_id":"c","tool_call_id":"t","tool_name":"x","status":"failed","duration_ms":null,"ts":"2026-09-02T18:00:00+00:00"}""")
+        assertEquals(OptionalNullable.Absent, (running as ToolEvent).durationMs)
+        assertEquals(OptionalNullable.Value(null), (unknown as ToolEvent).durationMs)
+        assertFalse(running.toJson().contains("duration_ms"))
+        assertTrue(unknown.toJson().contains("\"duration_ms\":null"))
+        // A required-nullable field is encoded as null, and missing it is a decode error.
+        val pending = ApprovalRequest(approvalId = "a", sessionKey = "s", conversationId = "c", runId = null, command = "rm", description = "d", choices = listOf(ApprovalChoice.DENY), ts = "t")
+        assertTrue(pending.toJson().contains("\"run_id\":null"))
+        assertThrows(SerializationException::class.java) {
+            decodeServerMessage(pending.toJson().replace("\"run_id\":null,", ""))
+        }
+    }
+
+    @Test
+    fun `encoding through the sealed type carries the type discriminator`() {
+        val json = PhebyJson.parseToJsonElement(ChatSend(conversationId = "c", text = "hi").toJson()).jsonObject
+        assertEquals("chat.send", json.getValue("type").jsonPrimitive.content)
+        assertEquals(setOf("type", "conversation_id", "text"), json.keys)
+    }
+
+    @Test
+    fun `quoted booleans and integers are rejected, unquoted ones accepted`() {
+        val open = """{"type":"conversation.open","conversation_id":"c","limit":%s}"""
+        assertEquals(5L, (decodeClientMessage(open.format("5")) as ConversationOpen).limit)
+        assertThrows(SerializationException::class.java) { decodeClientMessage(open.format("\"5\"")) }
+        val tool = """{"type":"tool.event","conversation_id":"c","tool_call_id":"t","tool_name":"x","status":"failed","duration_ms":%s,"ts":"t"}"""
+        assertEquals(OptionalNullable.Value(5L), (decodeServerMessage(tool.format("5")) as ToolEvent).durationMs)
+        assertThrows(SerializationException::class.java) { decodeServerMessage(tool.format("\"5\"")) }
+        val yolo = """{"type":"yolo.set","conversation_id":"c","enabled":%s}"""
+        assertEquals(true, (decodeClientMessage(yolo.format("true")) as YoloSet).enabled)
+        assertThrows(SerializationException::class.java) { decodeClientMessage(yolo.format("\"true\"")) }
+    }
+}

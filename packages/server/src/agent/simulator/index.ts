@@ -1,0 +1,196 @@
+import type { AgentBackend, AgentHost, TurnInput, TurnResult, TurnSink } from "../port.js";
+
+/** Options of {@link createSimulatorBackend}. */
+export interface SimulatorOptions {
+  /** Delay between streamed words, in ms (default 30; tests use ~1). `/sim slow` uses at least 50. */
+  delayMs?: number;
+  /** Delay before the unsolicited message of `/sim later`, in ms (default 2000). */
+  laterDelayMs?: number;
+}
+
+/** Largest N accepted by `/sim long N`. */
+export const SIM_LONG_MAX = 1_000_000;
+/** Words streamed by `/sim slow`. */
+export const SIM_SLOW_WORDS = 200;
+
+const RESERVED: Record<string, string> = {
+  approval: "issue 4 (approvals)",
+  clarify: "issue 4 (clarifications)",
+  timeout: "issue 4 (approvals)",
+  file: "issue 5 (attachments)",
+  image: "issue 5 (attachments)",
+};
+
+const HELP =
+  "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000). " +
+  "Reserved: /sim approval, /sim clarify, /sim timeout, /sim file, /sim image.";
+
+/** Resolves after `ms`, or early with `false` when `signal` aborts. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve(true);
+    }, ms);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+/** Stream `chunks` with `delay` between them; false when cancelled. */
+async function stream(
+  chunks: string[],
+  delay: number,
+  sink: TurnSink,
+  signal: AbortSignal,
+): Promise<boolean> {
+  for (const chunk of chunks) {
+    if (!(await sleep(delay, signal))) return false;
+    sink.text(chunk);
+  }
+  return true;
+}
+
+/** Split text into words that keep their trailing space, so the chunks join back to the exact text. */
+function words(text: string): string[] {
+  return text.match(/\S+\s*/g) ?? [];
+}
+
+/** A deterministic text of exactly `n` characters. */
+export function longText(n: number): string {
+  const unit = "Pheby simulator long reply. ";
+  return unit.repeat(Math.ceil(n / unit.length)).slice(0, n);
+}
+
+/**
+ * The built-in deterministic agent: no randomness, no network. A plain
+ * message gets a streamed word-by-word reply; messages starting with `/sim `
+ * select the scenarios documented in docs/simulator.md (a stable interface).
+ */
+export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBackend {
+  const delay = options.delayMs ?? 30;
+  const laterDelay = options.laterDelayMs ?? 2_000;
+  const timers = new Set<NodeJS.Timeout>();
+  let host: AgentHost | undefined;
+  let toolCounter = 0;
+
+  const done: TurnResult = { status: "completed" };
+  const cancelled: TurnResult = { status: "cancelled" };
+  const reply = async (text: string, sink: TurnSink, signal: AbortSignal) =>
+    (await stream(words(text), delay, sink, signal)) ? done : cancelled;
+
+  async function scenario(args: string[], input: TurnInput, sink: TurnSink, signal: AbortSignal) {
+    const [name = "help", arg] = args;
+    switch (name) {
+      case "tools": {
+        const ok = `sim-tool-${++toolCounter}`;
+        sink.toolStart({
+          toolCallId: ok,
+          toolName: "web_search",
+          args: { query: "pheby protocol", api_key: "sk-simulated" },
+        });
+        if (!(await sleep(delay, signal))) return cancelled;
+        sink.toolEnd({ toolCallId: ok, status: "completed" });
+        const bad = `sim-tool-${++toolCounter}`;
+        sink.toolStart({
+          toolCallId: bad,
+          toolName: "read_file",
+          args: { path: "notes.txt", auth: { token: "t" } },
+        });
+        if (!(await sleep(delay, signal))) return cancelled;
+        sink.toolEnd({ toolCallId: bad, status: "failed", error: "Permission denied (simulated)" });
+        return reply("I ran two tools: web_search completed and read_file failed.", sink, signal);
+      }
+      case "slow": {
+        const text = Array.from({ length: SIM_SLOW_WORDS }, (_, i) => `word${i + 1} `).join("");
+        return (await stream(words(text), Math.max(delay, 50), sink, signal)) ? done : cancelled;
+      }
+      case "fail": {
+        if (!(await stream(words("This run is about to fail. "), delay, sink, signal))) return cancelled;
+        return { status: "failed", error: "Simulated failure (/sim fail)" } satisfies TurnResult;
+      }
+      case "crash":
+        throw new Error("simulated backend crash in /srv/pheby/secret/path (/sim crash)");
+      case "notice":
+        sink.notice("Simulated notice: the agent is warming up (/sim notice).");
+        return reply("This is the answer that follows the notice.", sink, signal);
+      case "later": {
+        const result = await reply("I will send you another message in a moment.", sink, signal);
+        if (result.status === "completed") {
+          const timer = setTimeout(() => {
+            timers.delete(timer);
+            host?.unsolicited({
+              sessionId: input.sessionId,
+              text: "This message arrived later, outside any run (/sim later).",
+            });
+          }, laterDelay);
+          timers.add(timer);
+        }
+        return result;
+      }
+      case "long": {
+        const n = arg !== undefined && /^\d{1,7}$/.test(arg) ? Number(arg) : Number.NaN;
+        if (!(n >= 1 && n <= SIM_LONG_MAX)) {
+          return {
+            status: "failed",
+            error: `Usage: /sim long N, with 1 <= N <= ${SIM_LONG_MAX}`,
+          } satisfies TurnResult;
+        }
+        // At most 8 chunks: the cumulative deltas of a long reply stay a few times its size.
+        const text = longText(n);
+        const size = Math.ceil(n / 8);
+        const chunks = Array.from({ length: Math.ceil(n / size) }, (_, i) =>
+          text.slice(i * size, (i + 1) * size),
+        );
+        return (await stream(chunks, delay, sink, signal)) ? done : cancelled;
+      }
+      default: {
+        const lands = RESERVED[name];
+        if (lands) {
+          sink.notice(`The /sim ${name} scenario is reserved; it lands with ${lands}.`);
+          return reply(`/sim ${name} is not available yet.`, sink, signal);
+        }
+        return reply(HELP, sink, signal);
+      }
+    }
+  }
+
+  return {
+    name: "simulator",
+    capabilities: {
+      listSessions: false,
+      loadHistory: false,
+      deleteSession: true,
+      models: false,
+      reasoning: false,
+      images: false,
+    },
+    async start(h) {
+      host = h;
+    },
+    async createSession(conversationId) {
+      return { sessionId: `sim-${conversationId}` };
+    },
+    async prompt(input, sink, signal) {
+      const text = input.text.trim();
+      if (text === "/sim" || text.startsWith("/sim ")) {
+        return scenario(text.split(/\s+/).slice(1), input, sink, signal);
+      }
+      const excerpt = text.replace(/\s+/g, " ").slice(0, 80);
+      return reply(
+        `You said: "${excerpt}". This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios.`,
+        sink,
+        signal,
+      );
+    },
+    async deleteSession() {},
+    async close() {
+      for (const timer of timers) clearTimeout(timer);
+      timers.clear();
+    },
+  };
+}

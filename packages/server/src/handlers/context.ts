@@ -1,0 +1,46 @@
+import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { AgentBackend } from "../agent/port.js";
+import type { RunEngine } from "../runs/engine.js";
+import type { ConversationRow, Store } from "../store/store.js";
+import type { Clock } from "../util/time.js";
+import type { Connection, Hub } from "../ws/connection.js";
+import { conversationNotFound } from "./errors.js";
+
+/** Services every handler can use. */
+export interface ServerContext {
+  store: Store;
+  hub: Hub;
+  runs: RunEngine;
+  backend: AgentBackend;
+  clock: Clock;
+  log: Logger;
+}
+
+/** One decoded request from an authenticated connection. */
+export interface Request<T extends ClientMessageType> {
+  conn: Connection;
+  msg: ClientMessageOf<T>;
+}
+
+/** A request handler. Throw a ProtocolError for a typed error; anything else becomes `internal_error`. */
+export type Handler<T extends ClientMessageType> = (
+  ctx: ServerContext,
+  req: Request<T>,
+) => void | Promise<void>;
+
+/** Handlers by request type; one module per domain contributes a table. */
+export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };
+
+/** Send the direct reply to a request, echoing its `request_id`. */
+export function reply(req: Request<ClientMessageType>, msg: ServerMessage): void {
+  const requestId = req.msg.request_id;
+  req.conn.send(requestId === undefined ? msg : { ...msg, request_id: requestId });
+}
+
+/** A live conversation, or `conversation_not_found`. */
+export function requireConversation(ctx: ServerContext, id: string): ConversationRow {
+  const conv = ctx.store.getConversation(id);
+  if (!conv) throw conversationNotFound();
+  return conv;
+}

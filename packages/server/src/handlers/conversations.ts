@@ -1,0 +1,134 @@
+import { type ConversationSummary, LIMITS } from "@pheby/protocol";
+import type { ConversationRow } from "../store/store.js";
+import { newId } from "../util/ids.js";
+import { iso } from "../util/time.js";
+import { type HandlerTable, reply, requireConversation, type ServerContext } from "./context.js";
+import { ProtocolError } from "./errors.js";
+
+/** Name of a conversation created without one. */
+export const DEFAULT_NAME = "New chat";
+
+function summary(row: ConversationRow): ConversationSummary {
+  return {
+    conversation_id: row.id,
+    name: row.name,
+    session_id: row.session_id,
+    last_active: row.last_active === null ? null : iso(row.last_active),
+    source: row.source,
+  };
+}
+
+/** Import agent sessions the store has never seen (when the backend can list them). */
+async function importAgentSessions(ctx: ServerContext): Promise<void> {
+  const { backend, store, log } = ctx;
+  if (!backend.capabilities.listSessions || !backend.listSessions) return;
+  try {
+    const known = store.knownSessionIds();
+    for (const session of await backend.listSessions()) {
+      if (known.has(session.sessionId)) continue;
+      const updated = session.updatedAt ? Date.parse(session.updatedAt) : Number.NaN;
+      store.createConversation({
+        id: newId(),
+        name: session.title?.trim() || DEFAULT_NAME,
+        session_id: session.sessionId,
+        source: backend.name,
+        created_at: Number.isNaN(updated) ? ctx.clock.now() : updated,
+      });
+    }
+  } catch (err) {
+    log.warn({ err }, "could not list agent sessions; serving the stored index");
+  }
+}
+
+/** `message_id` "m<row id>" of this conversation, or `bad_request`. */
+function parseCursor(ctx: ServerContext, conversationId: string, cursor: string): number {
+  const match = /^m([1-9]\d{0,15})$/.exec(cursor);
+  const id = match ? Number(match[1]) : Number.NaN;
+  if (!Number.isSafeInteger(id) || !ctx.store.hasMessage(conversationId, id)) {
+    throw new ProtocolError("bad_request", "before_message_id is not a message of this conversation");
+  }
+  return id;
+}
+
+/** conversation.list / create / open / rename / delete. */
+export const conversationHandlers: HandlerTable = {
+  "conversation.list": async (ctx, req) => {
+    await importAgentSessions(ctx);
+    reply(req, { type: "conversation.snapshot", conversations: ctx.store.listConversations().map(summary) });
+  },
+
+  "conversation.create": async (ctx, req) => {
+    const id = newId();
+    const name = req.msg.name?.trim() || DEFAULT_NAME;
+    const { sessionId } = await ctx.backend.createSession(id);
+    ctx.store.createConversation({
+      id,
+      name,
+      session_id: sessionId,
+      source: ctx.backend.name,
+      created_at: ctx.clock.now(),
+    });
+    reply(req, { type: "conversation.created", conversation_id: id, name });
+    ctx.hub.broadcast({ type: "conversation.updated", conversation_id: id, name });
+  },
+
+  "conversation.open": (ctx, req) => {
+    const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id } = req.msg;
+    requireConversation(ctx, id);
+    const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
+    const page = ctx.store.messagePage(id, limit, before);
+    reply(req, {
+      type: "conversation.history",
+      conversation_id: id,
+      messages: page.rows.map((m) => ({
+        message_id: `m${m.id}`,
+        role: m.role,
+        text: m.text,
+        ts: m.ts === null ? null : iso(m.ts),
+      })),
+      has_more: page.hasMore,
+      attachments: [],
+      run: ctx.runs.state(id),
+      tools: ctx.runs.tools(id),
+      approvals: [],
+      clarifications: [],
+    });
+  },
+
+  "conversation.rename": (ctx, req) => {
+    const { conversation_id: id } = req.msg;
+    requireConversation(ctx, id);
+    const name = req.msg.name.trim();
+    ctx.store.renameConversation(id, name, true);
+    reply(req, { type: "conversation.renamed", conversation_id: id, name });
+    ctx.hub.broadcast({ type: "conversation.renamed", conversation_id: id, name });
+  },
+
+  "conversation.delete": async (ctx, req) => {
+    const { conversation_id: id } = req.msg;
+    const conv = requireConversation(ctx, id);
+    // An active run is cancelled first: its single run.finished (cancelled) precedes the deletion.
+    await ctx.runs.cancelAndWait(id);
+    if (!ctx.store.getConversation(id))
+      throw new ProtocolError("conversation_not_found", "Conversation not found");
+    if (conv.session_id && ctx.backend.capabilities.deleteSession && ctx.backend.deleteSession) {
+      try {
+        await ctx.backend.deleteSession(conv.session_id);
+      } catch (err) {
+        ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
+      }
+    }
+    ctx.store.deleteConversation(id, ctx.clock.now());
+    reply(req, { type: "conversation.deleted", conversation_id: id });
+    ctx.hub.broadcast({ type: "conversation.deleted", conversation_id: id });
+  },
+};
+
+/** The agent renamed a session: follow it unless the user chose a name. */
+export function applySessionTitle(ctx: ServerContext, sessionId: string, title: string): void {
+  const conv = ctx.store.conversationBySession(sessionId);
+  const name = title.trim().slice(0, LIMITS.conversationNameChars);
+  if (!conv || conv.user_renamed || name === "" || name === conv.name) return;
+  ctx.store.renameConversation(conv.id, name, false);
+  ctx.hub.broadcast({ type: "conversation.updated", conversation_id: conv.id, name });
+}

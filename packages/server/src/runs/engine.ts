@@ -1,0 +1,410 @@
+import { performance } from "node:perf_hooks";
+import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { AgentBackend, TurnResult, TurnSink } from "../agent/port.js";
+import { ProtocolError } from "../handlers/errors.js";
+import type { ConversationRow, Store, ToolRow } from "../store/store.js";
+import { newId } from "../util/ids.js";
+import { type Clock, iso } from "../util/time.js";
+import type { Connection, Hub } from "../ws/connection.js";
+import { redactArgs, truncate } from "./redact.js";
+
+/**
+ * Deltas are coalesced to at most one per this interval. Deltas carry the
+ * cumulative text, so one per token would make a long answer cost quadratic
+ * bandwidth; 40 ms still looks live.
+ */
+const DELTA_INTERVAL_MS = 40;
+/** After `run.cancel`, how long the backend gets to confirm before the run is finished as cancelled anyway. */
+const CANCEL_GRACE_MS = 5_000;
+/** Error text of a run whose backend threw (details go to the log only). */
+export const BACKEND_FAILED = "The agent backend failed";
+
+interface ToolCall {
+  name: string;
+  startedAt: number;
+  status: ToolState["status"];
+}
+
+/** One run: server-owned state of an assistant turn. */
+class Run {
+  readonly runId = newId();
+  readonly messageId: string;
+  readonly controller = new AbortController();
+  text = "";
+  finished = false;
+  cancelRequested = false;
+  cancelRequestId: string | undefined;
+  notices = 0;
+  readonly tools = new Map<string, ToolCall>();
+  flushTimer: NodeJS.Timeout | undefined;
+  lastDeltaAt = Number.NEGATIVE_INFINITY;
+  /** Length of the text the last delta carried; a delta is only sent when the text grew. */
+  sentLength = 0;
+  graceTimer: NodeJS.Timeout | undefined;
+  readonly done: Promise<void>;
+  resolveDone!: () => void;
+
+  constructor(
+    readonly conversationId: string,
+    readonly startedAt: number,
+  ) {
+    this.messageId = `draft-${this.runId}`;
+    this.done = new Promise((resolve) => {
+      this.resolveDone = resolve;
+    });
+  }
+}
+
+/** What the engine needs from the server. */
+export interface RunEngineDeps {
+  store: Store;
+  hub: Hub;
+  backend: AgentBackend;
+  clock: Clock;
+  log: Logger;
+  logChatContent: boolean;
+}
+
+/**
+ * The run engine: run IDs, one active run per conversation, the state machine
+ * run.accepted → message.start → message.delta* → message.complete → exactly
+ * one run.finished, cancellation, tool events and notices. Backends only
+ * report through a {@link TurnSink}; everything the protocol promises is
+ * enforced here, whatever the backend does (throws, hangs after cancel,
+ * reports after the end).
+ */
+export class RunEngine {
+  readonly #active = new Map<string, Run>();
+  #closed = false;
+
+  constructor(private readonly deps: RunEngineDeps) {}
+
+  /** The active run of a conversation as `conversation.history.run` shows it. */
+  state(conversationId: string): RunState | null {
+    const run = this.#active.get(conversationId);
+    if (!run) return null;
+    return {
+      run_id: run.runId,
+      conversation_id: run.conversationId,
+      message_id: run.messageId,
+      status: "running",
+      text: run.text,
+      started_at: iso(run.startedAt),
+    };
+  }
+
+  /** Latest tool states of the active or most recent run. */
+  tools(conversationId: string): ToolState[] {
+    return this.deps.store.latestRunTools(conversationId).map(toolState);
+  }
+
+  /** `chat.send`: start a run for a user message. Throws `run_active` when one is running. */
+  send(conv: ConversationRow, text: string, from: Connection, requestId: string | undefined): string {
+    if (this.#active.has(conv.id)) {
+      throw new ProtocolError("run_active", "A run is already active in this conversation");
+    }
+    const run = this.#begin(conv.id, text);
+    from.send({
+      type: "run.accepted",
+      ...(requestId === undefined ? {} : { request_id: requestId }),
+      conversation_id: conv.id,
+      run_id: run.runId,
+    });
+    this.#startMessage(run);
+    const input = {
+      conversationId: conv.id,
+      sessionId: conv.session_id ?? "",
+      text,
+      attachments: [],
+      settings: { model: null, effort: null, yolo: false },
+    };
+    void this.#drive(run, (sink, signal) => this.deps.backend.prompt(input, sink, signal));
+    return run.runId;
+  }
+
+  /**
+   * Output the agent produced outside any turn. A notice is a bare
+   * `message.complete` with `kind: "notice"`; text becomes a server-side run
+   * (broadcast `run.accepted` without request_id, message.*, run.finished),
+   * queued behind the conversation's active run if there is one.
+   */
+  async unsolicited(conv: ConversationRow, text: string, kind?: "notice"): Promise<void> {
+    if (kind === "notice") {
+      this.deps.hub.broadcast({
+        type: "message.complete",
+        conversation_id: conv.id,
+        message_id: `notice-${newId()}`,
+        text,
+        kind: "notice",
+        ts: this.#ts(),
+      });
+      return;
+    }
+    for (let active = this.#active.get(conv.id); active; active = this.#active.get(conv.id)) {
+      await active.done;
+    }
+    if (this.#closed || !this.deps.store.getConversation(conv.id)) return;
+    const run = this.#begin(conv.id, null);
+    this.deps.hub.broadcast({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
+    this.#startMessage(run);
+    await this.#drive(run, async (sink) => {
+      sink.text(text);
+      return { status: "completed" };
+    });
+  }
+
+  /** `run.cancel`. Throws `not_found` for a stale, unknown or already-cancelling run. */
+  cancel(conversationId: string, runId: string, requestId: string | undefined): void {
+    const run = this.#active.get(conversationId);
+    if (!run || run.runId !== runId || run.cancelRequested) {
+      throw new ProtocolError("not_found", "No such active run");
+    }
+    this.#requestCancel(run, requestId);
+  }
+
+  /** Cancel the conversation's active run (if any) and wait until it has finished. */
+  async cancelAndWait(conversationId: string): Promise<void> {
+    const run = this.#active.get(conversationId);
+    if (!run) return;
+    if (!run.cancelRequested) this.#requestCancel(run, undefined);
+    await run.done;
+  }
+
+  /** Shutdown: every active run is finished as failed now; late backend output is ignored. */
+  shutdown(): void {
+    this.#closed = true;
+    for (const run of [...this.#active.values()]) {
+      run.controller.abort();
+      this.#finish(run, { status: "failed", error: "Server shutting down" });
+    }
+  }
+
+  #ts(): string {
+    return iso(this.deps.clock.now());
+  }
+
+  #begin(conversationId: string, userText: string | null): Run {
+    const run = new Run(conversationId, this.deps.clock.now());
+    this.deps.store.startRun(run.runId, conversationId, run.startedAt, userText);
+    this.#active.set(conversationId, run);
+    this.deps.log.debug(
+      {
+        conversation: conversationId,
+        run: run.runId,
+        ...(this.deps.logChatContent && userText ? { text: userText } : {}),
+      },
+      "run accepted",
+    );
+    return run;
+  }
+
+  #startMessage(run: Run): void {
+    this.deps.hub.broadcast({
+      type: "message.start",
+      conversation_id: run.conversationId,
+      run_id: run.runId,
+      message_id: run.messageId,
+    });
+  }
+
+  #requestCancel(run: Run, requestId: string | undefined): void {
+    run.cancelRequested = true;
+    run.cancelRequestId = requestId;
+    run.controller.abort();
+    // A backend that ignores the abort must not keep the conversation busy forever.
+    run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), CANCEL_GRACE_MS);
+    run.graceTimer.unref();
+  }
+
+  async #drive(
+    run: Run,
+    produce: (sink: TurnSink, signal: AbortSignal) => Promise<TurnResult>,
+  ): Promise<void> {
+    let result: TurnResult;
+    try {
+      result = await produce(this.#sink(run), run.controller.signal);
+    } catch (err) {
+      this.deps.log.error({ err, run: run.runId }, "agent backend threw during a turn");
+      result = { status: "failed", error: BACKEND_FAILED };
+    }
+    this.#finish(run, result);
+  }
+
+  #sink(run: Run): TurnSink {
+    const { hub, log } = this.deps;
+    return {
+      text: (chunk) => {
+        if (run.finished || typeof chunk !== "string" || chunk === "") return;
+        run.text += chunk;
+        if (run.flushTimer) return;
+        const wait = run.lastDeltaAt + DELTA_INTERVAL_MS - performance.now();
+        if (wait <= 0) this.#flushDelta(run);
+        else run.flushTimer = setTimeout(() => this.#flushDelta(run), wait);
+      },
+      toolStart: (call) => {
+        if (run.finished) return;
+        this.#flushDelta(run);
+        run.tools.set(call.toolCallId, {
+          name: call.toolName,
+          startedAt: performance.now(),
+          status: "running",
+        });
+        const args = call.args ? redactArgs(call.args) : undefined;
+        this.#tool(run, call.toolCallId, call.toolName, "running", { args });
+      },
+      toolEnd: (call) => {
+        if (run.finished) return;
+        this.#flushDelta(run);
+        const known = run.tools.get(call.toolCallId);
+        const duration = known ? Math.round(performance.now() - known.startedAt) : null;
+        if (known) known.status = call.status;
+        const error = call.status === "failed" ? truncate(call.error ?? "Tool failed") : undefined;
+        this.#tool(run, call.toolCallId, known?.name ?? "unknown", call.status, { duration, error });
+      },
+      notice: (text) => {
+        if (run.finished) return;
+        run.notices += 1;
+        // A notice in a run gets its own message_id so it never replaces the draft answer.
+        hub.broadcast({
+          type: "message.complete",
+          conversation_id: run.conversationId,
+          message_id: `notice-${run.runId}-${run.notices}`,
+          text,
+          kind: "notice",
+          ts: this.#ts(),
+        });
+      },
+      // Decisions land with issue 4 and files with issue 5; until then they are
+      // answered "cancelled"/refused so a backend never waits on nothing.
+      askPermission: async () => {
+        log.warn({ run: run.runId }, "permission question refused: approvals are not implemented yet");
+        return { outcome: "cancelled" };
+      },
+      askClarification: async () => {
+        log.warn({ run: run.runId }, "clarification refused: clarifications are not implemented yet");
+        return { outcome: "cancelled" };
+      },
+      file: async () => {
+        log.warn({ run: run.runId }, "produced file dropped: attachments are not implemented yet");
+      },
+    };
+  }
+
+  #flushDelta(run: Run): void {
+    clearTimeout(run.flushTimer);
+    run.flushTimer = undefined;
+    if (run.finished || run.text.length === run.sentLength) return;
+    run.sentLength = run.text.length;
+    run.lastDeltaAt = performance.now();
+    this.deps.hub.broadcast({
+      type: "message.delta",
+      conversation_id: run.conversationId,
+      message_id: run.messageId,
+      text: run.text,
+      ts: this.#ts(),
+    });
+  }
+
+  #tool(
+    run: Run,
+    toolCallId: string,
+    toolName: string,
+    status: ToolState["status"],
+    extra: {
+      args?: Record<string, unknown> | undefined;
+      duration?: number | null;
+      error?: string | undefined;
+    },
+  ): void {
+    const now = this.deps.clock.now();
+    const row: ToolRow = {
+      run_id: run.runId,
+      tool_call_id: toolCallId,
+      conversation_id: run.conversationId,
+      tool_name: toolName,
+      status,
+      args_json: extra.args ? JSON.stringify(extra.args) : null,
+      duration_ms: extra.duration ?? null,
+      error: extra.error ?? null,
+      ts: now,
+    };
+    this.deps.store.upsertTool(row);
+    this.deps.hub.broadcast({ type: "tool.event", ...toolState(row) });
+  }
+
+  /** End a run exactly once: close open tools, message.complete, persist, run.finished. */
+  #finish(run: Run, result: TurnResult): void {
+    if (run.finished) return;
+    clearTimeout(run.flushTimer);
+    clearTimeout(run.graceTimer);
+    for (const [id, tool] of run.tools) {
+      if (tool.status === "running") {
+        this.#tool(run, id, tool.name, "cancelled", {
+          duration: Math.round(performance.now() - tool.startedAt),
+        });
+      }
+    }
+    run.finished = true;
+    const status: RunStatus = run.cancelRequested ? "cancelled" : validStatus(result);
+    const reported = (result as { error?: unknown } | undefined)?.error;
+    const error =
+      status === "failed"
+        ? truncate(typeof reported === "string" && reported ? reported : BACKEND_FAILED)
+        : undefined;
+    const { hub, store, log } = this.deps;
+    const now = this.deps.clock.now();
+    hub.broadcast({
+      type: "message.complete",
+      conversation_id: run.conversationId,
+      message_id: run.messageId,
+      text: run.text,
+      ts: iso(now),
+    });
+    try {
+      // A partially streamed answer (cancel, failure) is recorded too, so history matches what the user saw.
+      store.finishRun(run.runId, run.conversationId, status, now, error ?? null, run.text);
+    } catch (err) {
+      log.error({ err, run: run.runId }, "could not record the end of a run");
+    }
+    this.#active.delete(run.conversationId);
+    hub.broadcast({
+      type: "run.finished",
+      ...(status === "cancelled" && run.cancelRequestId !== undefined
+        ? { request_id: run.cancelRequestId }
+        : {}),
+      conversation_id: run.conversationId,
+      run_id: run.runId,
+      status,
+      ...(error === undefined ? {} : { error }),
+    } satisfies ServerMessage);
+    log.debug(
+      { run: run.runId, status, ...(this.deps.logChatContent && run.text ? { text: run.text } : {}) },
+      "run finished",
+    );
+    run.resolveDone();
+  }
+}
+
+function validStatus(result: TurnResult): RunStatus {
+  const s = (result as { status?: unknown } | undefined)?.status;
+  return s === "completed" || s === "cancelled" || s === "failed" ? s : "failed";
+}
+
+/** Wire form of a stored tool state (`args_redacted` only while running, `error` only on failure). */
+function toolState(row: ToolRow): ToolState {
+  return {
+    conversation_id: row.conversation_id,
+    run_id: row.run_id,
+    tool_call_id: row.tool_call_id,
+    tool_name: row.tool_name,
+    status: row.status,
+    ...(row.status === "running"
+      ? row.args_json
+        ? { args_redacted: JSON.parse(row.args_json) as Record<string, unknown> }
+        : {}
+      : { duration_ms: row.duration_ms }),
+    ...(row.status === "failed" && row.error !== null ? { error: row.error } : {}),
+    ts: iso(row.ts),
+  };
+}

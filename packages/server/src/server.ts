@@ -1,0 +1,173 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { getRequestListener } from "@hono/node-server";
+import type { Logger } from "pino";
+import type { AgentBackend, AgentHost } from "./agent/port.js";
+import { createSimulatorBackend } from "./agent/simulator/index.js";
+import { Lockout } from "./auth/lockout.js";
+import { createSecretCheck } from "./auth/secret.js";
+import type { ServerContext } from "./handlers/context.js";
+import { applySessionTitle } from "./handlers/conversations.js";
+import { createHttpApp } from "./http/app.js";
+import { serverLogger } from "./log.js";
+import { RunEngine } from "./runs/engine.js";
+import { Store } from "./store/store.js";
+import { type Clock, systemClock } from "./util/time.js";
+import { Hub } from "./ws/connection.js";
+import { SocketServer } from "./ws/socket-server.js";
+
+/** Options of {@link createPhebyServer}. */
+export interface PhebyServerOptions {
+  /** The shared secret clients send in `hello`; compared in constant time. Required. */
+  secret: string;
+  /** Directory for the SQLite database (and, later, attachment blobs); created if missing. */
+  dataDir: string;
+  /** The agent backend; default {@link createSimulatorBackend}(). */
+  agent?: AgentBackend;
+  /** pino logger; default silent. Secrets are always redacted. */
+  logger?: Logger;
+  /** Let chat text reach the logs (default false). */
+  logChatContent?: boolean;
+  /** Time a new connection has to send `hello`, in ms (default 10,000). */
+  authTimeoutMs?: number;
+  /** Interval of ws-level pings, in ms (default 30,000); a peer that misses one is dropped. */
+  heartbeatIntervalMs?: number;
+  /** Failed-hello lockout: `maxFailures` (5) within `windowMs` (60,000) lock the address for `durationMs` (300,000). */
+  lockout?: { maxFailures?: number; windowMs?: number; durationMs?: number };
+  /** Per-client send-buffer cap in bytes (default 8 MiB); a client over it is closed with 4503. */
+  maxBufferedBytes?: number;
+  /** Injectable clock (ms since the epoch) for timestamps and lockout; default `Date.now`. */
+  clock?: Clock;
+  /** The `server` field of `ready` (default "pheby"). */
+  serverName?: string;
+}
+
+/** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
+export interface ListenInfo {
+  port: number;
+  host: string;
+  url: string;
+}
+
+/** A Pheby Protocol v1 server. */
+export interface PhebyServer {
+  /** Start the backend and listen (default 127.0.0.1:8620; port 0 picks a free port). */
+  listen(opts?: { port?: number; host?: string }): Promise<ListenInfo>;
+  /**
+   * Shut down: active runs are finished as failed, sockets are closed with
+   * 1001 going-away, the backend is stopped and the database closed.
+   */
+  close(): Promise<void>;
+}
+
+/** Default bind address and port. */
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 8620;
+/** Default failed-hello lockout. */
+export const DEFAULT_LOCKOUT = { maxFailures: 5, windowMs: 60_000, durationMs: 300_000 } as const;
+/** Default per-client send-buffer cap. */
+export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+
+/**
+ * Create a Pheby server. Opening the store happens here (so a bad data
+ * directory fails fast); runs left `running` by a crash or an unclean stop
+ * are recorded as failed, so `conversation.open` shows `run: null` for them.
+ */
+export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
+  if (typeof options.secret !== "string" || options.secret === "") {
+    throw new Error("createPhebyServer: a non-empty secret is required");
+  }
+  const clock = options.clock ?? systemClock;
+  const log = serverLogger(options.logger, options.logChatContent ?? false);
+  const backend = options.agent ?? createSimulatorBackend();
+  const store = new Store(options.dataDir);
+  const interrupted = store.failInterruptedRuns(clock.now(), "The server stopped during this run");
+  if (interrupted > 0)
+    log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
+
+  const hub = new Hub();
+  const runs = new RunEngine({
+    store,
+    hub,
+    backend,
+    clock,
+    log,
+    logChatContent: options.logChatContent ?? false,
+  });
+  const ctx: ServerContext = { store, hub, runs, backend, clock, log };
+  const host: AgentHost = {
+    unsolicited(message) {
+      const conv = store.conversationBySession(message.sessionId);
+      if (!conv) {
+        log.warn({ session: message.sessionId }, "unsolicited output for an unknown session dropped");
+        return;
+      }
+      runs.unsolicited(conv, message.text, message.kind).catch((err) => {
+        log.error({ err }, "unsolicited output failed");
+      });
+    },
+    sessionTitle(sessionId, title) {
+      applySessionTitle(ctx, sessionId, title);
+    },
+    log,
+  };
+  const sockets = new SocketServer(ctx, {
+    checkSecret: createSecretCheck(options.secret),
+    lockout: new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock),
+    authTimeoutMs: options.authTimeoutMs ?? 10_000,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
+    maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    serverName: options.serverName ?? "pheby",
+  });
+  const app = createHttpApp(log);
+
+  let http: Server | undefined;
+  let started: Promise<void> | undefined;
+  let closed: Promise<void> | undefined;
+
+  return {
+    async listen(opts = {}) {
+      if (closed) throw new Error("server is closed");
+      if (http) throw new Error("server is already listening");
+      started ??= backend.start(host);
+      await started;
+      const server = createServer(getRequestListener(app.fetch));
+      http = server;
+      server.on("upgrade", (req, socket, head) => sockets.handleUpgrade(req, socket, head));
+      const wantHost = opts.host ?? DEFAULT_HOST;
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(opts.port ?? DEFAULT_PORT, wantHost, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      const { port } = server.address() as AddressInfo;
+      const urlHost = wantHost.includes(":") ? `[${wantHost}]` : wantHost;
+      log.info({ host: wantHost, port }, "listening");
+      return { port, host: wantHost, url: `http://${urlHost}:${port}` };
+    },
+
+    close() {
+      closed ??= (async () => {
+        runs.shutdown();
+        await sockets.close();
+        if (http) {
+          const server = http;
+          await new Promise<void>((resolve) => {
+            server.close(() => resolve());
+            server.closeAllConnections();
+          });
+        }
+        try {
+          await backend.close();
+        } catch (err) {
+          log.warn({ err }, "agent backend did not close cleanly");
+        }
+        store.close();
+        log.info("closed");
+      })();
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,69 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Ordered schema migrations. Step `i` moves the schema from version `i` to
+ * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
+ * Later issues add settings (issue 4) and attachments (issue 5) as new steps.
+ */
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE conversations (
+    id            TEXT PRIMARY KEY,
+    name          TEXT NOT NULL,
+    session_id    TEXT,
+    source        TEXT NOT NULL,
+    created_at    INTEGER NOT NULL,
+    last_active   INTEGER,
+    deleted_at    INTEGER,              -- tombstone: deleted conversations keep their row
+    user_renamed  INTEGER NOT NULL DEFAULT 0  -- a user-chosen name wins over agent title sync
+  );
+  CREATE INDEX conversations_session ON conversations (session_id);
+
+  CREATE TABLE messages (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,  -- message_id on the wire is "m<id>"
+    conversation_id TEXT NOT NULL REFERENCES conversations (id),
+    role            TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+    text            TEXT NOT NULL,
+    ts              INTEGER,
+    run_id          TEXT
+  );
+  CREATE INDEX messages_page ON messages (conversation_id, id);
+
+  CREATE TABLE runs (
+    run_id          TEXT PRIMARY KEY,
+    conversation_id TEXT NOT NULL REFERENCES conversations (id),
+    status          TEXT NOT NULL CHECK (status IN ('running', 'completed', 'cancelled', 'failed')),
+    started_at      INTEGER NOT NULL,
+    finished_at     INTEGER,
+    error           TEXT
+  );
+  CREATE INDEX runs_conversation ON runs (conversation_id, started_at);
+
+  CREATE TABLE tool_calls (
+    run_id          TEXT NOT NULL REFERENCES runs (run_id),
+    tool_call_id    TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    tool_name       TEXT NOT NULL,
+    status          TEXT NOT NULL,
+    args_json       TEXT,
+    duration_ms     INTEGER,
+    error           TEXT,
+    ts              INTEGER NOT NULL,
+    PRIMARY KEY (run_id, tool_call_id)
+  );
+  `,
+];
+
+/** Bring the database up to the newest schema, one transaction per step. */
+export function migrate(db: Database.Database): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  if (current > MIGRATIONS.length) {
+    throw new Error(`database schema v${current} is newer than this server (v${MIGRATIONS.length})`);
+  }
+  for (let v = current; v < MIGRATIONS.length; v++) {
+    db.transaction(() => {
+      db.exec(MIGRATIONS[v]!);
+      db.pragma(`user_version = ${v + 1}`);
+    })();
+  }
+}

@@ -1,0 +1,238 @@
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { RunStatus, ToolStatus } from "@pheby/protocol";
+import Database from "better-sqlite3";
+import { migrate } from "./migrations.js";
+
+/** A conversation row (timestamps in ms). */
+export interface ConversationRow {
+  id: string;
+  name: string;
+  session_id: string | null;
+  source: string;
+  created_at: number;
+  last_active: number | null;
+  deleted_at: number | null;
+  user_renamed: number;
+}
+
+/** A transcript row; its wire ID is `m<id>`. */
+export interface MessageRow {
+  id: number;
+  role: "user" | "assistant";
+  text: string;
+  ts: number | null;
+}
+
+/** The latest state of one tool call. */
+export interface ToolRow {
+  run_id: string;
+  tool_call_id: string;
+  conversation_id: string;
+  tool_name: string;
+  status: ToolStatus;
+  args_json: string | null;
+  duration_ms: number | null;
+  error: string | null;
+  ts: number;
+}
+
+/** File name of the database inside the data directory. */
+export const DB_FILE = "pheby.sqlite";
+
+/**
+ * The SQLite store: conversations (with tombstones), the transcript mirror,
+ * runs and tool states. Synchronous better-sqlite3 calls: each is a short
+ * indexed statement, and a single-user server has no write contention.
+ */
+export class Store {
+  readonly db: Database.Database;
+
+  constructor(dataDir: string) {
+    mkdirSync(dataDir, { recursive: true });
+    this.db = new Database(join(dataDir, DB_FILE));
+    this.db.pragma("journal_mode = WAL");
+    // FULL: every acknowledged write (a run.accepted user message, a renamed
+    // conversation) survives power loss, not only a process crash. Writes are
+    // a handful per run, so the extra fsync of the WAL costs nothing visible.
+    this.db.pragma("synchronous = FULL");
+    this.db.pragma("foreign_keys = ON");
+    this.db.pragma("busy_timeout = 5000");
+    migrate(this.db);
+  }
+
+  // ---- conversations ----
+
+  createConversation(row: Omit<ConversationRow, "deleted_at" | "user_renamed" | "last_active">): void {
+    this.db
+      .prepare(
+        "INSERT INTO conversations (id, name, session_id, source, created_at) VALUES (@id, @name, @session_id, @source, @created_at)",
+      )
+      .run(row);
+  }
+
+  /** A live (not deleted) conversation. */
+  getConversation(id: string): ConversationRow | undefined {
+    return this.db.prepare("SELECT * FROM conversations WHERE id = ? AND deleted_at IS NULL").get(id) as
+      | ConversationRow
+      | undefined;
+  }
+
+  /** The live conversation bound to an agent session. */
+  conversationBySession(sessionId: string): ConversationRow | undefined {
+    return this.db
+      .prepare("SELECT * FROM conversations WHERE session_id = ? AND deleted_at IS NULL")
+      .get(sessionId) as ConversationRow | undefined;
+  }
+
+  /** Every session ID the store has seen, deleted ones included (so a deleted session is not re-imported). */
+  knownSessionIds(): Set<string> {
+    const rows = this.db
+      .prepare("SELECT session_id FROM conversations WHERE session_id IS NOT NULL")
+      .all() as { session_id: string }[];
+    return new Set(rows.map((r) => r.session_id));
+  }
+
+  /** Live conversations, most recently active first. */
+  listConversations(): ConversationRow[] {
+    return this.db
+      .prepare(
+        "SELECT * FROM conversations WHERE deleted_at IS NULL ORDER BY COALESCE(last_active, created_at) DESC, rowid DESC",
+      )
+      .all() as ConversationRow[];
+  }
+
+  renameConversation(id: string, name: string, byUser: boolean): void {
+    this.db
+      .prepare("UPDATE conversations SET name = ?, user_renamed = MAX(user_renamed, ?) WHERE id = ?")
+      .run(name, byUser ? 1 : 0, id);
+  }
+
+  touchConversation(id: string, ts: number): void {
+    this.db.prepare("UPDATE conversations SET last_active = ? WHERE id = ?").run(ts, id);
+  }
+
+  /** Tombstone a conversation and drop its transcript and tool states. */
+  deleteConversation(id: string, ts: number): void {
+    this.db.transaction(() => {
+      this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
+      this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
+      this.db.prepare("UPDATE conversations SET deleted_at = ? WHERE id = ?").run(ts, id);
+    })();
+  }
+
+  // ---- transcript ----
+
+  /** Append a transcript message; returns its row ID. Also bumps the conversation's `last_active`. */
+  addMessage(
+    conversationId: string,
+    role: "user" | "assistant",
+    text: string,
+    ts: number,
+    runId: string | null,
+  ) {
+    return this.db.transaction(() => {
+      const info = this.db
+        .prepare("INSERT INTO messages (conversation_id, role, text, ts, run_id) VALUES (?, ?, ?, ?, ?)")
+        .run(conversationId, role, text, ts, runId);
+      this.touchConversation(conversationId, ts);
+      return Number(info.lastInsertRowid);
+    })();
+  }
+
+  /** True when message row `id` belongs to the conversation. */
+  hasMessage(conversationId: string, id: number): boolean {
+    return (
+      this.db
+        .prepare("SELECT 1 FROM messages WHERE id = ? AND conversation_id = ?")
+        .get(id, conversationId) !== undefined
+    );
+  }
+
+  /** The newest `limit` messages before `beforeId` (exclusive), in chronological order. */
+  messagePage(
+    conversationId: string,
+    limit: number,
+    beforeId?: number,
+  ): { rows: MessageRow[]; hasMore: boolean } {
+    const rows = this.db
+      .prepare(
+        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+      )
+      .all(conversationId, beforeId ?? Number.MAX_SAFE_INTEGER, limit + 1) as MessageRow[];
+    const hasMore = rows.length > limit;
+    return { rows: rows.slice(0, limit).reverse(), hasMore };
+  }
+
+  // ---- runs and tools ----
+
+  /** Record an accepted run and, when given, its user message, atomically. */
+  startRun(runId: string, conversationId: string, ts: number, userText: string | null): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare("INSERT INTO runs (run_id, conversation_id, status, started_at) VALUES (?, ?, 'running', ?)")
+        .run(runId, conversationId, ts);
+      if (userText !== null) this.addMessage(conversationId, "user", userText, ts, runId);
+      else this.touchConversation(conversationId, ts);
+    })();
+  }
+
+  /** Record a run's end and, when non-empty, its assistant text. */
+  finishRun(
+    runId: string,
+    conversationId: string,
+    status: RunStatus,
+    ts: number,
+    error: string | null,
+    text: string,
+  ): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?")
+        .run(status, ts, error, runId);
+      this.db
+        .prepare("UPDATE tool_calls SET status = 'cancelled', ts = ? WHERE run_id = ? AND status = 'running'")
+        .run(ts, runId);
+      if (text !== "" && this.getConversation(conversationId)) {
+        this.addMessage(conversationId, "assistant", text, ts, runId);
+      }
+    })();
+  }
+
+  /** Mark runs left `running` by a crash or shutdown as failed; returns how many. */
+  failInterruptedRuns(ts: number, error: string): number {
+    return this.db.transaction(() => {
+      const ids = this.db.prepare("SELECT run_id FROM runs WHERE status = 'running'").all() as {
+        run_id: string;
+      }[];
+      for (const { run_id } of ids) this.finishRun(run_id, "", "failed", ts, error, "");
+      return ids.length;
+    })();
+  }
+
+  upsertTool(row: ToolRow): void {
+    this.db
+      .prepare(
+        `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
+         VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
+         ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+           status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
+      )
+      .run(row);
+  }
+
+  /** Tool states of the conversation's most recent run. */
+  latestRunTools(conversationId: string): ToolRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM tool_calls WHERE run_id = (
+           SELECT run_id FROM runs WHERE conversation_id = ? ORDER BY started_at DESC, rowid DESC LIMIT 1
+         ) ORDER BY rowid`,
+      )
+      .all(conversationId) as ToolRow[];
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}

@@ -1,0 +1,49 @@
+import { PhebyError } from "@pheby/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { phebyClient, startServer, type TestServer } from "./helpers.js";
+
+let ts: TestServer;
+beforeAll(async () => {
+  ts = await startServer();
+});
+afterAll(() => ts.cleanup());
+
+describe("@pheby/client against the real server", () => {
+  it("creates a conversation, streams a reply, and reads it back", async () => {
+    const client = await phebyClient(ts);
+    const { conversation_id } = await client.request({ type: "conversation.create", name: "Via client" });
+    const deltas: string[] = [];
+    client.on("message.delta", (m) => deltas.push(m.text));
+    const complete = client.next("message.complete", (m) => m.conversation_id === conversation_id);
+    const finished = client.next("run.finished", (m) => m.conversation_id === conversation_id);
+    const accepted = await client.request({ type: "chat.send", conversation_id, text: "hi from the client" });
+    expect((await finished).run_id).toBe(accepted.run_id);
+    expect(deltas.length).toBeGreaterThan(0);
+    const history = await client.request({ type: "conversation.open", conversation_id });
+    expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    const final = (await complete).text;
+    expect(final.startsWith(deltas.at(-1)!)).toBe(true);
+    expect(history.messages[1]!.text).toBe(final);
+    client.close();
+  });
+
+  it("rejects with a PhebyError carrying the spec's code", async () => {
+    const client = await phebyClient(ts);
+    const err = await client
+      .request({ type: "conversation.open", conversation_id: "0".repeat(32) })
+      .catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PhebyError);
+    expect((err as PhebyError).code).toBe("conversation_not_found");
+    client.close();
+  });
+
+  it("run.cancel resolves with the cancelled run.finished", async () => {
+    const client = await phebyClient(ts);
+    const { conversation_id } = await client.request({ type: "conversation.create" });
+    const { run_id } = await client.request({ type: "chat.send", conversation_id, text: "/sim slow" });
+    await client.next("message.delta");
+    const finished = await client.request({ type: "run.cancel", conversation_id, run_id });
+    expect(finished).toMatchObject({ type: "run.finished", status: "cancelled", run_id });
+    client.close();
+  });
+});

@@ -1,0 +1,275 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Writable } from "node:stream";
+import { isDeepStrictEqual } from "node:util";
+import { PhebyClient } from "@pheby/client";
+import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
+import { type Logger, pino } from "pino";
+import { afterAll, beforeAll } from "vitest";
+import { WebSocket } from "ws";
+import {
+  createPhebyServer,
+  createSimulatorBackend,
+  type PhebyServer,
+  type PhebyServerOptions,
+} from "../src/index.js";
+
+export const SECRET = "test-secret-for-pheby-0123456789";
+
+/**
+ * Every frame any test receives that `ServerMessage` rejects. test/setup.ts
+ * fails the test after which this is non-empty, so no test can forget.
+ */
+export const violations: { raw: string; error: string }[] = [];
+
+function validate(raw: string): ServerMessage | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    violations.push({ raw: raw.slice(0, 200), error: "not JSON" });
+    return undefined;
+  }
+  const parsed = ServerMessage.safeParse(value);
+  if (!parsed.success) {
+    violations.push({ raw: raw.slice(0, 200), error: parsed.error.message });
+    return undefined;
+  }
+  // Nothing may be stripped either: the server must not send fields its schema lacks.
+  if (!isDeepStrictEqual(parsed.data, value)) {
+    violations.push({ raw: raw.slice(0, 200), error: "frame has fields the schema does not define" });
+  }
+  return value as ServerMessage;
+}
+
+/** A running test server on 127.0.0.1:0 with a fresh temp data dir. */
+export interface TestServer {
+  server: PhebyServer;
+  url: string;
+  wsUrl: string;
+  dataDir: string;
+  /** Close the server (idempotent); the data dir stays until {@link TestServer.cleanup}. */
+  close(): Promise<void>;
+  cleanup(): Promise<void>;
+}
+
+export function tempDir(): string {
+  return mkdtempSync(join(tmpdir(), "pheby-server-test-"));
+}
+
+/** Start a server with a fast simulator (1 ms per word) unless options override it. */
+export async function startServer(options: Partial<PhebyServerOptions> = {}): Promise<TestServer> {
+  const dataDir = options.dataDir ?? tempDir();
+  const server = createPhebyServer({
+    secret: SECRET,
+    agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
+    ...options,
+    dataDir,
+  });
+  const info = await server.listen({ port: 0, host: "127.0.0.1" });
+  return {
+    server,
+    url: info.url,
+    wsUrl: `ws://127.0.0.1:${info.port}/ws`,
+    dataDir,
+    close: () => server.close(),
+    cleanup: async () => {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+type Predicate = (m: ServerMessage) => boolean;
+
+/** A raw `ws` client: sends anything, records every frame (validated), and awaits frames by predicate. */
+export class RawClient {
+  readonly frames: ServerMessage[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+  #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
+  #seen = 0;
+
+  private constructor(readonly ws: WebSocket) {
+    this.closed = new Promise((resolve) => {
+      ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+    ws.on("error", () => {});
+    ws.on("message", (data) => {
+      const msg = validate(data.toString());
+      if (!msg) return;
+      this.frames.push(msg);
+      for (const w of [...this.#waiters]) {
+        if (w.pred(msg)) {
+          this.#waiters.splice(this.#waiters.indexOf(w), 1);
+          w.resolve(msg);
+        }
+      }
+    });
+  }
+
+  /** Open a socket (no hello). */
+  static async open(wsUrl: string, options: { headers?: Record<string, string>; autoPong?: boolean } = {}) {
+    const ws = new WebSocket(wsUrl, { headers: options.headers, autoPong: options.autoPong ?? true });
+    const client = new RawClient(ws);
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("error", reject);
+    });
+    return client;
+  }
+
+  /** Open a socket and complete the handshake. */
+  static async connect(wsUrl: string, options: { headers?: Record<string, string> } = {}) {
+    const client = await RawClient.open(wsUrl, options);
+    client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    await client.next("ready");
+    return client;
+  }
+
+  send(frame: unknown): void {
+    this.ws.send(typeof frame === "string" || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
+  }
+
+  /** The next frame (after those already consumed by earlier `next` calls) matching type and predicate. */
+  next<T extends ServerMessageType>(
+    type: T,
+    pred: (m: ServerMessageOf<T>) => boolean = () => true,
+    timeoutMs = 10_000,
+  ): Promise<ServerMessageOf<T>> {
+    const match: Predicate = (m) => m.type === type && pred(m as ServerMessageOf<T>);
+    // Frames already received count too, in order.
+    for (let i = this.#seen; i < this.frames.length; i++) {
+      const m = this.frames[i]!;
+      if (match(m)) {
+        this.#seen = i + 1;
+        return Promise.resolve(m as ServerMessageOf<T>);
+      }
+    }
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`timeout waiting for ${type}`)), timeoutMs);
+      this.#waiters.push({
+        pred: match,
+        resolve: (m) => {
+          clearTimeout(timer);
+          this.#seen = this.frames.length;
+          resolve(m as ServerMessageOf<T>);
+        },
+      });
+    });
+  }
+
+  /** Send a request with a fresh request_id and await the frame of `type` (or an error) echoing it. */
+  async request<T extends ServerMessageType>(
+    frame: Record<string, unknown>,
+    type: T,
+  ): Promise<ServerMessageOf<T> | ServerMessageOf<"error">> {
+    const request_id = `r${Math.random().toString(36).slice(2)}`;
+    this.send({ ...frame, request_id });
+    const msg = await this.nextAny(
+      (m) => m.request_id === request_id && (m.type === type || m.type === "error"),
+    );
+    return msg as ServerMessageOf<T> | ServerMessageOf<"error">;
+  }
+
+  /** Like {@link request} but fails unless the reply has `type`. */
+  async ok<T extends ServerMessageType>(
+    frame: Record<string, unknown>,
+    type: T,
+  ): Promise<ServerMessageOf<T>> {
+    const msg = await this.request(frame, type);
+    if (msg.type !== type) throw new Error(`expected ${type}, got ${JSON.stringify(msg)}`);
+    return msg as ServerMessageOf<T>;
+  }
+
+  nextAny(pred: Predicate, timeoutMs = 10_000): Promise<ServerMessage> {
+    const found = this.frames.find(pred);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error("timeout waiting for a frame")), timeoutMs);
+      this.#waiters.push({
+        pred,
+        resolve: (m) => {
+          clearTimeout(timer);
+          resolve(m);
+        },
+      });
+    });
+  }
+
+  /** Every frame of one run (run.accepted excluded), from message.start to run.finished, once it has finished. */
+  async run(runId: string): Promise<ServerMessage[]> {
+    await this.nextAny((m) => m.type === "run.finished" && m.run_id === runId);
+    return this.frames.filter(
+      (m) => (m.type !== "run.accepted" && "run_id" in m && m.run_id === runId) || isDraft(m, runId),
+    );
+  }
+
+  close(): void {
+    this.ws.close();
+  }
+}
+
+function isDraft(m: ServerMessage, runId: string): boolean {
+  return (
+    (m.type === "message.delta" || m.type === "message.complete") &&
+    (m.message_id === `draft-${runId}` || m.message_id.startsWith(`notice-${runId}-`))
+  );
+}
+
+/** A `@pheby/client` connected to the test server, whose invalid frames count as violations. */
+export async function phebyClient(ts: TestServer): Promise<PhebyClient> {
+  const client = new PhebyClient({ url: ts.wsUrl, secret: SECRET, reconnect: false, pingIntervalMs: 0 });
+  client.onInvalidFrame((f) => violations.push({ raw: f.raw.slice(0, 200), error: f.error.message }));
+  await client.connect();
+  return client;
+}
+
+/** Create a conversation and return its ID. */
+export async function createConversation(client: RawClient, name?: string): Promise<string> {
+  const created = await client.ok(
+    { type: "conversation.create", ...(name ? { name } : {}) },
+    "conversation.created",
+  );
+  return created.conversation_id;
+}
+
+/** Send a chat message and return the accepted run ID. */
+export async function send(client: RawClient, conversationId: string, text: string): Promise<string> {
+  const accepted = await client.ok(
+    { type: "chat.send", conversation_id: conversationId, text },
+    "run.accepted",
+  );
+  return accepted.run_id;
+}
+
+/** A pino logger at `level` whose output the test can read. */
+export function captureLogs(level: "debug" | "warn" = "debug"): { logger: Logger; text(): string } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, cb) {
+      lines.push(String(chunk));
+      cb();
+    },
+  });
+  return { logger: pino({ level }, stream), text: () => lines.join("") };
+}
+
+/**
+ * Register hooks that start one server for the file with two connected
+ * clients of the same user: `a` (the requester) and `b` (who sees broadcasts).
+ */
+export function useServerWithTwoClients(options: Partial<PhebyServerOptions> = {}) {
+  const env = {} as { ts: TestServer; a: RawClient; b: RawClient };
+  beforeAll(async () => {
+    env.ts = await startServer(options);
+    env.a = await RawClient.connect(env.ts.wsUrl);
+    env.b = await RawClient.connect(env.ts.wsUrl);
+  });
+  afterAll(async () => {
+    env.a.close();
+    env.b.close();
+    await env.ts.cleanup();
+  });
+  return env;
+}

@@ -1,0 +1,37 @@
+import { CLOSE_CODES } from "@pheby/protocol";
+import { expect, it } from "vitest";
+import { captureLogs, createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
+
+it("a client that stops reading is closed with 4503; others are unaffected", async () => {
+  const logs = captureLogs("warn");
+  const ts = await startServer({ logger: logs.logger, maxBufferedBytes: 1024 * 1024 });
+  try {
+    const healthy = await RawClient.connect(ts.wsUrl);
+    const slow = await RawClient.open(ts.wsUrl);
+    slow.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    await slow.next("ready");
+    // Stop reading: the kernel buffers fill, then the server's send buffer for this peer grows.
+    (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+
+    const id = await createConversation(healthy);
+    const cut = () => logs.text().includes("slow consumer");
+    for (let i = 0; i < 20 && !cut(); i++) {
+      const runId = await send(healthy, id, "/sim long 1000000");
+      const finished = await healthy.next("run.finished", (m) => m.run_id === runId);
+      expect(finished.status).toBe("completed");
+      const complete = healthy.frames.find(
+        (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
+      );
+      expect(complete && "text" in complete && complete.text).toHaveLength(1_000_000);
+    }
+    expect(cut()).toBe(true);
+
+    // Reading again, the slow client drains what was queued and then sees the 4503 close.
+    (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+    expect((await slow.closed).code).toBe(CLOSE_CODES.slowConsumer);
+    await healthy.ok({ type: "ping" }, "pong");
+    healthy.close();
+  } finally {
+    await ts.cleanup();
+  }
+});

@@ -1,0 +1,128 @@
+import { describe, expect, it } from "vitest";
+import { longText } from "../src/agent/simulator/index.js";
+import { clientAddress, isLoopback } from "../src/auth/address.js";
+import { Lockout } from "../src/auth/lockout.js";
+import { createSecretCheck } from "../src/auth/secret.js";
+import { REDACTED, redactArgs, truncate } from "../src/runs/redact.js";
+
+describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost entry)", () => {
+  it("uses the direct peer when it is not loopback, whatever the header says", () => {
+    expect(clientAddress("203.0.113.5", "1.2.3.4")).toBe("203.0.113.5");
+    expect(clientAddress("::ffff:203.0.113.5", "1.2.3.4")).toBe("203.0.113.5");
+    expect(clientAddress("2001:db8::1", "1.2.3.4")).toBe("2001:db8::1");
+  });
+
+  it("uses the rightmost forwarded address behind a loopback proxy", () => {
+    expect(clientAddress("127.0.0.1", "10.0.0.1, 198.51.100.7")).toBe("198.51.100.7");
+    expect(clientAddress("::1", ["10.0.0.1", "198.51.100.7 "])).toBe("198.51.100.7");
+    expect(clientAddress("::ffff:127.0.0.1", "2001:db8::2")).toBe("2001:db8::2");
+  });
+
+  it("falls back to the peer when the header is absent or its last entry is not an IP", () => {
+    expect(clientAddress("127.0.0.1", undefined)).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", "1.2.3.4, garbage")).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", "")).toBe("127.0.0.1");
+  });
+
+  it("knows loopback", () => {
+    expect(isLoopback("127.8.9.10")).toBe(true);
+    expect(isLoopback("::ffff:127.0.0.1")).toBe(true);
+    expect(isLoopback("::1")).toBe(true);
+    expect(isLoopback("128.0.0.1")).toBe(false);
+    expect(isLoopback("::2")).toBe(false);
+  });
+});
+
+describe("Lockout", () => {
+  it("locks after maxFailures within the window, for durationMs, per address", () => {
+    let now = 0;
+    const lockout = new Lockout(
+      { maxFailures: 5, windowMs: 60_000, durationMs: 300_000 },
+      { now: () => now },
+    );
+    for (let i = 0; i < 4; i++) expect(lockout.fail("a")).toBe(false);
+    expect(lockout.isLocked("a")).toBe(false);
+    expect(lockout.fail("a")).toBe(true);
+    expect(lockout.isLocked("a")).toBe(true);
+    expect(lockout.isLocked("b")).toBe(false);
+    now += 299_999;
+    expect(lockout.isLocked("a")).toBe(true);
+    now += 1;
+    expect(lockout.isLocked("a")).toBe(false);
+  });
+
+  it("forgets failures outside the window and after a success", () => {
+    let now = 0;
+    const lockout = new Lockout({ maxFailures: 3, windowMs: 1_000, durationMs: 10 }, { now: () => now });
+    lockout.fail("a");
+    lockout.fail("a");
+    now += 1_000;
+    expect(lockout.fail("a")).toBe(false);
+    lockout.fail("a");
+    lockout.succeed("a");
+    expect(lockout.fail("a")).toBe(false);
+  });
+});
+
+describe("secret check", () => {
+  it("accepts only the exact secret, any length compared safely", () => {
+    const check = createSecretCheck("s3cret");
+    expect(check("s3cret")).toBe(true);
+    expect(check("s3cre")).toBe(false);
+    expect(check("s3cret ")).toBe(false);
+    expect(check("")).toBe(false);
+    expect(check("x".repeat(10_000))).toBe(false);
+  });
+});
+
+describe("redactArgs", () => {
+  it("redacts secret-looking keys recursively, in any case, inside arrays", () => {
+    const out = redactArgs({
+      query: "cats",
+      API_KEY: "k",
+      apiKey: "k",
+      "api key": "k",
+      nested: { Password: "p", passwd: "p", list: [{ access_token: "t" }, { ok: 1 }] },
+      Authorization: "Bearer x",
+      cookie: "c",
+      credentials: { user: "u" },
+      private_key: "pk",
+      session_id: "s",
+      SECRET: "s",
+      auth: "a",
+    });
+    expect(out).toEqual({
+      query: "cats",
+      API_KEY: REDACTED,
+      apiKey: REDACTED,
+      "api key": REDACTED,
+      nested: { Password: REDACTED, passwd: REDACTED, list: [{ access_token: REDACTED }, { ok: 1 }] },
+      Authorization: REDACTED,
+      cookie: REDACTED,
+      credentials: REDACTED,
+      private_key: REDACTED,
+      session_id: REDACTED,
+      SECRET: REDACTED,
+      auth: REDACTED,
+    });
+  });
+
+  it("bounds long strings and deep nesting", () => {
+    const out = redactArgs({ text: "a".repeat(5_000) }) as { text: string };
+    expect(out.text.length).toBe(2_001);
+    let deep: Record<string, unknown> = { leaf: 1 };
+    for (let i = 0; i < 20; i++) deep = { d: deep };
+    expect(JSON.stringify(redactArgs(deep))).toContain("[TRUNCATED]");
+  });
+
+  it("truncates errors", () => {
+    expect(truncate("x".repeat(600)).length).toBe(500);
+    expect(truncate("short")).toBe("short");
+  });
+});
+
+describe("simulator longText", () => {
+  it("has exactly N characters", () => {
+    for (const n of [1, 27, 28, 29, 1_000_000]) expect(longText(n).length).toBe(n);
+  });
+});
