@@ -2,7 +2,7 @@
  * Port-level contract tests of the ACP backend against the scripted fake agent
  * (a real child process speaking ACP over stdio).
  */
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -315,5 +315,286 @@ describe("ACP backend: tools and decisions", () => {
       allowFreeText: true,
     });
     expect(sink.answer).toBe('elicitation: {"action":"accept","content":{"answer":"Ada"}}');
+  });
+});
+
+describe("ACP backend: models, reasoning and modes", () => {
+  it("builds the catalogue from config options and applies only changed settings", async () => {
+    const { agent, backend, turn } = await setup({ options: { mode: "default" } });
+    const catalogue = await backend.catalogue!();
+    expect(catalogue).toEqual({
+      providers: [
+        { slug: "cloud", name: "Cloud", models: ["big", "small"] },
+        { slug: "local", name: "Local", models: ["tiny"] },
+      ],
+      defaultModel: { model: "small", provider: "cloud" },
+      reasoningEfforts: ["none", "low", "medium", "high"],
+      defaultEffort: "medium",
+    });
+    expect(backend.capabilities).toMatchObject({ models: true, reasoning: true });
+    // The probe session is hidden from the list.
+    expect(await backend.listSessions!()).toEqual([]);
+
+    const { sessionId } = await backend.createSession("c1");
+    const settings = { model: { model: "big", provider: "cloud" }, effort: "none" as const, yolo: false };
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami", { settings }), sink, never());
+    expect(sink.answer).toMatch(/^model=big effort=off mode=default/);
+    const sets = agent.calls("session/set_config_option").map((c) => [c.params.configId, c.params.value]);
+    expect(sets).toEqual([
+      ["model", "big"],
+      ["reasoning", "off"],
+    ]);
+    // Same settings again: nothing is sent.
+    await backend.prompt(turn(sessionId, "whoami", { settings }), new RecordingSink(), never());
+    expect(agent.calls("session/set_config_option")).toHaveLength(2);
+  });
+
+  it("falls back to the legacy models API", async () => {
+    const { agent, backend, turn } = await setup({ env: { FAKE_MODELS: "legacy" } });
+    const { sessionId } = await backend.createSession("c1");
+    const catalogue = await backend.catalogue!();
+    expect(catalogue.providers).toEqual([{ slug: "fake", name: "fake", models: ["m-one", "m-two"] }]);
+    expect(catalogue.defaultModel).toEqual({ model: "m-one", provider: "fake" });
+    expect(backend.capabilities).toMatchObject({ models: true, reasoning: false });
+    const sink = new RecordingSink();
+    const settings = { model: { model: "m-two", provider: "fake" }, effort: null, yolo: false };
+    await backend.prompt(turn(sessionId, "whoami", { settings }), sink, never());
+    expect(sink.answer).toMatch(/^model=m-two /);
+    expect(agent.calls("session/set_model").map((c) => c.params)).toEqual([{ sessionId, modelId: "m-two" }]);
+  });
+
+  it("reports no model support when the agent has none", async () => {
+    const { backend } = await setup({ env: { FAKE_MODELS: "none" } });
+    await backend.createSession("c1");
+    expect(backend.capabilities).toMatchObject({ models: false, reasoning: false });
+  });
+
+  it("switches to the agent's yolo mode while YOLO is on, and back after", async () => {
+    const { backend, turn } = await setup({ options: { mode: "default" } });
+    const { sessionId } = await backend.createSession("c1");
+    const on = new RecordingSink();
+    await backend.prompt(
+      turn(sessionId, "whoami", { settings: { ...NO_SETTINGS, yolo: true } }),
+      on,
+      never(),
+    );
+    expect(on.answer).toContain("mode=yolo");
+    const off = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami"), off, never());
+    expect(off.answer).toContain("mode=default");
+  });
+});
+
+describe("ACP backend: sessions", () => {
+  it("lists sessions across pages, replays history, resumes after a restart, deletes", async () => {
+    const { agent, backend, turn, host } = await setup();
+    const a = await backend.createSession("c1");
+    const b = await backend.createSession("c2");
+    const c = await backend.createSession("c3");
+    await backend.prompt(turn(a.sessionId, "first question"), new RecordingSink(), never());
+    await backend.prompt(turn(a.sessionId, "title"), new RecordingSink(), never());
+    expect(host.titles).toEqual([{ sessionId: a.sessionId, title: "Scripted title" }]);
+
+    const list = await backend.listSessions!();
+    expect(list.map((s) => s.sessionId)).toEqual([a.sessionId, b.sessionId, c.sessionId]);
+    expect(list[0]).toEqual({
+      sessionId: a.sessionId,
+      title: "Scripted title",
+      updatedAt: "2026-01-01T00:00:00Z",
+    });
+    expect(agent.calls("session/list").length).toBe(2); // followed the cursor
+
+    const history = await backend.loadHistory!(a.sessionId);
+    expect(history).toEqual([
+      { role: "user", text: "first question" },
+      { role: "assistant", text: "echo: first question" },
+      { role: "user", text: "title" },
+      { role: "assistant", text: "titled" },
+    ]);
+
+    // A new backend (a Pheby restart) resumes the session before prompting it.
+    await backend.close();
+    const { backend: restarted } = await setup({ env: agent.env, options: { cwd: agent.dir } });
+    const sink = new RecordingSink();
+    expect(await restarted.prompt(turn(a.sessionId, "after restart"), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(agent.calls("session/resume").map((x) => x.params.sessionId)).toEqual([a.sessionId]);
+
+    await restarted.deleteSession!(b.sessionId);
+    expect(agent.calls("session/close").map((x) => x.params.sessionId)).toContain(b.sessionId);
+    expect(agent.calls("session/delete").map((x) => x.params.sessionId)).toEqual([b.sessionId]);
+    expect((await restarted.listSessions!()).map((s) => s.sessionId)).toEqual([a.sessionId, c.sessionId]);
+  });
+
+  it("loads instead of resuming when only session/load is advertised, without leaking the replay", async () => {
+    const caps = JSON.stringify({ sessionCapabilities: {} });
+    const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    await backend.prompt(turn(sessionId, "one"), new RecordingSink(), never());
+    expect(backend.capabilities).toMatchObject({
+      listSessions: false,
+      deleteSession: false,
+      loadHistory: true,
+    });
+    expect(await backend.listSessions!()).toEqual([]);
+    await expect(backend.deleteSession!(sessionId)).rejects.toThrow(/cannot close or delete/);
+    await backend.close();
+
+    const { backend: restarted } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps },
+      options: { cwd: agent.dir },
+    });
+    const sink = new RecordingSink();
+    expect(await restarted.prompt(turn(sessionId, "two"), sink, never())).toEqual({ status: "completed" });
+    expect(agent.calls("session/load")).toHaveLength(1);
+    expect(sink.answer).toBe("echo: two"); // the replayed "echo: one" is not part of this turn
+  });
+
+  it("fails a prompt clearly when the agent can neither resume nor load", async () => {
+    const caps = JSON.stringify({ loadSession: false, sessionCapabilities: {} });
+    const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    await backend.close();
+    const { backend: restarted } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps },
+      options: { cwd: agent.dir },
+    });
+    expect(await restarted.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).toEqual({
+      status: "failed",
+      error: "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
+    });
+    await expect(restarted.loadHistory!(sessionId)).rejects.toThrow(/cannot replay/);
+  });
+
+  it("pushes output outside a turn as one unsolicited message, and notices", async () => {
+    const { backend, turn, host } = await setup({ options: { unsolicitedFlushMs: 50 } });
+    const { sessionId } = await backend.createSession("c1");
+    const next = host.nextUnsolicited();
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "later"), sink, never());
+    expect(sink.answer).toBe("see you later");
+    await next;
+    expect(host.unsolicitedMessages).toEqual([{ sessionId, text: "background result" }]);
+
+    const noticed = new RecordingSink();
+    await backend.prompt(turn(sessionId, "notice"), noticed, never());
+    expect(noticed.of("notice")).toEqual([{ type: "notice", text: "Heads up: context compacted" }]);
+  });
+});
+
+describe("ACP backend: files", () => {
+  it("sends attachments as image, embedded resource and resource_link blocks", async () => {
+    const { agent, backend, turn, root } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const png = join(root, "a.png");
+    writeFileSync(png, Buffer.from([0x89, 0x50, 0x4e, 0x47]));
+    const pdf = join(root, "b.pdf");
+    writeFileSync(pdf, "%PDF-1.4");
+    const notes = join(root, "c.md");
+    writeFileSync(notes, "# notes");
+    const attachments = [
+      {
+        attachmentId: "1",
+        filename: "a.png",
+        mimeType: "image/png",
+        size: 4,
+        kind: "image" as const,
+        path: png,
+      },
+      {
+        attachmentId: "2",
+        filename: "b.pdf",
+        mimeType: "application/pdf",
+        size: 8,
+        kind: "document" as const,
+        path: pdf,
+      },
+      {
+        attachmentId: "3",
+        filename: "c.md",
+        mimeType: "text/markdown",
+        size: 7,
+        kind: "document" as const,
+        path: notes,
+        inlineText: "# notes",
+      },
+    ];
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami", { attachments }), sink, never());
+    expect(sink.answer).toContain("blocks=text,image,resource_link,resource(# notes)");
+    const prompt = agent.calls("session/prompt")[0]!.params.prompt;
+    expect(prompt[1]).toMatchObject({
+      type: "image",
+      mimeType: "image/png",
+      data: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64"),
+    });
+    expect(prompt[2]).toMatchObject({ type: "resource_link", uri: `file://${pdf}`, name: "b.pdf" });
+  });
+
+  it("falls back to links and inline text when the agent declares no image or embedded context", async () => {
+    const caps = JSON.stringify({ promptCapabilities: {} });
+    const { agent, backend, turn, root } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    const png = join(root, "a.png");
+    writeFileSync(png, "x");
+    const attachments = [
+      {
+        attachmentId: "1",
+        filename: "a.png",
+        mimeType: "image/png",
+        size: 1,
+        kind: "image" as const,
+        path: png,
+      },
+      {
+        attachmentId: "3",
+        filename: "c.md",
+        mimeType: "text/markdown",
+        size: 7,
+        kind: "document" as const,
+        path: png,
+        inlineText: "# notes",
+      },
+    ];
+    await backend.prompt(turn(sessionId, "whoami", { attachments }), new RecordingSink(), never());
+    const prompt = agent.calls("session/prompt")[0]!.params.prompt;
+    expect(prompt.map((b: { type: string }) => b.type)).toEqual(["text", "resource_link", "text"]);
+    expect(prompt[2].text).toContain("# notes");
+    expect(backend.capabilities.images).toBe(false);
+  });
+
+  it("delivers image and resource blocks as files", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "files"), sink, never());
+    const files = sink.of("file").map((f) => f.file);
+    expect(files).toHaveLength(2);
+    expect(files[0]).toMatchObject({ source: "bytes", filename: "image.png", mimeType: "image/png" });
+    expect(files[1]).toMatchObject({ source: "bytes", filename: "report.md", mimeType: "text/markdown" });
+    expect(Buffer.from((files[1] as { bytes: Uint8Array }).bytes).toString()).toBe("# Report");
+  });
+
+  it("turns MEDIA: lines inside the allowed roots into files, refuses others, strips every tag", async () => {
+    const { backend, turn, root, host } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const inside = join(root, "chart.png");
+    writeFileSync(inside, "png");
+    const outsideDir = mkdtempSync(join(tmpdir(), "pheby-outside-"));
+    const outside = join(outsideDir, "passwd");
+    writeFileSync(outside, "secret");
+    // A symlink inside the root that points outside must be refused too.
+    mkdirSync(join(root, "sub"));
+    const link = join(root, "sub", "link");
+    symlinkSync(outside, link);
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, `media ${inside} ${outside} ${link}`), sink, never());
+    expect(sink.answer).toBe("Result:\nDone. MEDIA:not-a-line");
+    expect(sink.of("file").map((f) => f.file)).toEqual([{ source: "path", path: inside }]);
+    expect(host.logs.filter((l) => l.msg === "refused an agent file outside the allowed roots")).toHaveLength(
+      2,
+    );
   });
 });
