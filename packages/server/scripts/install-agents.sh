@@ -6,6 +6,7 @@
 set -euo pipefail
 DIR="${PHEBY_AGENTS_DIR:-$HOME/.cache/pheby-agents}"
 QWEN_VERSION="0.24.4"
+HERMES_VERSION="0.19.0"
 mkdir -p "$DIR"
 
 if [ ! -x "$DIR/qwen/node_modules/.bin/qwen" ]; then
@@ -14,10 +15,10 @@ if [ ! -x "$DIR/qwen/node_modules/.bin/qwen" ]; then
   (cd "$DIR/qwen" && npm init -y >/dev/null && npm install --no-audit --no-fund -E "@qwen-code/qwen-code@$QWEN_VERSION")
 fi
 
-if [ "${SKIP_HERMES:-}" != "1" ] && [ ! -x "$DIR/hermes/bin/hermes" ]; then
+if [ "${SKIP_HERMES:-}" != "1" ] && ! "$DIR/hermes/bin/python" -c "import acp" 2>/dev/null; then
   echo "installing hermes-agent into $DIR/hermes"
-  python3 -m venv "$DIR/hermes"
+  [ -x "$DIR/hermes/bin/python" ] || python3 -m venv "$DIR/hermes"
   "$DIR/hermes/bin/pip" install --quiet --upgrade pip
-  "$DIR/hermes/bin/pip" install --quiet hermes-agent
+  "$DIR/hermes/bin/pip" install --quiet "hermes-agent[acp]==$HERMES_VERSION"
 fi
 echo "agents ready in $DIR"

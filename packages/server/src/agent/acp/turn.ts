@@ -9,6 +9,9 @@ import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
 /** Longest tool failure text passed on (tool output can be huge and contain host paths). */
 const FAILURE_CHARS = 300;
 
+/** Longest tool name taken from a title. */
+const TOOL_NAME_CHARS = 60;
+
 type ToolUpdate = (ToolCall | ToolCallUpdate) & { sessionUpdate: "tool_call" | "tool_call_update" };
 
 export class Turn {
@@ -46,7 +49,7 @@ export class Turn {
       const args = update.rawInput;
       this.sink.toolStart({
         toolCallId: id,
-        toolName: update.name ?? update.title ?? update.kind ?? "tool",
+        toolName: toolName(update),
         args:
           args && typeof args === "object" && !Array.isArray(args)
             ? (args as Record<string, unknown>)
@@ -96,6 +99,22 @@ export class Turn {
   private async deliverMedia(): Promise<void> {
     for (const path of this.media.splice(0)) await this.deliver({ source: "path", path });
   }
+}
+
+/**
+ * A short tool name. Titles often embed arguments ("terminal: rm -rf …"), which are not
+ * redacted as `args` are, so keep only a leading identifier, else a clipped first line.
+ */
+function toolName(update: ToolUpdate): string {
+  if (update.name) return update.name;
+  const title = update.title?.trim();
+  if (title) {
+    const prefix = /^([\w.-]+):\s/.exec(title)?.[1];
+    if (prefix) return prefix;
+    const line = title.split("\n")[0]!;
+    return line.length > TOOL_NAME_CHARS ? `${line.slice(0, TOOL_NAME_CHARS)}…` : line;
+  }
+  return update.kind ?? "tool";
 }
 
 function failureText(update: ToolUpdate): string {
