@@ -120,7 +120,7 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
   });
 
   it("reports models, lists sessions and cancels a slow run", async () => {
-    // Hermes 0.19 returns the legacy `models` state: one custom provider model.
+    // Hermes 0.19 lists one model per configured provider model.
     const catalogue = await backend.catalogue!();
     expect(catalogue.providers.flatMap((p) => p.models)).toEqual(["custom:fake-model"]);
     expect(backend.capabilities).toMatchObject({
