@@ -8,8 +8,15 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
-import type { AgentBackend, TurnInput } from "../../src/agent/port.js";
-import { FAKE_AGENT_COMMAND, fakeAgentDir, NO_SETTINGS, RecordingHost, RecordingSink } from "./harness.js";
+import type { AgentBackend } from "../../src/agent/port.js";
+import {
+  FAKE_AGENT_COMMAND,
+  fakeAgentDir,
+  NO_SETTINGS,
+  RecordingHost,
+  RecordingSink,
+  turnInput,
+} from "./harness.js";
 
 const backends: AgentBackend[] = [];
 afterEach(async () => {
@@ -31,15 +38,7 @@ async function setup(opts: { env?: Record<string, string>; options?: Partial<Acp
   });
   backends.push(backend);
   await backend.start(host);
-  const turn = (sessionId: string, text: string, extra: Partial<TurnInput> = {}): TurnInput => ({
-    conversationId: "c1",
-    sessionId,
-    text,
-    attachments: [],
-    settings: NO_SETTINGS,
-    ...extra,
-  });
-  return { agent, host, root, backend, turn };
+  return { agent, host, root, backend, turn: turnInput };
 }
 
 const never = () => new AbortController().signal;

@@ -14,6 +14,7 @@ import type {
   PermissionAnswer,
   PermissionQuestion,
   ProducedFile,
+  TurnInput,
   TurnSink,
 } from "../../src/agent/port.js";
 
@@ -146,3 +147,17 @@ export class RecordingHost implements AgentHost {
 
 /** Settings with nothing overridden. */
 export const NO_SETTINGS = { model: null, effort: null, yolo: false } as const;
+
+/** The input of one turn with default settings. */
+export function turnInput(sessionId: string, text: string, extra: Partial<TurnInput> = {}): TurnInput {
+  return { conversationId: "c1", sessionId, text, attachments: [], settings: NO_SETTINGS, ...extra };
+}
+
+/** Make `sink` abort `ctl` once the answer holds at least `chars` characters (cancel mid-stream). */
+export function abortAfterText(sink: RecordingSink, ctl: AbortController, chars: number): void {
+  const record = sink.text.bind(sink);
+  sink.text = (chunk: string) => {
+    record(chunk);
+    if (sink.answer.length >= chars) ctl.abort();
+  };
+}

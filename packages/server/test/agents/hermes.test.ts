@@ -7,9 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
-import type { AgentBackend, TurnInput } from "../../src/agent/port.js";
+import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
-import { NO_SETTINGS, RecordingHost, RecordingSink } from "../acp/harness.js";
+import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { AGENT_BINS, skipReason } from "./agents.js";
 
 const reason = skipReason("hermes");
@@ -71,18 +71,14 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
     await llm?.close();
   });
 
-  const input = (sessionId: string, text: string): TurnInput => ({
-    conversationId: "c",
-    sessionId,
-    text,
-    attachments: [],
-    settings: NO_SETTINGS,
-  });
-
   it("creates a session and streams an answer", async () => {
     const { sessionId } = await backend.createSession("c");
     const sink = new RecordingSink();
-    const result = await backend.prompt(input(sessionId, "say hello"), sink, new AbortController().signal);
+    const result = await backend.prompt(
+      turnInput(sessionId, "say hello"),
+      sink,
+      new AbortController().signal,
+    );
     expect(llm.requests[0]?.tools).toContain("terminal");
     expect(result).toEqual({ status: "completed" });
     expect(sink.answer).toContain("Hello from the fake model.");
@@ -92,7 +88,7 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
     const { sessionId } = await backend.createSession("c");
     const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
     const result = await backend.prompt(
-      input(sessionId, "please make the file"),
+      turnInput(sessionId, "please make the file"),
       sink,
       new AbortController().signal,
     );
@@ -114,7 +110,7 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
   it("delivers MEDIA: files from the allowed roots and strips the tag", async () => {
     const { sessionId } = await backend.createSession("c");
     const sink = new RecordingSink();
-    await backend.prompt(input(sessionId, "send the chart"), sink, new AbortController().signal);
+    await backend.prompt(turnInput(sessionId, "send the chart"), sink, new AbortController().signal);
     expect(sink.answer).not.toContain("MEDIA:");
     expect(sink.of("file").map((f) => f.file)).toEqual([{ source: "path", path: join(work, "chart.txt") }]);
   });
@@ -132,12 +128,8 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
     const { sessionId } = await backend.createSession("c");
     const ctl = new AbortController();
     const sink = new RecordingSink();
-    const text = sink.text.bind(sink);
-    sink.text = (chunk) => {
-      text(chunk);
-      if (sink.answer.length > 20) ctl.abort();
-    };
-    expect(await backend.prompt(input(sessionId, "talk slowly"), sink, ctl.signal)).toEqual({
+    abortAfterText(sink, ctl, 20);
+    expect(await backend.prompt(turnInput(sessionId, "talk slowly"), sink, ctl.signal)).toEqual({
       status: "cancelled",
     });
     expect(existsSync(work)).toBe(true);

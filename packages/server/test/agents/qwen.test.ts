@@ -6,9 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
-import type { AgentBackend, TurnInput } from "../../src/agent/port.js";
+import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
-import { NO_SETTINGS, RecordingHost, RecordingSink } from "../acp/harness.js";
+import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { AGENT_BINS, skipReason } from "./agents.js";
 
 const reason = skipReason("qwen");
@@ -66,18 +66,14 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     await llm?.close();
   });
 
-  const input = (sessionId: string, text: string): TurnInput => ({
-    conversationId: "c",
-    sessionId,
-    text,
-    attachments: [],
-    settings: NO_SETTINGS,
-  });
-
   it("creates a session and streams an answer", async () => {
     const { sessionId } = await backend.createSession("c");
     const sink = new RecordingSink();
-    const result = await backend.prompt(input(sessionId, "say hello"), sink, new AbortController().signal);
+    const result = await backend.prompt(
+      turnInput(sessionId, "say hello"),
+      sink,
+      new AbortController().signal,
+    );
     expect(result).toEqual({ status: "completed" });
     expect(sink.answer).toContain("Hello from the fake model.");
     expect(llm.requests.some((r) => r.tools.includes("run_shell_command"))).toBe(true);
@@ -87,7 +83,7 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     const { sessionId } = await backend.createSession("c");
     const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
     const result = await backend.prompt(
-      input(sessionId, "please make the file"),
+      turnInput(sessionId, "please make the file"),
       sink,
       new AbortController().signal,
     );
@@ -119,17 +115,15 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     const { sessionId } = await backend.createSession("c");
     const ctl = new AbortController();
     const sink = new RecordingSink();
-    const text = sink.text.bind(sink);
-    sink.text = (chunk) => {
-      text(chunk);
-      if (sink.answer.length > 20) ctl.abort();
-    };
-    const result = await backend.prompt(input(sessionId, "talk slowly"), sink, ctl.signal);
+    abortAfterText(sink, ctl, 20);
+    const result = await backend.prompt(turnInput(sessionId, "talk slowly"), sink, ctl.signal);
     expect(result).toEqual({ status: "cancelled" });
     expect(sink.answer.length).toBeLessThan("word ".repeat(400).length);
     // The agent is still healthy afterwards.
     const again = new RecordingSink();
-    expect(await backend.prompt(input(sessionId, "say hello"), again, new AbortController().signal)).toEqual({
+    expect(
+      await backend.prompt(turnInput(sessionId, "say hello"), again, new AbortController().signal),
+    ).toEqual({
       status: "completed",
     });
   });
