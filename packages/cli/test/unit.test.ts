@@ -13,8 +13,18 @@ function memoryIo(env: NodeJS.ProcessEnv = {}) {
   let err = "";
   const io = {
     stdin: process.stdin,
-    stdout: { write: (s: string) => ((out += s), true) },
-    stderr: { write: (s: string) => ((err += s), true) },
+    stdout: {
+      write(s: string) {
+        out += s;
+        return true;
+      },
+    },
+    stderr: {
+      write(s: string) {
+        err += s;
+        return true;
+      },
+    },
     env,
   } as unknown as Io;
   return { io, out: () => out, err: () => err };
