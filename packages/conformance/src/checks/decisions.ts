@@ -11,21 +11,21 @@ const APPROVALS = "Approvals";
 const CLARIFY = "Clarifications / choices";
 const noRequestId = (m: ServerMessage) => (m as { request_id?: string }).request_id === undefined;
 
-function waitApproval(probe: Probe, conversationId: string): Promise<Of<"approval.request">> {
-  return probe.waitFor(
-    (m) => m.type === "approval.request" && m.conversation_id === conversationId,
-    "approval.request",
-    { failOn: (m) => m.type === "run.finished" && m.conversation_id === conversationId },
-  ) as Promise<Of<"approval.request">>;
+/** The next question of `type` in the conversation; fails at once if its run finishes first. */
+function waitQuestion<T extends "approval.request" | "clarify.request">(
+  probe: Probe,
+  type: T,
+  conversationId: string,
+): Promise<Of<T>> {
+  return probe.waitFor((m) => m.type === type && m.conversation_id === conversationId, type, {
+    failOn: (m) => m.type === "run.finished" && m.conversation_id === conversationId,
+  }) as Promise<Of<T>>;
 }
 
-function waitClarify(probe: Probe, conversationId: string): Promise<Of<"clarify.request">> {
-  return probe.waitFor(
-    (m) => m.type === "clarify.request" && m.conversation_id === conversationId,
-    "clarify.request",
-    { failOn: (m) => m.type === "run.finished" && m.conversation_id === conversationId },
-  ) as Promise<Of<"clarify.request">>;
-}
+const waitApproval = (probe: Probe, conversationId: string) =>
+  waitQuestion(probe, "approval.request", conversationId);
+const waitClarify = (probe: Probe, conversationId: string) =>
+  waitQuestion(probe, "clarify.request", conversationId);
 
 export const decisionChecks: Check[] = [
   {
