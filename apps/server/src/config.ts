@@ -29,6 +29,8 @@ const AgentConfig = z
     /** Arguments array (YAML only); with `args`, `command` is the executable alone. */
     args: z.array(z.string()).optional(),
     cwd: nonEmpty.optional(),
+    /** ACP session mode to select, e.g. "default" so Qwen Code asks permission. */
+    mode: nonEmpty.optional(),
     env: z.record(z.string()).default({}),
     /** Roots from which the agent's produced files may be copied into the store. */
     allowed_file_roots: z.array(nonEmpty).default([]),
@@ -74,6 +76,7 @@ export const ENV_NAMES = {
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],
+  PHEBY_AGENT_MODE: ["agent", "mode"],
 } as const;
 
 /** A configuration error with one line per bad setting. */

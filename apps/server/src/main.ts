@@ -1,17 +1,27 @@
 // pheby-server: reads config from env (+ optional YAML), picks the agent
 // backend, starts @pheby/server and shuts down gracefully on SIGTERM/SIGINT.
-import { type AgentBackend, createPhebyServer, createSimulatorBackend } from "@pheby/server";
+
+import { resolve } from "node:path";
+import {
+  type AgentBackend,
+  createAcpBackend,
+  createPhebyServer,
+  createSimulatorBackend,
+} from "@pheby/server";
 import { pino } from "pino";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
 import { resolveSecret } from "./secret.js";
 
 function createAgent(config: Config): AgentBackend {
-  if (config.agent.kind === "acp") {
-    void agentArgv;
-    throw new Error("the acp agent backend is not part of this build yet");
-  }
-  return createSimulatorBackend();
+  if (config.agent.kind === "simulator") return createSimulatorBackend();
+  return createAcpBackend({
+    command: agentArgv(config.agent),
+    cwd: resolve(config.agent.cwd ?? process.cwd()),
+    env: config.agent.env,
+    allowedFileRoots: config.agent.allowed_file_roots.map((root) => resolve(root)),
+    ...(config.agent.mode ? { mode: config.agent.mode } : {}),
+  });
 }
 
 async function main(): Promise<void> {

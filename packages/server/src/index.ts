@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 
+export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
 export {

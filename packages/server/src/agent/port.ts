@@ -174,6 +174,11 @@ export interface AgentBackend {
   readonly capabilities: AgentCapabilities;
   /** Called once before any other method. */
   start(host: AgentHost): Promise<void>;
+  /**
+   * Bring the agent up if the backend starts it lazily, so that `capabilities` reflects what
+   * the agent declared rather than optimistic defaults. Backends with static capabilities omit it.
+   */
+  ensureReady?(): Promise<void>;
   /** Create the agent session of a new conversation. */
   createSession(conversationId: string): Promise<{ sessionId: string }>;
   /** Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`. */

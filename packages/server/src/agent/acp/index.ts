@@ -1,0 +1,1 @@
+export { type AcpBackendOptions, createAcpBackend } from "./backend.js";

@@ -1,0 +1,128 @@
+/**
+ * The state of one running prompt turn: its sink, open tool calls, pending
+ * questions and the MEDIA-line filter. Updates reach it already serialized.
+ */
+import type { ContentBlock, ToolCall, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import type { TurnResult, TurnSink } from "../port.js";
+import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
+
+/** Longest tool failure text passed on (tool output can be huge and contain host paths). */
+const FAILURE_CHARS = 300;
+
+/** Longest tool name taken from a title. */
+const TOOL_NAME_CHARS = 60;
+
+type ToolUpdate = (ToolCall | ToolCallUpdate) & { sessionUpdate: "tool_call" | "tool_call_update" };
+
+export class Turn {
+  /** The user cancelled (the run's signal aborted). */
+  cancelled = false;
+  private readonly tools = new Map<string, { ended: boolean }>();
+  private readonly questions = new Set<AbortController>();
+  private readonly media: string[] = [];
+  private readonly filter = new MediaLineFilter((path) => this.media.push(path));
+
+  constructor(
+    readonly sink: TurnSink,
+    /** Stores a found file (root-checked by the backend). */
+    private readonly deliver: (file: FoundFile) => Promise<void>,
+  ) {}
+
+  /** An `agent_message_chunk`: text goes to the sink, files to the store. */
+  async message(block: ContentBlock): Promise<void> {
+    if (block.type === "text") {
+      const shown = this.filter.push(block.text);
+      if (shown) this.sink.text(shown);
+      await this.deliverMedia();
+    } else {
+      for (const file of filesInBlock(block)) await this.deliver(file);
+    }
+  }
+
+  /** `tool_call` / `tool_call_update` → toolStart/toolEnd. Results are never relayed. */
+  tool(update: ToolUpdate): void {
+    const id = update.toolCallId;
+    let tool = this.tools.get(id);
+    if (!tool) {
+      tool = { ended: false };
+      this.tools.set(id, tool);
+      const args = update.rawInput;
+      this.sink.toolStart({
+        toolCallId: id,
+        toolName: toolName(update),
+        args:
+          args && typeof args === "object" && !Array.isArray(args)
+            ? (args as Record<string, unknown>)
+            : undefined,
+      });
+    }
+    if (tool.ended || (update.status !== "completed" && update.status !== "failed")) return;
+    tool.ended = true;
+    if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed" });
+    else this.sink.toolEnd({ toolCallId: id, status: "failed", error: failureText(update) });
+  }
+
+  /** Ask the user through the sink; withdrawn when the turn ends, is cancelled, or the agent withdraws. */
+  async ask<T>(agentSignal: AbortSignal, ask: (withdraw: AbortSignal) => Promise<T>): Promise<T> {
+    const withdraw = new AbortController();
+    const onAgentAbort = () => withdraw.abort();
+    agentSignal.addEventListener("abort", onAgentAbort, { once: true });
+    this.questions.add(withdraw);
+    try {
+      return await ask(withdraw.signal);
+    } finally {
+      agentSignal.removeEventListener("abort", onAgentAbort);
+      this.questions.delete(withdraw);
+    }
+  }
+
+  /** Withdraw every pending question (cancel, crash, end of turn). */
+  withdrawAll(): void {
+    for (const q of this.questions) q.abort();
+  }
+
+  /** End the turn's side state: release held text, close tools left open. */
+  async finish(result: TurnResult): Promise<void> {
+    this.withdrawAll();
+    const rest = this.filter.flush();
+    if (rest) this.sink.text(rest);
+    await this.deliverMedia();
+    for (const [toolCallId, tool] of this.tools) {
+      if (tool.ended) continue;
+      tool.ended = true;
+      if (result.status === "failed")
+        this.sink.toolEnd({ toolCallId, status: "failed", error: result.error });
+      else this.sink.toolEnd({ toolCallId, status: result.status });
+    }
+  }
+
+  private async deliverMedia(): Promise<void> {
+    for (const path of this.media.splice(0)) await this.deliver({ source: "path", path });
+  }
+}
+
+/**
+ * A short tool name. Titles often embed arguments ("terminal: rm -rf …"), which are not
+ * redacted as `args` are, so keep only a leading identifier, else a clipped first line.
+ */
+function toolName(update: ToolUpdate): string {
+  if (update.name) return update.name;
+  const title = update.title?.trim();
+  if (title) {
+    const prefix = /^([\w.-]+):\s/.exec(title)?.[1];
+    if (prefix) return prefix;
+    const line = title.split("\n")[0]!;
+    return line.length > TOOL_NAME_CHARS ? `${line.slice(0, TOOL_NAME_CHARS)}…` : line;
+  }
+  return update.kind ?? "tool";
+}
+
+function failureText(update: ToolUpdate): string {
+  for (const c of update.content ?? []) {
+    if (c.type === "content" && c.content.type === "text" && c.content.text.trim()) {
+      const text = c.content.text.trim();
+      return text.length > FAILURE_CHARS ? `${text.slice(0, FAILURE_CHARS)}…` : text;
+    }
+  }
+  return "The tool failed.";
+}

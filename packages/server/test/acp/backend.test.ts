@@ -1,0 +1,599 @@
+/**
+ * Port-level contract tests of the ACP backend against the scripted fake agent
+ * (a real child process speaking ACP over stdio).
+ */
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
+import { createAcpBackend } from "../../src/agent/acp/index.js";
+import type { AgentBackend } from "../../src/agent/port.js";
+import {
+  FAKE_AGENT_COMMAND,
+  fakeAgentDir,
+  NO_SETTINGS,
+  RecordingHost,
+  RecordingSink,
+  turnInput,
+} from "./harness.js";
+
+const backends: AgentBackend[] = [];
+afterEach(async () => {
+  await Promise.all(backends.splice(0).map((b) => b.close()));
+});
+
+async function setup(opts: { env?: Record<string, string>; options?: Partial<AcpBackendOptions> } = {}) {
+  const agent = fakeAgentDir();
+  const host = new RecordingHost();
+  const root = mkdtempSync(join(tmpdir(), "pheby-acp-root-"));
+  const backend = createAcpBackend({
+    command: FAKE_AGENT_COMMAND,
+    cwd: agent.dir,
+    env: { ...agent.env, ...opts.env },
+    allowedFileRoots: [root],
+    respawnBackoffMs: 10,
+    requestTimeoutMs: 15_000,
+    ...opts.options,
+  });
+  backends.push(backend);
+  await backend.start(host);
+  return { agent, host, root, backend, turn: turnInput };
+}
+
+const never = () => new AbortController().signal;
+
+describe("ACP backend: lifecycle and runs", () => {
+  it("spawns lazily, initializes with form elicitation only, streams text and hides thoughts", async () => {
+    const { agent, backend, turn, host } = await setup();
+    expect(agent.calls()).toEqual([]); // nothing spawned by start()
+    const { sessionId } = await backend.createSession("c1");
+    const init = agent.calls("initialize")[0]!.params;
+    expect(init.clientCapabilities.elicitation).toEqual({ form: {} });
+    // No fs or terminal: Pheby does not implement them (the SDK fills in explicit `false`s).
+    expect(init.clientCapabilities.fs ?? {}).not.toMatchObject({ readTextFile: true });
+    expect(init.clientCapabilities.fs ?? {}).not.toMatchObject({ writeTextFile: true });
+    expect(init.clientCapabilities.terminal ?? false).toBe(false);
+    expect(agent.calls("session/new")[0]!.params.cwd).toBe(agent.dir);
+
+    const sink = new RecordingSink();
+    const result = await backend.prompt(turn(sessionId, "hello there"), sink, never());
+    expect(result).toEqual({ status: "completed" });
+    expect(sink.answer).toBe("echo: hello there");
+    expect(sink.of("text").length).toBeGreaterThan(1); // streamed, not one blob
+    expect(sink.answer).not.toContain("secret thoughts");
+    // stderr goes to debug logs only
+    expect(
+      host.logs.some((l) => l.level === "debug" && JSON.stringify(l.obj).includes("fake agent started")),
+    ).toBe(true);
+    expect(backend.capabilities).toMatchObject({
+      listSessions: true,
+      loadHistory: true,
+      deleteSession: true,
+      images: true,
+    });
+  });
+
+  it.each([
+    ["end_turn", { status: "completed" }],
+    ["max_tokens", { status: "completed" }],
+    ["max_turn_requests", { status: "completed" }],
+    ["cancelled", { status: "cancelled" }],
+    ["refusal", { status: "failed", error: "the agent refused to continue" }],
+  ])("maps stopReason %s", async (reason, expected) => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    expect(await backend.prompt(turn(sessionId, `stop ${reason}`), new RecordingSink(), never())).toEqual(
+      expected,
+    );
+  });
+
+  it("turns a JSON-RPC error into a failed run and keeps the agent usable", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const result = await backend.prompt(turn(sessionId, "error"), new RecordingSink(), never());
+    expect(result).toEqual({ status: "failed", error: "the agent reported an error: scripted failure" });
+    expect(await backend.prompt(turn(sessionId, "again"), new RecordingSink(), never())).toEqual({
+      status: "completed",
+    });
+  });
+
+  it("fails the active run when the agent crashes, withdraws nothing it does not own, and respawns + resumes", async () => {
+    const { agent, backend, turn, host } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    const result = await backend.prompt(turn(sessionId, "crash"), sink, never());
+    expect(result).toEqual({
+      status: "failed",
+      error: "the agent process exited unexpectedly (exit code 3)",
+    });
+    expect(host.logs.some((l) => l.level === "warn" && l.msg === "agent process exited")).toBe(true);
+    // The next request respawns and resumes the session the new process has not seen.
+    const again = new RecordingSink();
+    expect(await backend.prompt(turn(sessionId, "hi"), again, never())).toEqual({ status: "completed" });
+    expect(again.answer).toBe("echo: hi");
+    expect(agent.calls("initialize")).toHaveLength(2);
+    expect(agent.calls("session/resume").map((c) => c.params.sessionId)).toEqual([sessionId]);
+  });
+
+  it("withdraws a pending approval when the agent crashes", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink({
+      permission: async () => {
+        // Kill the agent while the question is pending, the way a crash would.
+        (backend as unknown as { proc: { kill(r: string): void } }).proc.kill("simulated crash");
+        return new Promise(() => {});
+      },
+    });
+    const result = await backend.prompt(turn(sessionId, "permission hermes"), sink, never());
+    expect(result).toEqual({ status: "failed", error: "simulated crash" });
+    expect(sink.withdrawn).toEqual(["permission"]);
+    expect(sink.of("toolEnd")).toEqual([
+      { type: "toolEnd", toolCallId: "p1", status: "failed", error: "simulated crash" },
+    ]);
+  });
+
+  it("treats an unanswered control request as a hang: kills the agent and fails clearly", async () => {
+    const { backend } = await setup({
+      env: { FAKE_HANG: "session/new" },
+      options: { requestTimeoutMs: 1000 },
+    });
+    await expect(backend.createSession("c1")).rejects.toThrow(
+      "the agent stopped responding (no answer to session/new within 1000 ms)",
+    );
+    // The hung process was killed; the next request gets a fresh one.
+    expect(backend.capabilities.listSessions).toBe(true);
+  });
+
+  it("cancels: session/cancel, pending permission answered cancelled, run ends cancelled", async () => {
+    const { agent, backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const ctl = new AbortController();
+    const sink = new RecordingSink({
+      permission: async () => {
+        ctl.abort();
+        return new Promise(() => {});
+      },
+    });
+    const result = await backend.prompt(turn(sessionId, "permission hermes"), sink, ctl.signal);
+    expect(result).toEqual({ status: "cancelled" });
+    expect(agent.calls("session/cancel")).toHaveLength(1);
+    expect(sink.withdrawn).toEqual(["permission"]);
+    // The agent saw the `cancelled` outcome.
+    expect(sink.answer).toBe("cancelled");
+  });
+
+  it("cancels a streaming run", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const ctl = new AbortController();
+    const sink = new RecordingSink();
+    const origText = sink.text.bind(sink);
+    sink.text = (chunk: string) => {
+      origText(chunk);
+      if (sink.of("text").length === 3) ctl.abort();
+    };
+    expect(await backend.prompt(turn(sessionId, "slow"), sink, ctl.signal)).toEqual({ status: "cancelled" });
+    expect(sink.answer).toContain("tick 0");
+  });
+
+  it("kills an agent that ignores a cancel and still ends the run cancelled; the next run respawns", async () => {
+    const { agent, backend, turn } = await setup({ options: { cancelTimeoutMs: 200 } });
+    const { sessionId } = await backend.createSession("c1");
+    const ctl = new AbortController();
+    const sink = new RecordingSink();
+    sink.text = () => ctl.abort();
+    expect(await backend.prompt(turn(sessionId, "hang"), sink, ctl.signal)).toEqual({ status: "cancelled" });
+    expect(await backend.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).toEqual({
+      status: "completed",
+    });
+    expect(agent.calls("initialize")).toHaveLength(2);
+  });
+
+  it("fails runs with a clear error when the agent cannot start, and retries on the next request", async () => {
+    const { backend, turn, agent } = await setup({ env: { FAKE_EXIT_AT_START: "1" } });
+    const first = await backend.prompt(turn("s", "hi"), new RecordingSink(), never());
+    expect(first.status).toBe("failed");
+    expect(first.status === "failed" && first.error).toMatch(
+      /the agent (failed to initialize|process exited unexpectedly)/,
+    );
+    await expect(backend.createSession("c1")).rejects.toThrow(/agent/);
+    expect(agent.calls("exit-at-start")).toHaveLength(2);
+  });
+
+  it("fails clearly when the command does not exist", async () => {
+    const { backend } = await setup({ options: { command: ["/nonexistent/agent-binary"] } });
+    await expect(backend.createSession("c1")).rejects.toThrow(/could not be started.*ENOENT/);
+  });
+
+  it("shuts the agent down on close", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const pid = (backend as unknown as { proc: { child: { pid: number } } }).proc.child.pid;
+    await backend.close();
+    expect(() => process.kill(pid, 0)).toThrow();
+    expect((await backend.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).status).toBe("failed");
+  });
+});
+
+describe("ACP backend: tools and decisions", () => {
+  it("maps tool calls to start/end with raw input as args, truncated failures, no results", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    expect(await backend.prompt(turn(sessionId, "tools"), sink, never())).toEqual({ status: "completed" });
+    const tools = sink.events.filter((e) => e.type === "toolStart" || e.type === "toolEnd");
+    expect(tools[0]).toEqual({
+      type: "toolStart",
+      toolCallId: "t1",
+      toolName: "List files",
+      args: { command: "ls", api_key: "sk-123" },
+    });
+    expect(tools[1]).toEqual({ type: "toolEnd", toolCallId: "t1", status: "completed" });
+    expect(tools[2]).toEqual({ type: "toolStart", toolCallId: "t2", toolName: "read_file", args: undefined });
+    expect(tools[3]).toMatchObject({ type: "toolEnd", toolCallId: "t2", status: "failed" });
+    const error = (tools[3] as { error: string }).error;
+    expect(error.startsWith("boom ")).toBe(true);
+    expect(error.length).toBeLessThanOrEqual(301);
+    // A tool still open at the end of a completed turn is closed.
+    expect(tools[5]).toEqual({ type: "toolEnd", toolCallId: "t3", status: "completed" });
+    expect(JSON.stringify(sink.events)).not.toContain("/home/secret");
+  });
+
+  it.each([
+    ["hermes", ["once", "session", "always", "deny"], "session", "chose allow_session"],
+    ["hermes", ["once", "session", "always", "deny"], "deny", "chose deny"],
+    ["hermes", ["once", "session", "always", "deny"], "always", "chose allow_always"],
+    ["generic", ["once", "always", "deny"], "once", "chose proceed_once"],
+    ["generic", ["once", "always", "deny"], "deny", "chose cancel"],
+  ] as const)("maps %s permission options (%j), answering %s", async (set, choices, choice, said) => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice }) });
+    expect(await backend.prompt(turn(sessionId, `permission ${set}`), sink, never())).toEqual({
+      status: "completed",
+    });
+    const [asked] = sink.of("permission");
+    expect(asked!.question).toEqual({
+      toolCallId: "p1",
+      command: "rm -rf build",
+      description: "Destructive shell command",
+      choices,
+    });
+    // The tool call is reported before the question about it.
+    expect(sink.events.findIndex((e) => e.type === "toolStart")).toBeLessThan(
+      sink.events.findIndex((e) => e.type === "permission"),
+    );
+    expect(sink.answer).toBe(said);
+  });
+
+  it("withdraws a permission question the agent cancels", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    expect(await backend.prompt(turn(sessionId, "permission hermes withdraw"), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(sink.withdrawn).toEqual(["permission"]);
+  });
+
+  it("maps a Hermes clarify form: choices, Other as free text, and the answer back", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const pick = new RecordingSink({
+      clarify: async () => ({ outcome: "answered", response: "production" }),
+    });
+    await backend.prompt(turn(sessionId, "clarify"), pick, never());
+    expect(pick.of("clarify")[0]!.question).toEqual({
+      question: "Need input\nDeploy where?",
+      choices: ["staging", "production"],
+      allowFreeText: true,
+    });
+    expect(pick.answer).toBe('elicitation: {"action":"accept","content":{"answer":"production"}}');
+
+    const free = new RecordingSink({ clarify: async () => ({ outcome: "answered", response: "canary" }) });
+    await backend.prompt(turn(sessionId, "clarify"), free, never());
+    expect(free.answer).toBe(
+      'elicitation: {"action":"accept","content":{"answer":"Other (type your answer)","other_answer":"canary"}}',
+    );
+
+    const cancelled = new RecordingSink({ clarify: async () => ({ outcome: "cancelled" }) });
+    await backend.prompt(turn(sessionId, "clarify"), cancelled, never());
+    expect(cancelled.answer).toBe('elicitation: {"action":"cancel"}');
+  });
+
+  it("maps a free-text form", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink({ clarify: async () => ({ outcome: "answered", response: "Ada" }) });
+    await backend.prompt(turn(sessionId, "clarify free"), sink, never());
+    expect(sink.of("clarify")[0]!.question).toEqual({
+      question: "Need input\nYour name?",
+      choices: null,
+      allowFreeText: true,
+    });
+    expect(sink.answer).toBe('elicitation: {"action":"accept","content":{"answer":"Ada"}}');
+  });
+});
+
+describe("ACP backend: models, reasoning and modes", () => {
+  it("builds the catalogue from config options and applies only changed settings", async () => {
+    const { agent, backend, turn } = await setup({ options: { mode: "default" } });
+    const catalogue = await backend.catalogue!();
+    expect(catalogue).toEqual({
+      providers: [
+        { slug: "cloud", name: "Cloud", models: ["big", "small"] },
+        { slug: "local", name: "Local", models: ["tiny"] },
+      ],
+      defaultModel: { model: "small", provider: "cloud" },
+      reasoningEfforts: ["none", "low", "medium", "high"],
+      defaultEffort: "medium",
+    });
+    expect(backend.capabilities).toMatchObject({ models: true, reasoning: true });
+    // The probe session is hidden from the list.
+    expect(await backend.listSessions!()).toEqual([]);
+
+    const { sessionId } = await backend.createSession("c1");
+    const settings = { model: { model: "big", provider: "cloud" }, effort: "none" as const, yolo: false };
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami", { settings }), sink, never());
+    expect(sink.answer).toMatch(/^model=big effort=off mode=default/);
+    const sets = agent.calls("session/set_config_option").map((c) => [c.params.configId, c.params.value]);
+    expect(sets).toEqual([
+      ["model", "big"],
+      ["reasoning", "off"],
+    ]);
+    // Same settings again: nothing is sent.
+    await backend.prompt(turn(sessionId, "whoami", { settings }), new RecordingSink(), never());
+    expect(agent.calls("session/set_config_option")).toHaveLength(2);
+  });
+
+  it("falls back to the legacy models API", async () => {
+    const { agent, backend, turn } = await setup({ env: { FAKE_MODELS: "legacy" } });
+    const { sessionId } = await backend.createSession("c1");
+    const catalogue = await backend.catalogue!();
+    expect(catalogue.providers).toEqual([{ slug: "fake", name: "fake", models: ["m-one", "m-two"] }]);
+    expect(catalogue.defaultModel).toEqual({ model: "m-one", provider: "fake" });
+    expect(backend.capabilities).toMatchObject({ models: true, reasoning: false });
+    const sink = new RecordingSink();
+    const settings = { model: { model: "m-two", provider: "fake" }, effort: null, yolo: false };
+    await backend.prompt(turn(sessionId, "whoami", { settings }), sink, never());
+    expect(sink.answer).toMatch(/^model=m-two /);
+    expect(agent.calls("session/set_model").map((c) => c.params)).toEqual([{ sessionId, modelId: "m-two" }]);
+  });
+
+  it("reports no model support when the agent has none", async () => {
+    const { backend } = await setup({ env: { FAKE_MODELS: "none" } });
+    await backend.createSession("c1");
+    expect(backend.capabilities).toMatchObject({ models: false, reasoning: false });
+  });
+
+  it("switches to the agent's yolo mode while YOLO is on, and back after", async () => {
+    const { backend, turn } = await setup({ options: { mode: "default" } });
+    const { sessionId } = await backend.createSession("c1");
+    const on = new RecordingSink();
+    await backend.prompt(
+      turn(sessionId, "whoami", { settings: { ...NO_SETTINGS, yolo: true } }),
+      on,
+      never(),
+    );
+    expect(on.answer).toContain("mode=yolo");
+    const off = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami"), off, never());
+    expect(off.answer).toContain("mode=default");
+  });
+});
+
+describe("ACP backend: sessions", () => {
+  it("lists sessions across pages, replays history, resumes after a restart, deletes", async () => {
+    const { agent, backend, turn, host } = await setup();
+    const a = await backend.createSession("c1");
+    const b = await backend.createSession("c2");
+    const c = await backend.createSession("c3");
+    await backend.prompt(turn(a.sessionId, "first question"), new RecordingSink(), never());
+    await backend.prompt(turn(a.sessionId, "title"), new RecordingSink(), never());
+    expect(host.titles).toEqual([{ sessionId: a.sessionId, title: "Scripted title" }]);
+
+    const list = await backend.listSessions!();
+    expect(list.map((s) => s.sessionId)).toEqual([a.sessionId, b.sessionId, c.sessionId]);
+    expect(list[0]).toEqual({
+      sessionId: a.sessionId,
+      title: "Scripted title",
+      updatedAt: "2026-01-01T00:00:00Z",
+    });
+    expect(agent.calls("session/list").length).toBe(2); // followed the cursor
+
+    const history = await backend.loadHistory!(a.sessionId);
+    expect(history).toEqual([
+      { role: "user", text: "first question" },
+      { role: "assistant", text: "echo: first question" },
+      { role: "user", text: "title" },
+      { role: "assistant", text: "titled" },
+    ]);
+
+    // A new backend (a Pheby restart) resumes the session before prompting it.
+    await backend.close();
+    const { backend: restarted } = await setup({ env: agent.env, options: { cwd: agent.dir } });
+    const sink = new RecordingSink();
+    expect(await restarted.prompt(turn(a.sessionId, "after restart"), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(agent.calls("session/resume").map((x) => x.params.sessionId)).toEqual([a.sessionId]);
+
+    await restarted.deleteSession!(b.sessionId);
+    expect(agent.calls("session/close").map((x) => x.params.sessionId)).toContain(b.sessionId);
+    expect(agent.calls("session/delete").map((x) => x.params.sessionId)).toEqual([b.sessionId]);
+    expect((await restarted.listSessions!()).map((s) => s.sessionId)).toEqual([a.sessionId, c.sessionId]);
+  });
+
+  it("loads instead of resuming when only session/load is advertised, without leaking the replay", async () => {
+    const caps = JSON.stringify({ sessionCapabilities: {} });
+    const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    await backend.prompt(turn(sessionId, "one"), new RecordingSink(), never());
+    expect(backend.capabilities).toMatchObject({
+      listSessions: false,
+      deleteSession: false,
+      loadHistory: true,
+    });
+    expect(await backend.listSessions!()).toEqual([]);
+    await expect(backend.deleteSession!(sessionId)).rejects.toThrow(/cannot close or delete/);
+    await backend.close();
+
+    const { backend: restarted } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps },
+      options: { cwd: agent.dir },
+    });
+    const sink = new RecordingSink();
+    expect(await restarted.prompt(turn(sessionId, "two"), sink, never())).toEqual({ status: "completed" });
+    expect(agent.calls("session/load")).toHaveLength(1);
+    expect(sink.answer).toBe("echo: two"); // the replayed "echo: one" is not part of this turn
+  });
+
+  it("fails a prompt clearly when the agent can neither resume nor load", async () => {
+    const caps = JSON.stringify({ loadSession: false, sessionCapabilities: {} });
+    const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    await backend.close();
+    const { backend: restarted } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps },
+      options: { cwd: agent.dir },
+    });
+    expect(await restarted.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).toEqual({
+      status: "failed",
+      error: "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
+    });
+    await expect(restarted.loadHistory!(sessionId)).rejects.toThrow(/cannot replay/);
+  });
+
+  it("pushes output outside a turn as one unsolicited message, and notices", async () => {
+    const { backend, turn, host } = await setup({ options: { unsolicitedFlushMs: 50 } });
+    const { sessionId } = await backend.createSession("c1");
+    const next = host.nextUnsolicited();
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "later"), sink, never());
+    expect(sink.answer).toBe("see you later");
+    await next;
+    expect(host.unsolicitedMessages).toEqual([{ sessionId, text: "background result" }]);
+
+    const noticed = new RecordingSink();
+    await backend.prompt(turn(sessionId, "notice"), noticed, never());
+    expect(noticed.of("notice")).toEqual([{ type: "notice", text: "Heads up: context compacted" }]);
+  });
+});
+
+describe("ACP backend: files", () => {
+  it("sends attachments as image, embedded resource and resource_link blocks", async () => {
+    const { agent, backend, turn, root } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const png = join(root, "a.png");
+    writeFileSync(png, Buffer.from([0x89, 0x50, 0x4e, 0x47]));
+    const pdf = join(root, "b.pdf");
+    writeFileSync(pdf, "%PDF-1.4");
+    const notes = join(root, "c.md");
+    writeFileSync(notes, "# notes");
+    const attachments = [
+      {
+        attachmentId: "1",
+        filename: "a.png",
+        mimeType: "image/png",
+        size: 4,
+        kind: "image" as const,
+        path: png,
+      },
+      {
+        attachmentId: "2",
+        filename: "b.pdf",
+        mimeType: "application/pdf",
+        size: 8,
+        kind: "document" as const,
+        path: pdf,
+      },
+      {
+        attachmentId: "3",
+        filename: "c.md",
+        mimeType: "text/markdown",
+        size: 7,
+        kind: "document" as const,
+        path: notes,
+        inlineText: "# notes",
+      },
+    ];
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami", { attachments }), sink, never());
+    expect(sink.answer).toContain("blocks=text,image,resource_link,resource(# notes)");
+    const prompt = agent.calls("session/prompt")[0]!.params.prompt;
+    expect(prompt[1]).toMatchObject({
+      type: "image",
+      mimeType: "image/png",
+      data: Buffer.from([0x89, 0x50, 0x4e, 0x47]).toString("base64"),
+    });
+    expect(prompt[2]).toMatchObject({ type: "resource_link", uri: `file://${pdf}`, name: "b.pdf" });
+  });
+
+  it("falls back to links and inline text when the agent declares no image or embedded context", async () => {
+    const caps = JSON.stringify({ promptCapabilities: {} });
+    const { agent, backend, turn, root } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    const png = join(root, "a.png");
+    writeFileSync(png, "x");
+    const attachments = [
+      {
+        attachmentId: "1",
+        filename: "a.png",
+        mimeType: "image/png",
+        size: 1,
+        kind: "image" as const,
+        path: png,
+      },
+      {
+        attachmentId: "3",
+        filename: "c.md",
+        mimeType: "text/markdown",
+        size: 7,
+        kind: "document" as const,
+        path: png,
+        inlineText: "# notes",
+      },
+    ];
+    await backend.prompt(turn(sessionId, "whoami", { attachments }), new RecordingSink(), never());
+    const prompt = agent.calls("session/prompt")[0]!.params.prompt;
+    expect(prompt.map((b: { type: string }) => b.type)).toEqual(["text", "resource_link", "text"]);
+    expect(prompt[2].text).toContain("# notes");
+    expect(backend.capabilities.images).toBe(false);
+  });
+
+  it("delivers image and resource blocks as files", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "files"), sink, never());
+    const files = sink.of("file").map((f) => f.file);
+    expect(files).toHaveLength(2);
+    expect(files[0]).toMatchObject({ source: "bytes", filename: "image.png", mimeType: "image/png" });
+    expect(files[1]).toMatchObject({ source: "bytes", filename: "report.md", mimeType: "text/markdown" });
+    expect(Buffer.from((files[1] as { bytes: Uint8Array }).bytes).toString()).toBe("# Report");
+  });
+
+  it("turns MEDIA: lines inside the allowed roots into files, refuses others, strips every tag", async () => {
+    const { backend, turn, root, host } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const inside = join(root, "chart.png");
+    writeFileSync(inside, "png");
+    const outsideDir = mkdtempSync(join(tmpdir(), "pheby-outside-"));
+    const outside = join(outsideDir, "passwd");
+    writeFileSync(outside, "secret");
+    // A symlink inside the root that points outside must be refused too.
+    mkdirSync(join(root, "sub"));
+    const link = join(root, "sub", "link");
+    symlinkSync(outside, link);
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, `media ${inside} ${outside} ${link}`), sink, never());
+    expect(sink.answer).toBe("Result:\nDone. MEDIA:not-a-line");
+    expect(sink.of("file").map((f) => f.file)).toEqual([{ source: "path", path: inside }]);
+    expect(host.logs.filter((l) => l.msg === "refused an agent file outside the allowed roots")).toHaveLength(
+      2,
+    );
+  });
+});

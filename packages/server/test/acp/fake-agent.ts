@@ -1,0 +1,470 @@
+/**
+ * A scripted ACP agent for the backend's port-level tests, written with the SDK's
+ * agent side and run as a real child process (`node --import tsx fake-agent.ts`).
+ *
+ * Behaviour is scripted per prompt (the first word of the prompt text, see `SCRIPTS`)
+ * and per process through environment variables:
+ * - `FAKE_STATE`: JSON file holding sessions, so a respawned agent can resume/load them.
+ * - `FAKE_LOG`: JSON-lines file of every request/notification received (tests assert on it).
+ * - `FAKE_MODELS`: `config` (config options, default), `legacy` (`models` + `session/set_model`) or `none`.
+ * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities.
+ * - `FAKE_HANG`: a method name this agent never answers.
+ * - `FAKE_EXIT_AT_START`: exit before reading anything.
+ */
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { Readable, Writable } from "node:stream";
+import * as acp from "@agentclientprotocol/sdk";
+
+interface Session {
+  cwd: string;
+  title: string | null;
+  history: Array<{ role: "user" | "assistant"; text: string }>;
+  model: string;
+  effort: string;
+  mode: string;
+}
+
+const statePath = process.env.FAKE_STATE!;
+const sessions: Record<string, Session> = existsSync(statePath)
+  ? JSON.parse(readFileSync(statePath, "utf8"))
+  : {};
+const save = () => writeFileSync(statePath, JSON.stringify(sessions));
+const log = (method: string, params: unknown) =>
+  process.env.FAKE_LOG && appendFileSync(process.env.FAKE_LOG, `${JSON.stringify({ method, params })}\n`);
+if (process.env.FAKE_EXIT_AT_START) {
+  log("exit-at-start", {});
+  process.exit(7);
+}
+const modelsKind = process.env.FAKE_MODELS ?? "config";
+const hang = process.env.FAKE_HANG;
+const never = new Promise<never>(() => {});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const cancels = new Map<string, AbortController>();
+let nextId = Object.keys(sessions).length + 1;
+
+process.stderr.write("fake agent started\n");
+
+function settingsOf(s: Session) {
+  const modes = {
+    currentModeId: s.mode,
+    availableModes: ["default", "auto", "yolo"].map((id) => ({ id, name: id })),
+  };
+  if (modelsKind === "legacy") {
+    return {
+      modes,
+      models: {
+        availableModels: [
+          { modelId: "m-one", name: "One" },
+          { modelId: "m-two", name: "Two" },
+        ],
+        currentModelId: s.model,
+      },
+    };
+  }
+  if (modelsKind === "none") return { modes };
+  const configOptions: acp.SessionConfigOption[] = [
+    {
+      id: "model",
+      name: "Model",
+      category: "model",
+      type: "select",
+      currentValue: s.model,
+      options: [
+        {
+          group: "cloud",
+          name: "Cloud",
+          options: [
+            { value: "big", name: "Big" },
+            { value: "small", name: "Small" },
+          ],
+        },
+        { group: "local", name: "Local", options: [{ value: "tiny", name: "Tiny" }] },
+      ],
+    },
+    {
+      id: "reasoning",
+      name: "Thinking",
+      category: "thought_level",
+      type: "select",
+      currentValue: s.effort,
+      options: ["off", "low", "medium", "high"].map((v) => ({ value: v, name: v })),
+    },
+  ];
+  return { modes, configOptions };
+}
+
+function newSession(cwd: string): string {
+  const id = `sess-${process.pid}-${nextId++}`;
+  sessions[id] = {
+    cwd,
+    title: null,
+    history: [],
+    model: modelsKind === "legacy" ? "m-one" : "small",
+    effort: "medium",
+    mode: "auto",
+  };
+  save();
+  return id;
+}
+
+function known(id: string): Session {
+  const s = sessions[id];
+  if (!s) throw acp.RequestError.resourceNotFound(id);
+  return s;
+}
+
+const TINY_PNG =
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+const app = acp
+  .agent({ name: "fake-agent" })
+  .onRequest("initialize", ({ params }) => {
+    log("initialize", params);
+    const caps: acp.AgentCapabilities = {
+      loadSession: true,
+      promptCapabilities: { image: true, embeddedContext: true },
+      sessionCapabilities: { list: {}, resume: {}, close: {}, delete: {} },
+      ...JSON.parse(process.env.FAKE_CAPS ?? "{}"),
+    };
+    return {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      agentCapabilities: caps,
+      agentInfo: { name: "fake", version: "1" },
+    };
+  })
+  .onRequest("session/new", async ({ params }) => {
+    log("session/new", params);
+    if (hang === "session/new") await never;
+    const sessionId = newSession(params.cwd);
+    return { sessionId, ...settingsOf(sessions[sessionId]!) };
+  })
+  .onRequest("session/list", ({ params }) => {
+    log("session/list", params);
+    const all = Object.entries(sessions).filter(([, s]) => !params.cwd || s.cwd === params.cwd);
+    // Two pages, to exercise the cursor.
+    const start = params.cursor ? Number(params.cursor) : 0;
+    const page = all.slice(start, start + 2);
+    const next = start + 2 < all.length ? String(start + 2) : null;
+    return {
+      sessions: page.map(([sessionId, s]) => ({
+        sessionId,
+        cwd: s.cwd,
+        title: s.title,
+        updatedAt: "2026-01-01T00:00:00Z",
+      })),
+      nextCursor: next,
+    };
+  })
+  .onRequest("session/load", async ({ params, client }) => {
+    log("session/load", params);
+    const s = known(params.sessionId);
+    for (const [i, h] of s.history.entries()) {
+      const sessionUpdate = h.role === "user" ? "user_message_chunk" : "agent_message_chunk";
+      // Split each message in two chunks sharing a messageId.
+      const half = Math.ceil(h.text.length / 2);
+      for (const text of [h.text.slice(0, half), h.text.slice(half)]) {
+        await client.notify("session/update", {
+          sessionId: params.sessionId,
+          update: { sessionUpdate, content: { type: "text", text }, messageId: `m${i}` },
+        });
+      }
+    }
+    return settingsOf(s);
+  })
+  .onRequest("session/resume", ({ params }) => {
+    log("session/resume", params);
+    return settingsOf(known(params.sessionId));
+  })
+  .onRequest("session/close", ({ params }) => {
+    log("session/close", params);
+    return {};
+  })
+  .onRequest("session/delete", ({ params }) => {
+    log("session/delete", params);
+    delete sessions[params.sessionId];
+    save();
+    return {};
+  })
+  .onRequest("session/set_mode", ({ params }) => {
+    log("session/set_mode", params);
+    known(params.sessionId).mode = params.modeId;
+    save();
+    return {};
+  })
+  .onRequest("session/set_config_option", ({ params }) => {
+    log("session/set_config_option", params);
+    const s = known(params.sessionId);
+    if (params.configId === "model") s.model = String(params.value);
+    else if (params.configId === "reasoning") s.effort = String(params.value);
+    else throw acp.RequestError.invalidParams(params.configId);
+    save();
+    return { configOptions: settingsOf(s).configOptions ?? [] };
+  })
+  .onRequest(
+    "session/set_model",
+    (raw) => raw as { sessionId: string; modelId: string },
+    ({ params }) => {
+      log("session/set_model", params);
+      known(params.sessionId).model = params.modelId;
+      save();
+      return {};
+    },
+  )
+  .onNotification("session/cancel", ({ params }) => {
+    log("session/cancel", params);
+    cancels.get(params.sessionId)?.abort();
+  })
+  .onRequest("session/prompt", async ({ params, client }) => {
+    log("session/prompt", params);
+    const s = known(params.sessionId);
+    const first = params.prompt[0];
+    const text = first?.type === "text" ? first.text : "";
+    const [word = "", ...args] = text.trim().split(/\s+/);
+    const cancel = new AbortController();
+    cancels.set(params.sessionId, cancel);
+    const say = (t: string) =>
+      client.notify("session/update", {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } },
+      });
+    const update = (u: acp.SessionUpdate) =>
+      client.notify("session/update", { sessionId: params.sessionId, update: u });
+    s.history.push({ role: "user", text });
+    let reply = "";
+    const sayAndKeep = async (t: string) => {
+      reply += t;
+      await say(t);
+    };
+    const script = SCRIPTS[word] ?? SCRIPTS.echo!;
+    try {
+      return await script({ s, args, text, params, client, cancel: cancel.signal, say: sayAndKeep, update });
+    } finally {
+      s.history.push({ role: "assistant", text: reply });
+      save();
+      cancels.delete(params.sessionId);
+    }
+  });
+
+interface Ctx {
+  s: Session;
+  args: string[];
+  text: string;
+  params: acp.PromptRequest;
+  client: acp.AgentContext;
+  cancel: AbortSignal;
+  say(t: string): Promise<void>;
+  update(u: acp.SessionUpdate): Promise<void>;
+}
+type Script = (c: Ctx) => Promise<acp.PromptResponse>;
+const done = (stopReason: acp.StopReason = "end_turn") => ({ stopReason });
+
+const HERMES_OPTIONS: acp.PermissionOption[] = [
+  { optionId: "allow_once", kind: "allow_once", name: "Allow once" },
+  { optionId: "allow_session", kind: "allow_always", name: "Allow for session" },
+  { optionId: "allow_always", kind: "allow_always", name: "Allow always" },
+  { optionId: "deny", kind: "reject_once", name: "Deny" },
+  { optionId: "deny_always", kind: "reject_always", name: "Deny always" },
+];
+const GENERIC_OPTIONS: acp.PermissionOption[] = [
+  { optionId: "proceed_once", kind: "allow_once", name: "Yes" },
+  { optionId: "proceed_always", kind: "allow_always", name: "Always" },
+  { optionId: "cancel", kind: "reject_once", name: "No" },
+];
+
+const SCRIPTS: Record<string, Script> = {
+  async echo({ text, say, update }) {
+    await update({
+      sessionUpdate: "agent_thought_chunk",
+      content: { type: "text", text: "secret thoughts" },
+    });
+    const words = `echo: ${text}`.split(/(?<= )/);
+    for (const w of words) await say(w);
+    return done();
+  },
+  async whoami({ s, say, params }) {
+    const kinds = params.prompt.map((b) =>
+      b.type === "resource" ? `resource(${"text" in b.resource ? b.resource.text : "blob"})` : b.type,
+    );
+    await say(`model=${s.model} effort=${s.effort} mode=${s.mode} blocks=${kinds.join(",")}`);
+    return done();
+  },
+  async stop({ args, say }) {
+    await say(`stopping with ${args[0]}`);
+    return done(args[0] as acp.StopReason);
+  },
+  async error({ say }) {
+    await say("about to fail");
+    throw new acp.RequestError(-32000, "scripted failure");
+  },
+  async crash({ say }) {
+    await say("about to crash");
+    process.exit(3);
+  },
+  async hang({ say }) {
+    await say("hanging");
+    return never;
+  },
+  async slow({ say, cancel }) {
+    for (let i = 0; !cancel.aborted; i++) {
+      await say(`tick ${i} `);
+      await sleep(20);
+    }
+    return done("cancelled");
+  },
+  async tools({ update, say }) {
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "t1",
+      title: "List files",
+      kind: "execute",
+      status: "pending",
+      rawInput: { command: "ls", api_key: "sk-123" },
+    });
+    await update({ sessionUpdate: "tool_call_update", toolCallId: "t1", status: "in_progress" });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "t1",
+      status: "completed",
+      content: [{ type: "content", content: { type: "text", text: "/home/secret/file.txt" } }],
+    });
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "t2",
+      title: "Read",
+      name: "read_file",
+      status: "in_progress",
+    });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "t2",
+      status: "failed",
+      content: [{ type: "content", content: { type: "text", text: `boom ${"x".repeat(1000)}` } }],
+    });
+    await update({ sessionUpdate: "tool_call", toolCallId: "t3", title: "Left open", status: "in_progress" });
+    await say("tools done");
+    return done();
+  },
+  async permission({ args, update, client, params, say, cancel }) {
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "p1",
+      title: "rm -rf build",
+      kind: "execute",
+      status: "pending",
+      rawInput: { command: "rm -rf build" },
+    });
+    const options = args[0] === "generic" ? GENERIC_OPTIONS : HERMES_OPTIONS;
+    const withdraw = new AbortController();
+    if (args[1] === "withdraw") setTimeout(() => withdraw.abort(), 50);
+    cancel.addEventListener("abort", () => withdraw.abort());
+    const res = await client
+      .request(
+        "session/request_permission",
+        {
+          sessionId: params.sessionId,
+          toolCall: {
+            toolCallId: "p1",
+            title: "rm -rf build",
+            rawInput: { command: "rm -rf build", description: "Destructive shell command" },
+          },
+          options,
+        },
+        { cancellationSignal: withdraw.signal },
+      )
+      .catch((err: unknown) => ({ outcome: { outcome: `error ${(err as Error).message}` } }));
+    const outcome = res.outcome as { outcome: string; optionId?: string };
+    await say(outcome.outcome === "selected" ? `chose ${outcome.optionId}` : outcome.outcome);
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "p1",
+      status:
+        outcome.optionId?.startsWith("allow") || outcome.optionId?.startsWith("proceed")
+          ? "completed"
+          : "failed",
+    });
+    return done(cancel.aborted ? "cancelled" : "end_turn");
+  },
+  async clarify({ args, client, params, say }) {
+    const hermesSchema: acp.ElicitationSchema = {
+      type: "object",
+      properties: {
+        answer: {
+          type: "string",
+          title: "Deploy where?",
+          enum: ["staging", "production", "Other (type your answer)"],
+        },
+        other_answer: { type: "string", title: "Other answer" },
+      },
+      required: ["answer"],
+    };
+    const freeSchema: acp.ElicitationSchema = {
+      type: "object",
+      properties: { answer: { type: "string", title: "Your name?" } },
+      required: ["answer"],
+    };
+    const res = await client.request("elicitation/create", {
+      sessionId: params.sessionId,
+      mode: "form",
+      message: "Need input",
+      requestedSchema: args[0] === "free" ? freeSchema : hermesSchema,
+    });
+    await say(`elicitation: ${JSON.stringify(res)}`);
+    return done();
+  },
+  async title({ update, s, say }) {
+    s.title = "Scripted title";
+    await update({ sessionUpdate: "session_info_update", title: "Scripted title" });
+    await say("titled");
+    return done();
+  },
+  async files({ update, say }) {
+    await say("here are files");
+    await update({
+      sessionUpdate: "agent_message_chunk",
+      content: { type: "image", data: TINY_PNG, mimeType: "image/png" },
+    });
+    await update({
+      sessionUpdate: "agent_message_chunk",
+      content: {
+        type: "resource",
+        resource: { uri: "file:///virtual/report.md", mimeType: "text/markdown", text: "# Report" },
+      },
+    });
+    return done();
+  },
+  async media({ args, say }) {
+    // Split the MEDIA lines across chunks the way a streaming model would.
+    const body = `Result:\n${args.map((p) => `MEDIA:${p}`).join("\n")}\nDone. MEDIA:not-a-line`;
+    for (let i = 0; i < body.length; i += 5) await say(body.slice(i, i + 5));
+    return done();
+  },
+  async later({ say, params, client }) {
+    await say("see you later");
+    setTimeout(() => {
+      for (const t of ["background ", "result"]) {
+        void client.notify("session/update", {
+          sessionId: params.sessionId,
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } },
+        });
+      }
+    }, 30);
+    return done();
+  },
+  async notice({ update, say }) {
+    await update({
+      sessionUpdate: "notice",
+      severity: "info",
+      title: "Heads up",
+      description: "context compacted",
+    });
+    await say("noticed");
+    return done();
+  },
+};
+
+const stream = acp.ndJsonStream(
+  Writable.toWeb(process.stdout) as WritableStream<Uint8Array>,
+  Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
+);
+const connection = app.connect(stream);
+void connection.closed.then(() => process.exit(0));

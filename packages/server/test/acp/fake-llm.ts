@@ -1,0 +1,144 @@
+/**
+ * A fake OpenAI-compatible LLM server for driving real agents offline: streaming
+ * (SSE) and plain `POST /v1/chat/completions` with scripted text and tool calls,
+ * and `GET /v1/models`. Listens on 127.0.0.1 only.
+ */
+import { createServer, type IncomingMessage, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** A chat message as agents send it. */
+export interface ChatMessage {
+  role: string;
+  content?: string | Array<{ type: string; text?: string }> | null;
+  tool_calls?: Array<{ id: string; function: { name: string; arguments: string } }>;
+  tool_call_id?: string;
+}
+
+/** What the fake model answers. */
+export interface Reply {
+  text?: string;
+  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
+  /** Delay between streamed chunks (a slow model to cancel). */
+  chunkDelayMs?: number;
+}
+
+/** The scripted model: sees every request, returns the reply. */
+export type Script = (req: { messages: ChatMessage[]; tools: string[]; stream: boolean }) => Reply;
+
+export interface FakeLlm {
+  /** Base URL ending in `/v1`. */
+  baseUrl: string;
+  /** Every chat request received. */
+  requests: Array<{ messages: ChatMessage[]; tools: string[]; stream: boolean }>;
+  close(): Promise<void>;
+}
+
+/** Text of a message's content, whatever its shape. */
+export function textOf(m: ChatMessage | undefined): string {
+  if (!m?.content) return "";
+  return typeof m.content === "string" ? m.content : m.content.map((p) => p.text ?? "").join("");
+}
+
+async function body(req: IncomingMessage): Promise<string> {
+  let data = "";
+  for await (const chunk of req) data += chunk;
+  return data;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Start the fake LLM. */
+export async function startFakeLlm(script: Script, model = "fake-model"): Promise<FakeLlm> {
+  const requests: FakeLlm["requests"] = [];
+  const server: Server = createServer(async (req, res) => {
+    const url = req.url ?? "";
+    if (req.method === "GET" && url.endsWith("/models")) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(JSON.stringify({ object: "list", data: [{ id: model, object: "model", owned_by: "fake" }] }));
+      return;
+    }
+    if (req.method !== "POST" || !url.endsWith("/chat/completions")) {
+      res.writeHead(404).end();
+      return;
+    }
+    const payload = JSON.parse(await body(req)) as {
+      messages: ChatMessage[];
+      tools?: Array<{ function: { name: string } }>;
+      stream?: boolean;
+    };
+    const call = {
+      messages: payload.messages,
+      tools: (payload.tools ?? []).map((t) => t.function.name),
+      stream: payload.stream === true,
+    };
+    requests.push(call);
+    const reply = script(call);
+    const id = `chatcmpl-${requests.length}`;
+    const created = Math.floor(Date.now() / 1000);
+    const toolCalls = (reply.toolCalls ?? []).map((t, i) => ({
+      index: i,
+      id: `call_${requests.length}_${i}`,
+      type: "function",
+      function: { name: t.name, arguments: JSON.stringify(t.arguments) },
+    }));
+    const finish = toolCalls.length > 0 ? "tool_calls" : "stop";
+    const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+    if (!call.stream) {
+      res.writeHead(200, { "content-type": "application/json" });
+      res.end(
+        JSON.stringify({
+          id,
+          object: "chat.completion",
+          created,
+          model,
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: "assistant",
+                content: reply.text ?? null,
+                ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
+              },
+              finish_reason: finish,
+            },
+          ],
+          usage,
+        }),
+      );
+      return;
+    }
+    res.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+    let closed = false;
+    res.on("close", () => {
+      closed = true;
+    });
+    const send = (delta: object, finishReason: string | null = null, extra: object = {}) =>
+      res.write(
+        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
+      );
+    send({ role: "assistant", content: "" });
+    for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
+      if (closed) return;
+      send({ content: piece });
+      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+    }
+    if (toolCalls.length > 0) send({ tool_calls: toolCalls });
+    send({}, finish, { usage });
+    res.end("data: [DONE]\n\n");
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    requests,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

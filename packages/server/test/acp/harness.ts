@@ -1,0 +1,163 @@
+/**
+ * Test harness for the ACP backend: a recording TurnSink and AgentHost, and the
+ * command line of the scripted fake agent.
+ */
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import type {
+  AgentHost,
+  ClarifyAnswer,
+  ClarifyQuestion,
+  PermissionAnswer,
+  PermissionQuestion,
+  ProducedFile,
+  TurnInput,
+  TurnSink,
+} from "../../src/agent/port.js";
+
+const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+const fakeAgent = fileURLToPath(new URL("./fake-agent.ts", import.meta.url));
+
+/** argv of the fake agent, runnable from any cwd. */
+export const FAKE_AGENT_COMMAND = [process.execPath, "--import", tsxLoader, fakeAgent];
+
+/** A temp dir with the fake agent's state and call log. */
+export function fakeAgentDir(): {
+  dir: string;
+  env: Record<string, string>;
+  // biome-ignore lint/suspicious/noExplicitAny: JSON read back from the fake agent's log, asserted field by field.
+  calls(method?: string): Array<{ method: string; params: any }>;
+} {
+  const dir = mkdtempSync(join(tmpdir(), "pheby-acp-"));
+  const log = join(dir, "calls.jsonl");
+  return {
+    dir,
+    env: { FAKE_STATE: join(dir, "state.json"), FAKE_LOG: log },
+    calls(method) {
+      if (!existsSync(log)) return [];
+      const all = readFileSync(log, "utf8")
+        .trim()
+        .split("\n")
+        .filter(Boolean)
+        .map((l) => JSON.parse(l));
+      return method ? all.filter((c) => c.method === method) : all;
+    },
+  };
+}
+
+export type SinkEvent =
+  | { type: "text"; chunk: string }
+  | { type: "toolStart"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
+  | { type: "toolEnd"; toolCallId: string; status: string; error?: string }
+  | { type: "permission"; question: PermissionQuestion }
+  | { type: "clarify"; question: ClarifyQuestion }
+  | { type: "file"; file: ProducedFile }
+  | { type: "notice"; text: string };
+
+/** A TurnSink that records everything and answers questions with the given handlers. */
+export class RecordingSink implements TurnSink {
+  readonly events: SinkEvent[] = [];
+  readonly withdrawn: string[] = [];
+
+  constructor(
+    private readonly answers: {
+      permission?: (q: PermissionQuestion, withdraw: AbortSignal) => Promise<PermissionAnswer>;
+      clarify?: (q: ClarifyQuestion, withdraw: AbortSignal) => Promise<ClarifyAnswer>;
+    } = {},
+  ) {}
+
+  text(chunk: string): void {
+    this.events.push({ type: "text", chunk });
+  }
+  /** The cumulative answer text. */
+  get answer(): string {
+    return this.events.map((e) => (e.type === "text" ? e.chunk : "")).join("");
+  }
+  of<T extends SinkEvent["type"]>(type: T): Extract<SinkEvent, { type: T }>[] {
+    return this.events.filter((e): e is Extract<SinkEvent, { type: T }> => e.type === type);
+  }
+  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void {
+    this.events.push({ type: "toolStart", ...call });
+  }
+  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void {
+    this.events.push({ type: "toolEnd", ...call });
+  }
+  askPermission(question: PermissionQuestion, withdraw?: AbortSignal): Promise<PermissionAnswer> {
+    this.events.push({ type: "permission", question });
+    return this.reply(question, withdraw!, this.answers.permission, "permission");
+  }
+  askClarification(question: ClarifyQuestion, withdraw?: AbortSignal): Promise<ClarifyAnswer> {
+    this.events.push({ type: "clarify", question });
+    return this.reply(question, withdraw!, this.answers.clarify, "clarify");
+  }
+  async file(file: ProducedFile): Promise<void> {
+    this.events.push({ type: "file", file });
+  }
+  notice(text: string): void {
+    this.events.push({ type: "notice", text });
+  }
+
+  /** Answer with the handler, or wait for withdrawal (which resolves `cancelled`, as the server does). */
+  private reply<Q, A>(
+    q: Q,
+    withdraw: AbortSignal,
+    handler: ((q: Q, w: AbortSignal) => Promise<A>) | undefined,
+    kind: string,
+  ): Promise<A> {
+    const withdrawn = new Promise<A>((resolve) => {
+      const done = () => {
+        this.withdrawn.push(kind);
+        resolve({ outcome: "cancelled" } as A);
+      };
+      if (withdraw.aborted) done();
+      else withdraw.addEventListener("abort", done, { once: true });
+    });
+    return handler ? Promise.race([handler(q, withdraw), withdrawn]) : withdrawn;
+  }
+}
+
+/** An AgentHost that records unsolicited output, titles and logs. */
+export class RecordingHost implements AgentHost {
+  readonly unsolicitedMessages: Array<{ sessionId: string; text: string; kind?: string }> = [];
+  readonly titles: Array<{ sessionId: string; title: string }> = [];
+  readonly logs: Array<{ level: string; obj: object; msg?: string }> = [];
+  private waiters: Array<() => void> = [];
+
+  unsolicited(message: { sessionId: string; text: string; kind?: "notice" }): void {
+    this.unsolicitedMessages.push(message);
+    for (const w of this.waiters.splice(0)) w();
+  }
+  sessionTitle(sessionId: string, title: string): void {
+    this.titles.push({ sessionId, title });
+  }
+  /** Resolves at the next unsolicited message. */
+  nextUnsolicited(): Promise<void> {
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+  readonly log = {
+    debug: (obj: object, msg?: string) => this.logs.push({ level: "debug", obj, msg }),
+    info: (obj: object, msg?: string) => this.logs.push({ level: "info", obj, msg }),
+    warn: (obj: object, msg?: string) => this.logs.push({ level: "warn", obj, msg }),
+    error: (obj: object, msg?: string) => this.logs.push({ level: "error", obj, msg }),
+  };
+}
+
+/** Settings with nothing overridden. */
+export const NO_SETTINGS = { model: null, effort: null, yolo: false } as const;
+
+/** The input of one turn with default settings. */
+export function turnInput(sessionId: string, text: string, extra: Partial<TurnInput> = {}): TurnInput {
+  return { conversationId: "c1", sessionId, text, attachments: [], settings: NO_SETTINGS, ...extra };
+}
+
+/** Make `sink` abort `ctl` once the answer holds at least `chars` characters (cancel mid-stream). */
+export function abortAfterText(sink: RecordingSink, ctl: AbortController, chars: number): void {
+  const record = sink.text.bind(sink);
+  sink.text = (chunk: string) => {
+    record(chunk);
+    if (sink.answer.length >= chars) ctl.abort();
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * Where the real agents live and whether their suites run. They run only under
+ * `pnpm test:agents` (PHEBY_AGENT_TESTS=1), which installs them first; a plain
+ * `pnpm test` skips them with the reason printed.
+ */
+import { existsSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+const dir = process.env.PHEBY_AGENTS_DIR ?? join(homedir(), ".cache", "pheby-agents");
+
+/** Installed agent binaries. */
+export const AGENT_BINS = {
+  qwen: join(dir, "qwen", "node_modules", ".bin", "qwen"),
+  hermes: join(dir, "hermes", "bin", "hermes"),
+};
+
+/** Why the suite of `agent` does not run, or null when it does. Requested but missing agents fail. */
+export function skipReason(agent: keyof typeof AGENT_BINS): string | null {
+  if (process.env.PHEBY_AGENT_TESTS !== "1") {
+    return `real-agent suite (${agent}) skipped: run \`pnpm --filter @pheby/server test:agents\` to install and run it`;
+  }
+  if (!existsSync(AGENT_BINS[agent])) {
+    throw new Error(
+      `${agent} is not installed at ${AGENT_BINS[agent]}: run packages/server/scripts/install-agents.sh`,
+    );
+  }
+  return null;
+}
