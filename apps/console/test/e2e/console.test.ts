@@ -22,7 +22,8 @@ if (!hasChromium)
     `console e2e: no Chromium at ${CHROMIUM}; skipping the browser tests (apt-get install chromium, or set PHEBY_CHROMIUM)`,
   );
 
-const REPLY_TAIL = 'This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios.';
+const REPLY_TAIL =
+  'This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios.';
 
 describe.skipIf(!hasChromium)("web console in Chromium", () => {
   let dataDir: string;
@@ -38,7 +39,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
   const status = () => page.getAttribute('[data-testid="status"]', "data-state");
   const waitStatus = (state: string, timeout = 15_000) =>
     page.waitForSelector(`[data-testid="status"][data-state="${state}"]`, { timeout });
-  const lastAssistant = '.msg.assistant >> nth=-1';
+  const lastAssistant = ".msg.assistant >> nth=-1";
 
   /** Send a message and wait until the server accepted it (the console then shows it). */
   async function send(text: string): Promise<void> {
@@ -112,7 +113,11 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     const created = await other.request({ type: "conversation.create", name: "From elsewhere" });
     const row = `[data-conversation-id="${created.conversation_id}"]`;
     await page.waitForSelector(`${row} .open:has-text("From elsewhere")`);
-    await other.request({ type: "conversation.rename", conversation_id: created.conversation_id, name: "Renamed elsewhere" });
+    await other.request({
+      type: "conversation.rename",
+      conversation_id: created.conversation_id,
+      name: "Renamed elsewhere",
+    });
     await page.waitForSelector(`${row} .open:has-text("Renamed elsewhere")`);
 
     // Rename ours from the console; the other client hears it.
@@ -191,8 +196,12 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(report.handlers).toEqual([]);
     expect(report.hrefs).toEqual(["https://127.0.0.1:9/x.png"]);
     // The hostile markup reached the assistant's bubbles, shown as literal text.
-    expect(report.assistant).toContain('You said: "<img src=x onerror=self.pwned=1><script>self.pwned=2</script>"');
-    expect(report.assistant).toContain("[a](javascript:self.pwned=3) <svg onload=self.pwned=4> <a href=x>b</a>");
+    expect(report.assistant).toContain(
+      'You said: "<img src=x onerror=self.pwned=1><script>self.pwned=2</script>"',
+    );
+    expect(report.assistant).toContain(
+      "[a](javascript:self.pwned=3) <svg onload=self.pwned=4> <a href=x>b</a>",
+    );
     expect(await page.textContent(`${lastAssistant} >> code`)).toBe("<b>code</b>");
   });
 
@@ -227,7 +236,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await settled();
     const notice = await page.waitForSelector(".notice:has-text('Simulated notice')");
     expect(await notice.getAttribute("role")).toBe("status");
-    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe("This is the answer that follows the notice.");
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      "This is the answer that follows the notice.",
+    );
     await shot("chat-tools-notice");
   });
 
@@ -273,7 +284,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await status()).toBe("open");
     await send("after the restart");
     await settled();
-    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(`You said: "after the restart". ${REPLY_TAIL}`);
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      `You said: "after the restart". ${REPLY_TAIL}`,
+    );
     await shot("after-restart");
   });
 });
