@@ -10,9 +10,11 @@ import {
   CHROMIUM,
   hasChromium,
   launchChromium,
+  makePng,
   RESULTS,
   SECRET,
   type ServerProcess,
+  startProxy,
   startServer,
   tempDataDir,
 } from "./harness.js";
@@ -28,13 +30,16 @@ const REPLY_TAIL =
 describe.skipIf(!hasChromium)("web console in Chromium", () => {
   let dataDir: string;
   let server: ServerProcess;
+  let proxy: Awaited<ReturnType<typeof startProxy>>;
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
   let other: PhebyClient;
   /** Uncaught page errors and CSP violations: any of them fails the test in which it happened. */
   const problems: string[] = [];
 
-  const wsUrl = () => `ws://127.0.0.1:${server.port}/ws`;
+  // The page reaches the server through a proxy a test can cut; the Node client goes direct.
+  const pageUrl = () => `http://127.0.0.1:${proxy.port}/console/`;
+  const pageWsUrl = () => `ws://127.0.0.1:${proxy.port}/ws`;
   const shot = (name: string) => page.screenshot({ path: join(RESULTS, `${name}.png`) });
   const status = () => page.getAttribute('[data-testid="status"]', "data-state");
   const waitStatus = (state: string, timeout = 15_000) =>
@@ -58,19 +63,21 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     mkdirSync(RESULTS, { recursive: true });
     dataDir = tempDataDir();
     server = await startServer(dataDir);
+    proxy = await startProxy(() => server.port);
     browser = await launchChromium();
     page = await browser.context.newPage();
     page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
     page.on("console", (msg) => {
       if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
     });
-    other = new PhebyClient({ url: wsUrl(), secret: SECRET, reconnect: false });
+    other = new PhebyClient({ url: `ws://127.0.0.1:${server.port}/ws`, secret: SECRET, reconnect: false });
     await other.connect();
   });
 
   afterAll(async () => {
     other?.close();
     await browser?.close();
+    await proxy?.close();
     await server?.stop();
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
@@ -81,8 +88,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
   });
 
   it("connects with a wrong and then the right secret, keeping the secret out of the URL and localStorage", async () => {
-    await page.goto(`${server.url}/console/`);
-    expect(await page.inputValue('[data-testid="url"]')).toBe(wsUrl());
+    await page.goto(pageUrl());
+    expect(await page.inputValue('[data-testid="url"]')).toBe(pageWsUrl());
     await page.fill('[data-testid="secret"]', "this-is-not-the-secret");
     await page.click('[data-testid="connect"]');
     await waitStatus("auth_failed");
@@ -94,7 +101,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.click('[data-testid="connect"]');
     await waitStatus("open");
     expect(await page.textContent('[data-testid="status"]')).toBe("connected");
-    expect(page.url()).toBe(`${server.url}/console/`);
+    expect(page.url()).toBe(pageUrl());
     const storage = await page.evaluate(() => ({
       session: sessionStorage.getItem("pheby.secret"),
       local: JSON.stringify({ ...localStorage }),
@@ -153,8 +160,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await send("Hello **console**");
     await page.waitForSelector('.msg.user:has-text("Hello **console**")');
     await settled();
-    const final = `You said: "Hello console". ${REPLY_TAIL}`;
-    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(final);
+    const final = (await page.textContent(`${lastAssistant} >> .text`))!;
+    expect(final.startsWith(`You said: "Hello console". ${REPLY_TAIL}`)).toBe(true);
     expect(await page.textContent(`${lastAssistant} >> strong`)).toBe("console");
     const texts = await page.evaluate(() => (window as unknown as { __texts: string[] }).__texts);
     // Several partial texts, each a prefix of the final one: the bubble was replaced, not appended to.
@@ -256,12 +263,186 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await shot("chat-cancelled");
   });
 
-  // Server side lands with issue 4 (approvals and clarifications); until it is on main
-  // the simulator answers these with a "not available yet" notice.
-  it.todo("answers /sim approval by clicking a choice (needs issue 4 on main)");
-  it.todo("answers /sim clarify with free text in the Other field (needs issue 4 on main)");
-  // Server side lands with issue 5 (POST/GET /attachments).
-  it.todo("uploads an image with progress and shows its inline preview (needs issue 5 on main)");
+  it("answers /sim approval by clicking a choice", async () => {
+    await send("/sim approval");
+    const card = ".card.approval.open";
+    await page.waitForSelector(card);
+    expect(await page.$$eval(`${card} button`, (bs) => bs.map((b) => b.getAttribute("data-choice")))).toEqual(
+      ["once", "session", "always", "deny"],
+    );
+    expect(await page.textContent(`${card} code`)).toBe("rm -rf /tmp/pheby-sim-build");
+    await shot("approval");
+    await page.click(`${card} button[data-choice="once"]`);
+    await page.waitForSelector('.card.approval.resolved .status:has-text("Answered: Allow once")');
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      "Approved (once): I ran rm -rf /tmp/pheby-sim-build.",
+    );
+    expect(await page.getAttribute(`${lastAssistant} >> .pill`, "data-status")).toBe("completed");
+  });
+
+  it("answers /sim clarify with free text in the Other field", async () => {
+    await send("/sim clarify");
+    const card = ".card.clarify.open";
+    await page.waitForSelector(card);
+    expect(await page.textContent(`${card} p`)).toBe("Deploy to staging or production?");
+    expect(await page.$$eval(`${card} .choices button`, (bs) => bs.map((b) => b.textContent))).toEqual([
+      "staging",
+      "production",
+    ]);
+    await page.fill(`${card} input[name="other"]`, "canary first, then production");
+    await shot("clarify");
+    await page.press(`${card} input[name="other"]`, "Enter");
+    await page.waitForSelector('.card.clarify.resolved .status:has-text("Answered.")');
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      'You answered: "canary first, then production".',
+    );
+  });
+
+  it("rebuilds a pending approval from the snapshot after a dropped connection, then answers it", async () => {
+    await page.evaluate(() => {
+      const states: string[] = [];
+      (window as unknown as { __states: string[] }).__states = states;
+      const el = document.querySelector('[data-testid="status"]')!;
+      new MutationObserver(() => states.push(el.getAttribute("data-state")!)).observe(el, {
+        attributes: true,
+      });
+    });
+    await send("/sim approval");
+    await page.waitForSelector(".card.approval.open");
+    // Wipe the view and cut the page's connection; the server and its pending approval live on.
+    await page.evaluate(() => document.querySelector('[data-testid="timeline"]')!.replaceChildren());
+    proxy.cut();
+    await page.waitForSelector(".card.approval.open", { timeout: 15_000 });
+    await waitStatus("open");
+    expect(await page.evaluate(() => (window as unknown as { __states: string[] }).__states)).toContain(
+      "reconnecting",
+    );
+    expect(await page.locator('[data-testid="stop"]').isVisible()).toBe(true);
+    await page.fill(".card.approval.open input", "not on a Friday");
+    await page.click('.card.approval.open button[data-choice="deny"]');
+    await page.waitForSelector('.card.approval.resolved .status:has-text("Answered: Deny")');
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toContain('Your reason: "not on a Friday".');
+  });
+
+  it("changes model, reasoning and YOLO per conversation, live both ways", async () => {
+    const conversationId = (await page.getAttribute(
+      '[data-testid="conversation-list"] li.selected',
+      "data-conversation-id",
+    ))!;
+    await page.waitForSelector('[data-testid="model"] option:has-text("sim/pro-2")', { state: "attached" });
+    const modelHeard = other.next("model.changed", (m) => m.conversation_id === conversationId);
+    await page.selectOption('[data-testid="model"]', { label: "sim/pro-2" });
+    expect(await modelHeard).toMatchObject({
+      model: "sim/pro-2",
+      provider: "simcloud",
+      scope: "conversation",
+    });
+    const effortHeard = other.next("reasoning.changed", (m) => m.conversation_id === conversationId);
+    await page.selectOption('[data-testid="reasoning"]', "high");
+    expect((await effortHeard).effort).toBe("high");
+    await send("which model?");
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toContain(
+      "[model: sim/pro-2 (simcloud), reasoning: high]",
+    );
+
+    // Another client turns YOLO on: the toggle follows, and approvals are answered by the server.
+    await other.request({ type: "yolo.set", conversation_id: conversationId, enabled: true });
+    await page.waitForFunction(
+      () => (document.querySelector('[data-testid="yolo"]') as HTMLInputElement).checked,
+    );
+    await send("/sim approval");
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toContain("Approved (once)");
+    expect(await page.locator(".card.approval.open").count()).toBe(0);
+    await shot("settings");
+    const yoloHeard = other.next("yolo.changed", (m) => m.conversation_id === conversationId);
+    await page.uncheck('[data-testid="yolo"]');
+    expect((await yoloHeard).enabled).toBe(false);
+  });
+
+  it("uploads files with progress, previews images inline and links other files", async () => {
+    const png = makePng(48);
+    const notes = Buffer.from("# Notes\n\nHello from the console test.\n");
+    await page.evaluate(() => {
+      const max: Record<string, number> = {};
+      (window as unknown as { __progress: Record<string, number> }).__progress = max;
+      new MutationObserver((records) => {
+        for (const r of records) {
+          const bar = r.target as HTMLProgressElement;
+          if (bar.tagName !== "PROGRESS") continue;
+          const name = bar.parentElement!.textContent!.split(" (")[0]!;
+          max[name] = Math.max(max[name] ?? 0, bar.value / bar.max);
+        }
+      }).observe(document.querySelector('[data-testid="uploads"]')!, { subtree: true, attributes: true });
+    });
+    await page.setInputFiles('[data-testid="files"]', [
+      { name: "pixel.png", mimeType: "image/png", buffer: png },
+      { name: "notes.md", mimeType: "text/markdown", buffer: notes },
+    ]);
+    expect(await page.locator('[data-testid="uploads"] progress').count()).toBe(2);
+    await send("two files");
+    const preview = '.attachment.inbound img[alt="pixel.png"]';
+    await page.waitForFunction(
+      (sel) => (document.querySelector(sel) as HTMLImageElement | null)?.naturalWidth === 48,
+      preview,
+    );
+    expect(await page.getAttribute(preview, "src")).toMatch(/^blob:/);
+    await page.waitForSelector('.attachment.inbound a.download:has-text("notes.md")');
+    expect(
+      await page.evaluate(() => (window as unknown as { __progress: Record<string, number> }).__progress),
+    ).toEqual({
+      "pixel.png": 1,
+      "notes.md": 1,
+    });
+    await settled();
+    const reply = (await page.textContent(`${lastAssistant} >> .text`))!;
+    expect(reply).toContain(`pixel.png (${png.length} bytes)`);
+    expect(reply).toContain(`notes.md (${notes.length} bytes, text inlined)`);
+
+    await send("/sim image");
+    await page.waitForFunction(
+      () =>
+        (document.querySelector('.attachment.outbound img[alt="pheby-image.png"]') as HTMLImageElement | null)
+          ?.naturalWidth === 64,
+    );
+    await settled();
+    await send("/sim file");
+    const link = '.attachment.outbound a.download:has-text("pheby-report.pdf")';
+    await page.waitForSelector(link);
+    await settled();
+    const size = Number(/\((\d+) bytes\)/.exec((await page.textContent(`${lastAssistant} >> .text`))!)![1]);
+    const downloaded = page.waitForEvent("download");
+    await page.click(link);
+    expect((await downloaded).suggestedFilename()).toBe("pheby-report.pdf");
+    const fetched = await page.evaluate(
+      async (sel) => {
+        const a = document.querySelector(sel) as HTMLAnchorElement;
+        const blob = await (await fetch(a.href)).blob();
+        return { href: a.href, size: blob.size, head: await blob.slice(0, 5).text() };
+      },
+      link.replace(':has-text("pheby-report.pdf")', '[download="pheby-report.pdf"]'),
+    );
+    expect(fetched.href).toMatch(/^blob:/);
+    expect(fetched).toMatchObject({ size, head: "%PDF-" });
+    await shot("attachments");
+
+    // Eleven files are refused before anything is uploaded.
+    await page.setInputFiles(
+      '[data-testid="files"]',
+      Array.from({ length: 11 }, (_, i) => ({
+        name: `f${i}.txt`,
+        mimeType: "text/plain",
+        buffer: Buffer.from("x"),
+      })),
+    );
+    await page.waitForSelector('[data-testid="uploads"] .error:has-text("At most 10 files")');
+    expect(await page.isDisabled('[data-testid="send"]')).toBe(true);
+    await page.setInputFiles('[data-testid="files"]', []);
+  });
 
   it("reconnects by itself after a server restart and rebuilds the view from the snapshot", async () => {
     await send("/sim slow");

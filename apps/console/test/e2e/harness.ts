@@ -2,9 +2,11 @@
 // simulator, the console on) and Debian's Chromium driven by playwright-core.
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { deflateSync } from "node:zlib";
 import { type BrowserContext, chromium } from "playwright-core";
 
 export const CHROMIUM = process.env.PHEBY_CHROMIUM ?? "/usr/bin/chromium";
@@ -92,4 +94,77 @@ export async function launchChromium(): Promise<{ context: BrowserContext; close
 
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), "pheby-console-e2e-"));
+}
+
+/**
+ * A TCP proxy in front of the server, so a test can cut the browser's
+ * connections (`cut()`) while the server, and its pending state, live on.
+ */
+export async function startProxy(
+  target: () => number,
+): Promise<{ port: number; cut(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createNetServer((client) => {
+    const upstream = connect(target(), "127.0.0.1");
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on("error", () => undefined);
+      s.on("close", () => {
+        sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const cut = () => {
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    port: (server.address() as AddressInfo).port,
+    cut,
+    close: () =>
+      new Promise<void>((resolve) => {
+        cut();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
+  let c = n;
+  for (let k = 0; k < 8; k++) c = c & 1 ? 0xedb88320 ^ (c >>> 1) : c >>> 1;
+  return c >>> 0;
+});
+function crc32(bytes: Buffer): number {
+  let c = 0xffffffff;
+  for (const b of bytes) c = CRC_TABLE[(c ^ b) & 0xff]! ^ (c >>> 8);
+  return (c ^ 0xffffffff) >>> 0;
+}
+
+/** A real RGB PNG of `size`×`size` pixels (a diagonal gradient), for upload tests. */
+export function makePng(size: number): Buffer {
+  const chunk = (type: string, data: Buffer) => {
+    const body = Buffer.concat([Buffer.from(type, "ascii"), data]);
+    const out = Buffer.alloc(body.length + 8);
+    out.writeUInt32BE(data.length, 0);
+    body.copy(out, 4);
+    out.writeUInt32BE(crc32(body), body.length + 4);
+    return out;
+  };
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(size, 0);
+  header.writeUInt32BE(size, 4);
+  header.set([8, 2, 0, 0, 0], 8);
+  const rows = Buffer.alloc(size * (1 + size * 3));
+  for (let y = 0; y < size; y++)
+    for (let x = 0; x < size; x++) rows.set([x * 4, y * 4, 200], y * (1 + size * 3) + 1 + x * 3);
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk("IHDR", header),
+    chunk("IDAT", deflateSync(rows)),
+    chunk("IEND", Buffer.alloc(0)),
+  ]);
 }
