@@ -143,7 +143,7 @@ export class ChatView {
   approval(a: ApprovalRequest): void {
     const card = this.card(`approval:${a.approval_id}`, "approval", a.run_id, "Approval needed");
     card.dataset.approvalId = a.approval_id;
-    const reason = h("input", { type: "text", placeholder: "Reason (optional, with deny)", maxlength: 4000 });
+    const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, with deny)", maxlength: 4000 });
     const buttons = a.choices.map((choice) =>
       h(
         "button",
@@ -301,7 +301,7 @@ export class ChatView {
         { class: `card ${kind} open`, "data-run-id": runId ?? "" },
         h("div", { class: "title" }, title),
         h("div", { class: "body" }),
-        h("div", { class: "status", role: "status" }),
+        h("div", { class: "card-status", role: "status" }),
       ),
     );
     replace(card.querySelector(".body")!);
@@ -310,9 +310,9 @@ export class ChatView {
 
   private answer(card: HTMLElement, send: () => Promise<void>): void {
     for (const b of card.querySelectorAll("button")) b.disabled = true;
-    card.querySelector(".status")!.textContent = "Sending…";
+    card.querySelector(".card-status")!.textContent = "Sending…";
     send().catch((err: Error) => {
-      card.querySelector(".status")!.textContent = `Not accepted: ${err.message}`;
+      card.querySelector(".card-status")!.textContent = `Not accepted: ${err.message}`;
       for (const b of card.querySelectorAll("button")) b.disabled = false;
     });
   }
@@ -321,7 +321,7 @@ export class ChatView {
     card.classList.remove("open");
     card.classList.add("resolved");
     for (const el of card.querySelectorAll(".choices, form, input")) el.remove();
-    card.querySelector(".status")!.textContent = text;
+    card.querySelector(".card-status")!.textContent = text;
   }
 
   private objectUrl(blob: Blob): string {

@@ -1,7 +1,7 @@
 // The console in real Chromium against a real pheby-server child process
 // (simulator backend, console served at /console/). One browser, one page and
 // one server for the whole file; the tests run in order and build on each other.
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { PhebyClient } from "@pheby/client";
 import type { Page } from "playwright-core";
@@ -23,6 +23,13 @@ if (!hasChromium)
   console.warn(
     `console e2e: no Chromium at ${CHROMIUM}; skipping the browser tests (apt-get install chromium, or set PHEBY_CHROMIUM)`,
   );
+
+/**
+ * Server sides that are not on main yet. Their tests below are complete and were run green against
+ * feat/decisions (issue 4) and feat/attachments (issue 5); until the lead merges those, they are
+ * reported as todo, never faked. Flip a flag to true with the merge.
+ */
+const ON_MAIN = { decisions: false, attachments: false };
 
 const REPLY_TAIL =
   'This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios.';
@@ -263,7 +270,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await shot("chat-cancelled");
   });
 
-  it("answers /sim approval by clicking a choice", async () => {
+  it("answers /sim approval by clicking a choice", { todo: !ON_MAIN.decisions }, async () => {
     await send("/sim approval");
     const card = ".card.approval.open";
     await page.waitForSelector(card);
@@ -273,7 +280,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent(`${card} code`)).toBe("rm -rf /tmp/pheby-sim-build");
     await shot("approval");
     await page.click(`${card} button[data-choice="once"]`);
-    await page.waitForSelector('.card.approval.resolved .status:has-text("Answered: Allow once")');
+    await page.waitForSelector('.card.approval.resolved .card-status:has-text("Answered: Allow once")');
     await settled();
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       "Approved (once): I ran rm -rf /tmp/pheby-sim-build.",
@@ -281,7 +288,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.getAttribute(`${lastAssistant} >> .pill`, "data-status")).toBe("completed");
   });
 
-  it("answers /sim clarify with free text in the Other field", async () => {
+  it("answers /sim clarify with free text in the Other field", { todo: !ON_MAIN.decisions }, async () => {
     await send("/sim clarify");
     const card = ".card.clarify.open";
     await page.waitForSelector(card);
@@ -293,14 +300,16 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.fill(`${card} input[name="other"]`, "canary first, then production");
     await shot("clarify");
     await page.press(`${card} input[name="other"]`, "Enter");
-    await page.waitForSelector('.card.clarify.resolved .status:has-text("Answered.")');
+    await page.waitForSelector('.card.clarify.resolved .card-status:has-text("Answered.")');
     await settled();
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       'You answered: "canary first, then production".',
     );
   });
 
-  it("rebuilds a pending approval from the snapshot after a dropped connection, then answers it", async () => {
+  it("rebuilds a pending approval from the snapshot after a dropped connection, then answers it", {
+    todo: !ON_MAIN.decisions,
+  }, async () => {
     await page.evaluate(() => {
       const states: string[] = [];
       (window as unknown as { __states: string[] }).__states = states;
@@ -322,12 +331,14 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.locator('[data-testid="stop"]').isVisible()).toBe(true);
     await page.fill(".card.approval.open input", "not on a Friday");
     await page.click('.card.approval.open button[data-choice="deny"]');
-    await page.waitForSelector('.card.approval.resolved .status:has-text("Answered: Deny")');
+    await page.waitForSelector('.card.approval.resolved .card-status:has-text("Answered: Deny")');
     await settled();
     expect(await page.textContent(`${lastAssistant} >> .text`)).toContain('Your reason: "not on a Friday".');
   });
 
-  it("changes model, reasoning and YOLO per conversation, live both ways", async () => {
+  it("changes model, reasoning and YOLO per conversation, live both ways", {
+    todo: !ON_MAIN.decisions,
+  }, async () => {
     const conversationId = (await page.getAttribute(
       '[data-testid="conversation-list"] li.selected',
       "data-conversation-id",
@@ -364,7 +375,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect((await yoloHeard).enabled).toBe(false);
   });
 
-  it("uploads files with progress, previews images inline and links other files", async () => {
+  it("uploads files with progress, previews images inline and links other files", {
+    todo: !ON_MAIN.attachments,
+  }, async () => {
     const png = makePng(48);
     const notes = Buffer.from("# Notes\n\nHello from the console test.\n");
     await page.evaluate(() => {
@@ -417,17 +430,12 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     const size = Number(/\((\d+) bytes\)/.exec((await page.textContent(`${lastAssistant} >> .text`))!)![1]);
     const downloaded = page.waitForEvent("download");
     await page.click(link);
-    expect((await downloaded).suggestedFilename()).toBe("pheby-report.pdf");
-    const fetched = await page.evaluate(
-      async (sel) => {
-        const a = document.querySelector(sel) as HTMLAnchorElement;
-        const blob = await (await fetch(a.href)).blob();
-        return { href: a.href, size: blob.size, head: await blob.slice(0, 5).text() };
-      },
-      link.replace(':has-text("pheby-report.pdf")', '[download="pheby-report.pdf"]'),
-    );
-    expect(fetched.href).toMatch(/^blob:/);
-    expect(fetched).toMatchObject({ size, head: "%PDF-" });
+    const download = await downloaded;
+    expect(download.suggestedFilename()).toBe("pheby-report.pdf");
+    expect(download.url()).toMatch(/^blob:/);
+    const bytes = readFileSync((await download.path())!);
+    expect(bytes.length).toBe(size);
+    expect(bytes.subarray(0, 5).toString("latin1")).toBe("%PDF-");
     await shot("attachments");
 
     // Eleven files are refused before anything is uploaded.

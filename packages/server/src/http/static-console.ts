@@ -1,6 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { extname, join, relative, sep } from "node:path";
-import type { Hono } from "hono";
+import type { Env, Hono } from "hono";
 
 /** Where the console is mounted. */
 export const CONSOLE_PATH = "/console";
@@ -76,7 +76,7 @@ export function loadConsoleFiles(dir: string): ConsoleFiles {
  * files read at startup (an exact key lookup), so no request path ever
  * reaches the filesystem. Restart the server to pick up a new build.
  */
-export function mountConsole(app: Hono, files: ConsoleFiles): void {
+export function mountConsole<E extends Env>(app: Hono<E>, files: ConsoleFiles): void {
   const headers = (file: StaticFile) => ({
     "content-type": file.type,
     "cache-control": file.immutable ? "public, max-age=31536000, immutable" : "no-cache",
