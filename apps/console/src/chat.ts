@@ -143,7 +143,12 @@ export class ChatView {
   approval(a: ApprovalRequest): void {
     const card = this.card(`approval:${a.approval_id}`, "approval", a.run_id, "Approval needed");
     card.dataset.approvalId = a.approval_id;
-    const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, with deny)", maxlength: 4000 });
+    const reason = h("input", {
+      type: "text",
+      class: "reason",
+      placeholder: "Reason (optional, with deny)",
+      maxlength: 4000,
+    });
     const buttons = a.choices.map((choice) =>
       h(
         "button",
