@@ -1,5 +1,4 @@
 import { PhebyClient, type ResyncResult } from "@pheby/client";
-import type { ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { SIM_APPROVAL_COMMAND } from "../src/agent/simulator/index.js";
@@ -84,9 +83,7 @@ describe("reconnect recovery with @pheby/client", () => {
       const after = await client.request({ type: "conversation.open", conversation_id });
       expect(after.approvals).toEqual([]);
       expect(after.run).toBeNull();
-      expect(
-        (after.messages.at(-1) as ServerMessageOf<"conversation.history">["messages"][number]).text,
-      ).toBe(`Approved (session): I ran \`${SIM_APPROVAL_COMMAND}\`.`);
+      expect(after.messages.at(-1)?.text).toBe(`Approved (session): I ran \`${SIM_APPROVAL_COMMAND}\`.`);
     } finally {
       client.close();
     }
