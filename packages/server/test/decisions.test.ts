@@ -2,7 +2,14 @@ import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SIM_APPROVAL_COMMAND, SIM_CLARIFY, SIM_CLARIFY_FREE } from "../src/agent/simulator/index.js";
 import { createSimulatorBackend } from "../src/index.js";
-import { createConversation, RawClient, send, startServer, useServerWithTwoClients } from "./helpers.js";
+import {
+  createConversation,
+  RawClient,
+  send,
+  startServer,
+  tempDir,
+  useServerWithTwoClients,
+} from "./helpers.js";
 
 // /sim timeout withdraws its approval after 30 ms here; nothing else in this file depends on time.
 const env = useServerWithTwoClients({
@@ -399,7 +406,7 @@ describe("clarifications", () => {
   });
 });
 
-describe("always", () => {
+describe("on their own server", () => {
   it("always runs the tool and is honoured in every conversation of the agent", async () => {
     // Its own server: an "always" approval changes every later /sim approval.
     const ts = await startServer();
@@ -426,6 +433,39 @@ describe("always", () => {
     } finally {
       c.close();
       await ts.cleanup();
+    }
+  });
+
+  it("shutting down withdraws pending approvals; after a restart nothing is pending and the run is gone", async () => {
+    const dataDir = tempDir();
+    const first = await startServer({ dataDir });
+    const c = await RawClient.connect(first.wsUrl);
+    const id = await createConversation(c);
+    const runId = await send(c, id, "/sim approval");
+    const approval = await c.next("approval.request");
+    await first.close();
+    await c.closed;
+    expect(c.frames.filter((m) => m.type === "approval.resolved")).toEqual([
+      { type: "approval.resolved", approval_id: approval.approval_id, choice: null, accepted: false },
+    ]);
+    expect(c.frames.find((m) => m.type === "run.finished")).toMatchObject({
+      run_id: runId,
+      status: "failed",
+    });
+
+    const second = await startServer({ dataDir });
+    const d = await RawClient.connect(second.wsUrl);
+    try {
+      const open = await d.ok({ type: "conversation.open", conversation_id: id }, "conversation.history");
+      expect(open).toMatchObject({ approvals: [], clarifications: [], run: null });
+      const late = await d.request(
+        { type: "approval.respond", approval_id: approval.approval_id, choice: "once" },
+        "approval.resolved",
+      );
+      expect(late).toMatchObject({ type: "error", error: { code: "approval_not_found" } });
+    } finally {
+      d.close();
+      await second.cleanup();
     }
   });
 });
