@@ -1,7 +1,8 @@
 import { performance } from "node:perf_hooks";
 import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend, TurnResult, TurnSink } from "../agent/port.js";
+import type { AgentBackend, ProducedFile, TurnResult, TurnSink } from "../agent/port.js";
+import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import { ProtocolError } from "../handlers/errors.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
@@ -59,6 +60,7 @@ class Run {
 /** What the engine needs from the server. */
 export interface RunEngineDeps {
   store: Store;
+  attachments: AttachmentStore;
   hub: Hub;
   backend: AgentBackend;
   clock: Clock;
@@ -99,24 +101,42 @@ export class RunEngine {
     return this.deps.store.latestRunTools(conversationId).map(toolState);
   }
 
-  /** `chat.send`: start a run for a user message. Throws `run_active` when one is running. */
-  send(conv: ConversationRow, text: string, from: Connection, requestId: string | undefined): string {
+  /**
+   * `chat.send`: start a run for a user message. Throws `run_active` when one
+   * is running. `claim` is called with the user message's wire ID inside the
+   * transaction that records it; if it throws, nothing is recorded.
+   */
+  send(
+    conv: ConversationRow,
+    text: string,
+    from: Connection,
+    requestId: string | undefined,
+    claim: (messageId: string) => Claimed[] = () => [],
+  ): string {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const run = this.#begin(conv.id, text);
+    const { run, claimed } = this.#begin(conv.id, text, claim);
     from.send({
       type: "run.accepted",
       ...(requestId === undefined ? {} : { request_id: requestId }),
       conversation_id: conv.id,
       run_id: run.runId,
     });
+    for (const { descriptor } of claimed) {
+      this.deps.hub.broadcast({
+        type: "attachment.added",
+        conversation_id: conv.id,
+        attachment: descriptor,
+        ts: this.#ts(),
+      });
+    }
     this.#startMessage(run);
     const input = {
       conversationId: conv.id,
       sessionId: conv.session_id ?? "",
       text,
-      attachments: [],
+      attachments: claimed.map((c) => c.ref),
       settings: { model: null, effort: null, yolo: false },
     };
     void this.#drive(run, (sink, signal) => this.deps.backend.prompt(input, sink, signal));
@@ -145,7 +165,7 @@ export class RunEngine {
       await active.done;
     }
     if (this.#closed || !this.deps.store.getConversation(conv.id)) return;
-    const run = this.#begin(conv.id, null);
+    const { run } = this.#begin(conv.id, null);
     this.deps.hub.broadcast({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
     this.#startMessage(run);
     await this.#drive(run, async (sink) => {
@@ -184,9 +204,17 @@ export class RunEngine {
     return iso(this.deps.clock.now());
   }
 
-  #begin(conversationId: string, userText: string | null): Run {
+  #begin(
+    conversationId: string,
+    userText: string | null,
+    claim: (messageId: string) => Claimed[] = () => [],
+  ): { run: Run; claimed: Claimed[] } {
     const run = new Run(conversationId, this.deps.clock.now());
-    this.deps.store.startRun(run.runId, conversationId, run.startedAt, userText);
+    const { store } = this.deps;
+    const claimed = store.transaction(() => {
+      const messageRow = store.startRun(run.runId, conversationId, run.startedAt, userText);
+      return messageRow === null ? [] : claim(`m${messageRow}`);
+    });
     this.#active.set(conversationId, run);
     this.deps.log.debug(
       {
@@ -196,7 +224,7 @@ export class RunEngine {
       },
       "run accepted",
     );
-    return run;
+    return { run, claimed };
   }
 
   #startMessage(run: Run): void {
@@ -275,8 +303,8 @@ export class RunEngine {
           ts: this.#ts(),
         });
       },
-      // Decisions land with issue 4 and files with issue 5; until then they are
-      // answered "cancelled"/refused so a backend never waits on nothing.
+      // Decisions land with issue 4; until then they are answered "cancelled"
+      // so a backend never waits on nothing.
       askPermission: async () => {
         log.warn({ run: run.runId }, "permission question refused: approvals are not implemented yet");
         return { outcome: "cancelled" };
@@ -285,10 +313,30 @@ export class RunEngine {
         log.warn({ run: run.runId }, "clarification refused: clarifications are not implemented yet");
         return { outcome: "cancelled" };
       },
-      file: async () => {
-        log.warn({ run: run.runId }, "produced file dropped: attachments are not implemented yet");
-      },
+      file: (file) => this.#deliver(run, file),
     };
+  }
+
+  /**
+   * A file the agent produced: copied into the store (paths only from the
+   * allowed roots) and broadcast as an outbound `attachment.added` carrying
+   * the run's draft message ID. A refused or failed copy is logged; the run goes on.
+   */
+  async #deliver(run: Run, file: ProducedFile): Promise<void> {
+    if (run.finished) return;
+    const { attachments, hub, log } = this.deps;
+    try {
+      const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
+      if (!row) return;
+      hub.broadcast({
+        type: "attachment.added",
+        conversation_id: run.conversationId,
+        attachment: attachments.descriptor(row),
+        ts: this.#ts(),
+      });
+    } catch (err) {
+      log.warn({ run: run.runId, err: (err as Error).message }, "produced file could not be stored");
+    }
   }
 
   #flushDelta(run: Run): void {

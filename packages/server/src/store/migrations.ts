@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Later issues add settings (issue 4) and attachments (issue 5) as new steps.
+ * Later issues add settings (issue 4) as new steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -51,6 +51,24 @@ export const MIGRATIONS: readonly string[] = [
     ts              INTEGER NOT NULL,
     PRIMARY KEY (run_id, tool_call_id)
   );
+  `,
+  // Attachments (issue 5): the index of the blobs under <dataDir>/attachments/blobs.
+  `
+  CREATE TABLE attachments (
+    id              TEXT PRIMARY KEY,      -- 32 hex, also the blob's file name
+    conversation_id TEXT NOT NULL REFERENCES conversations (id),
+    direction       TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    filename        TEXT NOT NULL,         -- sanitised display name, never a path
+    mime_type       TEXT NOT NULL,
+    size            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    inline_image    INTEGER NOT NULL,
+    message_id      TEXT,                  -- inbound: null until a chat.send claims it; outbound: the run's draft
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER                -- null: kept forever (retention 0)
+  );
+  CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
+  CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
 ];
 
