@@ -199,8 +199,6 @@ describe("runs on the simulator", () => {
       ["approval", "issue 4"],
       ["clarify", "issue 4"],
       ["timeout", "issue 4"],
-      ["file", "issue 5"],
-      ["image", "issue 5"],
     ]) {
       const runId = await send(a, id, `/sim ${name}`);
       const frames = await a.run(runId);
