@@ -70,11 +70,13 @@ const ID = /^[0-9a-f]{32}$/;
 /** Writes are batched up to this many bytes: fewer syscalls, bounded memory per upload. */
 const WRITE_BATCH = 256 * 1024;
 
-/** Write all of `data` (a file write may be partial). */
-async function writeAll(handle: FileHandle, data: Buffer): Promise<void> {
-  for (let off = 0; off < data.length; ) {
-    const { bytesWritten } = await handle.write(data, off, data.length - off);
-    off += bytesWritten;
+/** Write all of `chunks`, in order, without copying them together (a file write may be partial). */
+async function writeAll(handle: FileHandle, chunks: Buffer[], total: number): Promise<void> {
+  const { bytesWritten } = await handle.writev(chunks);
+  if (bytesWritten === total) return;
+  const rest = Buffer.concat(chunks, total);
+  for (let off = bytesWritten; off < total; ) {
+    off += (await handle.write(rest, off, total - off)).bytesWritten;
   }
 }
 
@@ -229,12 +231,12 @@ export class AttachmentStore {
           batch.push(buf);
           batched += buf.length;
           if (batched >= WRITE_BATCH) {
-            await writeAll(handle, Buffer.concat(batch, batched));
+            await writeAll(handle, batch, batched);
             batch = [];
             batched = 0;
           }
         }
-        if (batched > 0) await writeAll(handle, Buffer.concat(batch, batched));
+        if (batched > 0) await writeAll(handle, batch, batched);
         if (size === 0) throw new AttachmentRejected("empty");
         await handle.sync();
       } finally {
