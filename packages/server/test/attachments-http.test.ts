@@ -7,7 +7,8 @@ import { bytes, http, storeFiles, upload } from "./http.js";
 const UNAVAILABLE = '{"error":{"code":"not_found","message":"Attachment unavailable"}}';
 
 describe("POST /attachments and GET /attachments/{id}", () => {
-  const env = useServerWithTwoClients();
+  // Many deliberate wrong-secret requests here; the lockout has its own test below.
+  const env = useServerWithTwoClients({ lockout: { maxFailures: 1000 } });
   let conv = "";
   const conversation = async () => {
     conv ||= await createConversation(env.a);
@@ -81,6 +82,8 @@ describe("POST /attachments and GET /attachments/{id}", () => {
       const down = await http(env.ts.url, "GET", ok, { auth: false, headers });
       expect(down.status).toBe(401);
       expect(down.body.toString()).not.toContain("Attachment");
+      const nested = await http(env.ts.url, "GET", "/attachments/a/b", { auth: false, headers });
+      expect(nested.status).toBe(401);
     }
     expect(storeFiles(env.ts.dataDir).tmp).toEqual([]);
   });

@@ -124,6 +124,9 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, incoming);
     return RESPONSE_ALREADY_SENT;
   });
+
+  // Anything else under /attachments/ (a nested path, a traversal attempt) is an unavailable attachment.
+  app.get("/attachments/*", (c) => authenticate(c, deps) ?? c.json(UNAVAILABLE, 404));
 }
 
 function tooLarge(c: Context<Env>): Response {

@@ -1,7 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Logger } from "pino";
-import { type AttachmentRouteDeps, attachmentRoutes, UNAVAILABLE } from "../attachments/http.js";
+import { type AttachmentRouteDeps, attachmentRoutes } from "../attachments/http.js";
 
 /**
  * The HTTP routes. `GET /health` is the only unauthenticated route; unknown
@@ -19,8 +19,6 @@ export function createHttpApp(
     c.json({ error: { code: "bad_request", message: "WebSocket upgrade required" } }, 426),
   );
   attachmentRoutes(app, attachments);
-  // Anything else under /attachments/ (a traversal attempt, a nested path) is an unavailable attachment.
-  app.get("/attachments/*", (c) => c.json(UNAVAILABLE, 404));
   app.notFound((c) => c.json({ error: { code: "not_found", message: "Not found" } }, 404));
   app.onError((err, c) => {
     log.error({ err }, "HTTP handler failed");
