@@ -1,12 +1,18 @@
-import { spawn } from "node:child_process";
 import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { DB_FILE } from "../src/store/store.js";
-import { createConversation, RawClient, SECRET, send, startServer, tempDir } from "./helpers.js";
+import {
+  createConversation,
+  RawClient,
+  SECRET,
+  send,
+  spawnServerProcess,
+  startServer,
+  tempDir,
+} from "./helpers.js";
 import { bytes, http, storeFiles, upload } from "./http.js";
 
 const DAY = 86_400_000;
@@ -202,19 +208,7 @@ describe("retention", () => {
 describe("crash safety", () => {
   it("SIGKILL mid-upload: after a restart no partial attachment exists, the index is consistent, integrity_check is ok", async () => {
     const dataDir = dir();
-    const dist = fileURLToPath(new URL("../dist/index.js", import.meta.url));
-    const script = `
-      import { createPhebyServer } from ${JSON.stringify(dist)};
-      const s = createPhebyServer({ secret: ${JSON.stringify(SECRET)}, dataDir: ${JSON.stringify(dataDir)} });
-      const info = await s.listen({ port: 0 });
-      console.log(String(info.port));`;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const port = await new Promise<string>((resolve, reject) => {
-      child.stdout.once("data", (d) => resolve(String(d).trim()));
-      child.once("exit", (code) => reject(new Error(`child exited ${code}; is dist built?`)));
-    });
+    const { child, port } = await spawnServerProcess(dataDir);
     const url = `http://127.0.0.1:${port}`;
     const c = await RawClient.connect(`ws://127.0.0.1:${port}/ws`);
     const conv = await createConversation(c);
