@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { inflateSync } from "node:zlib";
 import { LIMITS, type ServerMessageOf } from "@pheby/protocol";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { AgentBackend, TurnInput } from "../src/agent/port.js";
 import { pngImage } from "../src/agent/simulator/files.js";
 import { createSimulatorBackend } from "../src/index.js";
@@ -12,8 +12,8 @@ import {
   RawClient,
   send,
   startServer,
-  tempDir,
   useServerWithTwoClients,
+  useTempDirs,
 } from "./helpers.js";
 import { http, upload } from "./http.js";
 
@@ -214,15 +214,7 @@ describe("claims on chat.send", () => {
 });
 
 describe("agent deliverables", () => {
-  const dirs: string[] = [];
-  afterAll(() => {
-    for (const d of dirs) rmSync(d, { recursive: true, force: true });
-  });
-  const dir = () => {
-    const d = tempDir();
-    dirs.push(d);
-    return d;
-  };
+  const dir = useTempDirs();
 
   it("/sim file and /sim image (bytes) are stored and broadcast outbound with the run's draft message_id", async () => {
     const ts = await startServer();

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, rmSync, statSync, writeFileSync } from "node:f
 import { request } from "node:http";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DB_FILE } from "../src/store/store.js";
 import {
   createConversation,
@@ -11,7 +11,7 @@ import {
   send,
   spawnServerProcess,
   startServer,
-  tempDir,
+  useTempDirs,
 } from "./helpers.js";
 import { bytes, http, storeFiles, upload } from "./http.js";
 
@@ -19,15 +19,7 @@ const DAY = 86_400_000;
 const UNAVAILABLE = '{"error":{"code":"not_found","message":"Attachment unavailable"}}';
 const T0 = Date.parse("2026-09-02T18:30:00.000Z");
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
+const dir = useTempDirs();
 
 /** A clock the test moves by hand. */
 function manualClock(start = T0) {

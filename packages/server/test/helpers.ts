@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import { PhebyClient } from "@pheby/client";
 import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
 import {
   createPhebyServer,
@@ -58,6 +58,19 @@ export interface TestServer {
 
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "pheby-server-test-"));
+}
+
+/** Register cleanup and return a maker of temp dirs that are removed after each test. */
+export function useTempDirs(): () => string {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+  return () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d;
+  };
 }
 
 /** Start a server with a fast simulator (1 ms per word) unless options override it. */

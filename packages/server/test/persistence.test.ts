@@ -1,20 +1,18 @@
-import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { CLOSE_CODES } from "@pheby/protocol";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DB_FILE } from "../src/store/store.js";
-import { createConversation, RawClient, send, spawnServerProcess, startServer, tempDir } from "./helpers.js";
+import {
+  createConversation,
+  RawClient,
+  send,
+  spawnServerProcess,
+  startServer,
+  useTempDirs,
+} from "./helpers.js";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
+const dir = useTempDirs();
 
 function runRows(dataDir: string) {
   const db = new Database(join(dataDir, DB_FILE), { readonly: true });
