@@ -1,7 +1,7 @@
 // Starts the real deployable server (apps/server) as a child process on
 // 127.0.0.1 with a temp data dir, for the conformance and CLI end-to-end tests.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";

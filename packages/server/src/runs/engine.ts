@@ -275,7 +275,7 @@ export class RunEngine {
   }
 
   #sink(run: Run): TurnSink {
-    const { hub, log } = this.deps;
+    const { hub } = this.deps;
     return {
       text: (chunk) => {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
