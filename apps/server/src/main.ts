@@ -67,6 +67,8 @@ async function main(): Promise<void> {
     logger,
     logChatContent: config.log_chat_content,
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
+    attachmentRetentionDays: config.attachment_retention_days,
+    allowedFileRoots: config.agent.allowed_file_roots,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

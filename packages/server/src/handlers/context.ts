@@ -1,7 +1,10 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AgentBackend } from "../agent/port.js";
+import type { AttachmentStore } from "../attachments/store.js";
+import type { Decisions } from "../decisions/decisions.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
@@ -10,8 +13,11 @@ import { conversationNotFound } from "./errors.js";
 /** Services every handler can use. */
 export interface ServerContext {
   store: Store;
+  attachments: AttachmentStore;
   hub: Hub;
   runs: RunEngine;
+  decisions: Decisions;
+  settings: Settings;
   backend: AgentBackend;
   clock: Clock;
   log: Logger;

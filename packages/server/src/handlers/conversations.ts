@@ -87,11 +87,11 @@ export const conversationHandlers: HandlerTable = {
         ts: m.ts === null ? null : iso(m.ts),
       })),
       has_more: page.hasMore,
-      attachments: [],
+      attachments: ctx.attachments.list(id),
       run: ctx.runs.state(id),
       tools: ctx.runs.tools(id),
-      approvals: [],
-      clarifications: [],
+      approvals: ctx.decisions.approvals(id),
+      clarifications: ctx.decisions.clarifications(id),
     });
   },
 
