@@ -292,6 +292,8 @@ function startApp(client: PhebyClient): void {
   client.onState((state) => {
     if (state === "open") void refreshList();
     if (state === "auth_failed") {
+      client.close();
+      setStatus("auth_failed");
       forgetSecret();
       showConnect("The server no longer accepts this secret (auth failed).");
     }
