@@ -66,6 +66,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     proxy = await startProxy(() => server.port);
     browser = await launchChromium();
     page = await browser.context.newPage();
+    // Fail at the step that hangs, well before the test's own timeout.
+    page.setDefaultTimeout(12_000);
     page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
     page.on("console", (msg) => {
       if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
@@ -82,7 +84,14 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
-  afterEach(() => {
+  afterEach(async (ctx) => {
+    // On failure, keep what the user would have seen: a screenshot and the console's banner.
+    if (ctx.task.result?.state === "fail") {
+      const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+      await page.screenshot({ path: join(RESULTS, `failed-${name}.png`) }).catch(() => undefined);
+      const banner = await page.textContent('[data-testid="banner"]').catch(() => null);
+      if (banner) console.error(`console banner: ${banner}`);
+    }
     const seen = problems.splice(0);
     expect(seen).toEqual([]);
   });
