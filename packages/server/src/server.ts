@@ -8,6 +8,7 @@ import { Lockout } from "./auth/lockout.js";
 import { createSecretCheck } from "./auth/secret.js";
 import type { ServerContext } from "./handlers/context.js";
 import { applySessionTitle } from "./handlers/conversations.js";
+import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { serverLogger } from "./log.js";
 import { RunEngine } from "./runs/engine.js";
@@ -94,7 +95,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     log,
     logChatContent: options.logChatContent ?? false,
   });
-  const ctx: ServerContext = { store, hub, runs, backend, clock, log };
+  const ctx: ServerContext = { store, hub, runs, backend, clock, log, history: new HistoryRefresh() };
   const host: AgentHost = {
     unsolicited(message) {
       const conv = store.conversationBySession(message.sessionId);

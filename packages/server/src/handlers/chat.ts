@@ -3,7 +3,9 @@ import { ProtocolError } from "./errors.js";
 
 /** chat.send / run.cancel: thin wrappers over the run engine. */
 export const chatHandlers: HandlerTable = {
-  "chat.send": (ctx, req) => {
+  "chat.send": async (ctx, req) => {
+    // A live turn must not interleave with a history replay of the same session.
+    await ctx.history.idle(req.msg.conversation_id);
     const conv = requireConversation(ctx, req.msg.conversation_id);
     if (req.msg.attachment_ids?.length) {
       // No upload can exist before attachments land (issue 5), so every ID is unknown.
