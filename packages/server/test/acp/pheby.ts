@@ -12,6 +12,8 @@ import { phebyClient, runFrames, startServer, type TestServer } from "../helpers
 /** A Pheby server with the ACP backend and one connected client that records every frame. */
 export interface PhebyAcp {
   ts: TestServer;
+  /** The server's ACP backend (e.g. to bring a slow-starting agent up before the first request). */
+  backend: ReturnType<typeof createAcpBackend>;
   client: PhebyClient;
   /** Every frame the client received, in order. */
   frames: ServerMessage[];
@@ -45,7 +47,8 @@ export async function startPhebyAcp(
   agent: AcpBackendOptions,
   server: { dataDir?: string; logger?: Logger } = {},
 ): Promise<PhebyAcp> {
-  const ts = await startServer({ agent: createAcpBackend(agent), ...server });
+  const backend = createAcpBackend(agent);
+  const ts = await startServer({ agent: backend, ...server });
   const client = await phebyClient(ts);
   const frames: ServerMessage[] = [];
   const waiters = new Set<(m: ServerMessage) => void>();
@@ -76,6 +79,7 @@ export async function startPhebyAcp(
 
   return {
     ts,
+    backend,
     client,
     frames,
     waitFor,
