@@ -1,3 +1,4 @@
 import { defineConfig } from "vitest/config";
 
-export default defineConfig({ test: { include: ["test/**/*.test.ts"] } });
+// The package tests spawn node and tsc against dist/: generous timeouts, since CI machines are shared.
+export default defineConfig({ test: { include: ["test/**/*.test.ts"], testTimeout: 60_000 } });

@@ -6,12 +6,15 @@ import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { Lockout } from "./auth/lockout.js";
 import { createSecretCheck } from "./auth/secret.js";
+import { Decisions } from "./decisions/decisions.js";
 import type { ServerContext } from "./handlers/context.js";
 import { applySessionTitle } from "./handlers/conversations.js";
 import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { serverLogger } from "./log.js";
 import { RunEngine } from "./runs/engine.js";
+import { Settings } from "./settings/settings.js";
+import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
 import { type Clock, systemClock } from "./util/time.js";
 import { Hub } from "./ws/connection.js";
@@ -87,15 +90,29 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
   const hub = new Hub();
+  const settings = new Settings(new SettingsStore(store.db), backend, log);
+  const decisions = new Decisions({ hub, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
     store,
     hub,
     backend,
+    decisions,
+    settings,
     clock,
     log,
     logChatContent: options.logChatContent ?? false,
   });
-  const ctx: ServerContext = { store, hub, runs, backend, clock, log, history: new HistoryRefresh() };
+  const ctx: ServerContext = {
+    store,
+    hub,
+    runs,
+    decisions,
+    settings,
+    backend,
+    clock,
+    log,
+    history: new HistoryRefresh(),
+  };
   const host: AgentHost = {
     unsolicited(message) {
       const conv = store.conversationBySession(message.sessionId);

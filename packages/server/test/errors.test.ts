@@ -59,7 +59,7 @@ describe("request errors keep the connection open", () => {
     c.close();
   });
 
-  it("conversation_not_found, not_found and not_implemented", async () => {
+  it("conversation_not_found and not_found", async () => {
     const c = await RawClient.connect(ts.wsUrl);
     const missing = "0".repeat(32);
     for (const frame of [
@@ -77,12 +77,6 @@ describe("request errors keep the connection open", () => {
       { type: "run.cancel", conversation_id: id, run_id: "stale", request_id: "s" },
       "not_found",
       "s",
-    );
-    await expectError(
-      c,
-      { type: "yolo.current", conversation_id: id, request_id: "y" },
-      "not_implemented",
-      "y",
     );
     await expectError(
       c,

@@ -196,9 +196,6 @@ describe("runs on the simulator", () => {
   it("reserved scenarios answer with a notice naming the issue they land with", async () => {
     const id = await createConversation(a);
     for (const [name, issue] of [
-      ["approval", "issue 4"],
-      ["clarify", "issue 4"],
-      ["timeout", "issue 4"],
       ["file", "issue 5"],
       ["image", "issue 5"],
     ]) {

@@ -1,7 +1,9 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentCapabilities } from "../agent/port.js";
+import type { Decisions } from "../decisions/decisions.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
@@ -13,6 +15,8 @@ export interface ServerContext {
   store: Store;
   hub: Hub;
   runs: RunEngine;
+  decisions: Decisions;
+  settings: Settings;
   backend: AgentBackend;
   clock: Clock;
   log: Logger;

@@ -99,8 +99,8 @@ export const conversationHandlers: HandlerTable = {
       attachments: [],
       run: ctx.runs.state(id),
       tools: ctx.runs.tools(id),
-      approvals: [],
-      clarifications: [],
+      approvals: ctx.decisions.approvals(id),
+      clarifications: ctx.decisions.clarifications(id),
     });
   },
 

@@ -3,11 +3,21 @@ import type { Connection } from "../ws/connection.js";
 import { chatHandlers } from "./chat.js";
 import type { Handler, HandlerTable, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
+import { decisionHandlers } from "./decisions.js";
 import { ProtocolError } from "./errors.js";
 import { heartbeatHandlers } from "./heartbeat.js";
+import { modelHandlers } from "./models.js";
+import { yoloHandlers } from "./yolo.js";
 
-/** Every handler; later domains (decisions, settings, attachments) add their table here. */
-const HANDLERS: HandlerTable = { ...heartbeatHandlers, ...conversationHandlers, ...chatHandlers };
+/** Every handler; later domains (attachments) add their table here. */
+const HANDLERS: HandlerTable = {
+  ...heartbeatHandlers,
+  ...conversationHandlers,
+  ...chatHandlers,
+  ...decisionHandlers,
+  ...yoloHandlers,
+  ...modelHandlers,
+};
 
 /**
  * Dispatch one decoded request of an authenticated connection. Typed

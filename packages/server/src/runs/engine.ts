@@ -2,7 +2,9 @@ import { performance } from "node:perf_hooks";
 import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AgentBackend, TurnResult, TurnSink } from "../agent/port.js";
+import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../handlers/errors.js";
+import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
@@ -32,6 +34,8 @@ class Run {
   readonly messageId: string;
   readonly controller = new AbortController();
   text = "";
+  /** The agent session key shown on this run's approvals and clarifications. */
+  sessionKey = "";
   finished = false;
   cancelRequested = false;
   cancelRequestId: string | undefined;
@@ -61,6 +65,8 @@ export interface RunEngineDeps {
   store: Store;
   hub: Hub;
   backend: AgentBackend;
+  decisions: Decisions;
+  settings: Settings;
   clock: Clock;
   log: Logger;
   logChatContent: boolean;
@@ -105,6 +111,7 @@ export class RunEngine {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
     const run = this.#begin(conv.id, text);
+    run.sessionKey = conv.session_id ?? conv.id;
     from.send({
       type: "run.accepted",
       ...(requestId === undefined ? {} : { request_id: requestId }),
@@ -117,9 +124,15 @@ export class RunEngine {
       sessionId: conv.session_id ?? "",
       text,
       attachments: [],
-      settings: { model: null, effort: null, yolo: false },
     };
-    void this.#drive(run, (sink, signal) => this.deps.backend.prompt(input, sink, signal));
+    // Settings are read as the turn starts: a change during a run applies from the next turn.
+    void this.#drive(run, async (sink, signal) =>
+      this.deps.backend.prompt(
+        { ...input, settings: await this.deps.settings.forTurn(conv.id) },
+        sink,
+        signal,
+      ),
+    );
     return run.runId;
   }
 
@@ -211,6 +224,8 @@ export class RunEngine {
   #requestCancel(run: Run, requestId: string | undefined): void {
     run.cancelRequested = true;
     run.cancelRequestId = requestId;
+    // Pending questions go first, so clients drop them before the run's single run.finished.
+    this.deps.decisions.withdrawRun(run.runId);
     run.controller.abort();
     // A backend that ignores the abort must not keep the conversation busy forever.
     run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), CANCEL_GRACE_MS);
@@ -275,20 +290,24 @@ export class RunEngine {
           ts: this.#ts(),
         });
       },
-      // Decisions land with issue 4 and files with issue 5; until then they are
-      // answered "cancelled"/refused so a backend never waits on nothing.
-      askPermission: async () => {
-        log.warn({ run: run.runId }, "permission question refused: approvals are not implemented yet");
-        return { outcome: "cancelled" };
-      },
-      askClarification: async () => {
-        log.warn({ run: run.runId }, "clarification refused: clarifications are not implemented yet");
-        return { outcome: "cancelled" };
-      },
+      // A question asked once the run is ending is answered "cancelled" at once, never broadcast.
+      askPermission: async (question, withdraw) =>
+        this.#ending(run)
+          ? { outcome: "cancelled" }
+          : this.deps.decisions.askPermission(asker(run), question, withdraw),
+      askClarification: async (question, withdraw) =>
+        this.#ending(run)
+          ? { outcome: "cancelled" }
+          : this.deps.decisions.askClarification(asker(run), question, withdraw),
+      // Files land with issue 5; until then they are refused so a backend never waits on nothing.
       file: async () => {
         log.warn({ run: run.runId }, "produced file dropped: attachments are not implemented yet");
       },
     };
+  }
+
+  #ending(run: Run): boolean {
+    return run.finished || run.cancelRequested || this.#closed;
   }
 
   #flushDelta(run: Run): void {
@@ -338,6 +357,8 @@ export class RunEngine {
     if (run.finished) return;
     clearTimeout(run.flushTimer);
     clearTimeout(run.graceTimer);
+    // No question outlives its run: each pending one is withdrawn (approval.resolved / clarify.resolved, accepted false).
+    this.deps.decisions.withdrawRun(run.runId);
     for (const [id, tool] of run.tools) {
       if (tool.status === "running") {
         this.#tool(run, id, tool.name, "cancelled", {
@@ -384,6 +405,10 @@ export class RunEngine {
     );
     run.resolveDone();
   }
+}
+
+function asker(run: Run): Asker {
+  return { conversationId: run.conversationId, runId: run.runId, sessionKey: run.sessionKey };
 }
 
 function validStatus(result: TurnResult): RunStatus {

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Later issues add settings (issue 4) and attachments (issue 5) as new steps.
+ * Attachments (issue 5) land as a new step.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -50,6 +50,26 @@ export const MIGRATIONS: readonly string[] = [
     error           TEXT,
     ts              INTEGER NOT NULL,
     PRIMARY KEY (run_id, tool_call_id)
+  );
+  `,
+  // v2 (issue 4): settings. The global row holds the model/effort defaults; a
+  // conversation row holds its YOLO flag and overrides. NULL means "not set":
+  // the conversation falls back to the global value, the global one to the agent's default.
+  `
+  CREATE TABLE global_settings (
+    id        INTEGER PRIMARY KEY CHECK (id = 1),
+    model     TEXT,
+    provider  TEXT,
+    effort    TEXT
+  );
+  INSERT INTO global_settings (id) VALUES (1);
+
+  CREATE TABLE conversation_settings (
+    conversation_id TEXT PRIMARY KEY REFERENCES conversations (id),
+    yolo            INTEGER NOT NULL DEFAULT 0,
+    model           TEXT,
+    provider        TEXT,
+    effort          TEXT
   );
   `,
 ];

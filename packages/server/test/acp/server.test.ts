@@ -342,13 +342,161 @@ describe("ACP through Pheby: the agent's declared capabilities", () => {
 });
 
 describe("ACP through Pheby: decisions", () => {
-  // These need the server's approval/clarify/models flows (the "decisions" work), which are not
-  // on main yet: the run engine still answers every permission question `cancelled`.
-  it.todo("session/request_permission → approval.request with only the offered choices; once → allow_once");
-  it.todo("generic option set: always → the agent's allow_always option; deny → reject_once");
-  it.todo("cancel while an approval is pending: approval withdrawn, agent receives `cancelled`");
-  it.todo("elicitation/create form → clarify.request with choices; the answer reaches the agent as accept");
-  it.todo(
-    "models.list from config options; model.set applies session/set_config_option before the next prompt",
-  );
+  let fake: FakeAgent;
+  let p: PhebyAcp;
+
+  beforeAll(async () => {
+    fake = fakeAgentDir();
+    p = await startPhebyAcp(agentOptions(fake));
+  });
+  afterAll(() => p.close());
+
+  /** Start a run and wait for its approval.request. */
+  async function asked(text: string) {
+    const id = await p.create();
+    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text });
+    const request = await p.waitFor("approval.request", (m) => m.run_id === run_id);
+    return { id, run_id, request };
+  }
+  const finished = (run_id: string) => p.waitFor("run.finished", (m) => m.run_id === run_id);
+  const completeOf = (run_id: string) =>
+    p.waitFor("message.complete", (m) => m.message_id === `draft-${run_id}`);
+
+  it("session/request_permission → approval.request with Hermes's choices; once → allow_once", async () => {
+    const { id, run_id, request } = await asked("permission hermes");
+    expect(request).toMatchObject({
+      conversation_id: id,
+      command: "rm -rf build",
+      description: "Destructive shell command",
+      choices: ["once", "session", "always", "deny"],
+    });
+    const resolved = await p.client.request({
+      type: "approval.respond",
+      approval_id: request.approval_id,
+      choice: "once",
+    });
+    expect(resolved).toMatchObject({ approval_id: request.approval_id, choice: "once", accepted: true });
+    expect((await finished(run_id)).status).toBe("completed");
+    expect((await completeOf(run_id)).text).toBe("chose allow_once");
+    const tool = framesOf(p.frames, "tool.event").filter((t) => t.run_id === run_id);
+    expect(tool.map((t) => t.status)).toEqual(["running", "completed"]);
+  });
+
+  it.each([
+    ["always", "chose proceed_always"],
+    ["deny", "chose cancel"],
+  ] as const)("generic options: only once/always/deny offered; %s → %s", async (choice, said) => {
+    const { run_id, request } = await asked("permission generic");
+    expect(request.choices).toEqual(["once", "always", "deny"]);
+    await p.client.request({ type: "approval.respond", approval_id: request.approval_id, choice });
+    await finished(run_id);
+    expect((await completeOf(run_id)).text).toBe(said);
+  });
+
+  it("a choice the agent did not offer is refused and the question stays pending", async () => {
+    const { run_id, request } = await asked("permission generic");
+    const err = await p.client
+      .request({ type: "approval.respond", approval_id: request.approval_id, choice: "session" })
+      .catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "bad_request" });
+    await p.client.request({ type: "approval.respond", approval_id: request.approval_id, choice: "once" });
+    expect((await completeOf(run_id)).text).toBe("chose proceed_once");
+  });
+
+  it("the agent withdraws its question: approval.resolved not accepted", async () => {
+    const { run_id, request } = await asked("permission hermes withdraw");
+    const resolved = await p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id);
+    expect(resolved).toMatchObject({ choice: null, accepted: false });
+    await finished(run_id);
+  });
+
+  it("cancel while an approval is pending: withdrawn, one cancelled run.finished", async () => {
+    const { id, run_id, request } = await asked("permission hermes");
+    const done = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
+    expect(done).toMatchObject({ status: "cancelled" });
+    expect(await p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id)).toMatchObject({
+      accepted: false,
+    });
+    expect((await p.chat(id, "next")).finished.status).toBe("completed");
+    expect(framesOf(p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
+  });
+
+  it("YOLO answers once itself (no approval.request) and switches the agent to its yolo mode", async () => {
+    const id = await p.create();
+    await p.client.request({ type: "yolo.set", conversation_id: id, enabled: true });
+    const run = await p.chat(id, "permission hermes");
+    expect(run.complete.text).toBe("chose allow_once");
+    expect(framesOf(p.frames, "approval.request").filter((m) => m.conversation_id === id)).toEqual([]);
+    expect(fake.calls("session/set_mode").at(-1)?.params.modeId).toBe("yolo");
+  });
+
+  it("elicitation/create (Hermes clarify form) → clarify.request; a choice reaches the agent as accept", async () => {
+    const id = await p.create();
+    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text: "clarify" });
+    const q = await p.waitFor("clarify.request", (m) => m.run_id === run_id);
+    expect(q).toMatchObject({ question: "Need input\nDeploy where?", allow_free_text: true });
+    expect(q.choices).not.toContain("Other (type your answer)"); // free text replaces it
+    expect(q.choices).toContain("staging");
+    await p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "staging" });
+    const text = (await completeOf(run_id)).text;
+    expect(text).toContain('"action":"accept"');
+    expect(text).toContain("staging");
+  });
+
+  it("a free-text elicitation → clarify.request without choices; the text reaches the agent", async () => {
+    const id = await p.create();
+    const { run_id } = await p.client.request({
+      type: "chat.send",
+      conversation_id: id,
+      text: "clarify free",
+    });
+    const q = await p.waitFor("clarify.request", (m) => m.run_id === run_id);
+    expect(q).toMatchObject({ question: "Need input\nYour name?", choices: null, allow_free_text: true });
+    await p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "Ada" });
+    expect((await completeOf(run_id)).text).toContain('"answer":"Ada"');
+  });
+
+  it("models and reasoning from config options; a conversation override reaches the agent", async () => {
+    const id = await p.create();
+    const models = await p.client.request({ type: "models.list", conversation_id: id });
+    expect(models.providers.map((m) => [m.slug, m.models])).toEqual([
+      ["cloud", ["big", "small"]],
+      ["local", ["tiny"]],
+    ]);
+    expect(models.current_model).toBe("small");
+    await p.client.request({ type: "model.set", conversation_id: id, model: "big" });
+    await p.client.request({ type: "reasoning.set", conversation_id: id, effort: "high" });
+    const run = await p.chat(id, "whoami");
+    expect(run.complete.text).toMatch(/^model=big effort=high /);
+  });
+});
+
+describe("ACP through Pheby: agents without config options", () => {
+  const servers: PhebyAcp[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+
+  it("legacy models: listed and applied with session/set_model; reasoning is not_implemented", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake, { env: { FAKE_MODELS: "legacy" } }));
+    servers.push(p);
+    // First request on a fresh server: the capability is only known once the agent is asked.
+    const err = await p.client.request({ type: "reasoning.set", effort: "high" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "not_implemented" });
+    const models = await p.client.request({ type: "models.list" });
+    expect(models.providers.flatMap((m) => m.models)).toEqual(["m-one", "m-two"]);
+    const id = await p.create();
+    await p.client.request({ type: "model.set", conversation_id: id, model: "m-two" });
+    expect((await p.chat(id, "whoami")).complete.text).toMatch(/^model=m-two /);
+    expect(fake.calls("session/set_model").at(-1)?.params.modelId).toBe("m-two");
+  });
+
+  it("no models at all: models.list is not_implemented", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake, { env: { FAKE_MODELS: "none" } }));
+    servers.push(p);
+    const err = await p.client.request({ type: "models.list" }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "not_implemented" });
+  });
 });

@@ -1,4 +1,6 @@
+import { APPROVAL_CHOICES } from "@pheby/protocol";
 import type { AgentBackend, AgentHost, TurnInput, TurnResult, TurnSink } from "../port.js";
+import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 
 /** Options of {@link createSimulatorBackend}. */
 export interface SimulatorOptions {
@@ -6,6 +8,8 @@ export interface SimulatorOptions {
   delayMs?: number;
   /** Delay before the unsolicited message of `/sim later`, in ms (default 2000). */
   laterDelayMs?: number;
+  /** Delay after which `/sim timeout` withdraws its approval, in ms (default 5000). */
+  approvalTimeoutMs?: number;
 }
 
 /** Largest N accepted by `/sim long N`. */
@@ -13,17 +17,24 @@ export const SIM_LONG_MAX = 1_000_000;
 /** Words streamed by `/sim slow`. */
 export const SIM_SLOW_WORDS = 200;
 
+/** The command `/sim approval` and `/sim timeout` ask to run. */
+export const SIM_APPROVAL_COMMAND = "rm -rf /tmp/pheby-sim-build";
+/** The question of `/sim clarify` and its choices. */
+export const SIM_CLARIFY = {
+  question: "Deploy to staging or production?",
+  choices: ["staging", "production"],
+};
+/** The question of `/sim clarify free`. */
+export const SIM_CLARIFY_FREE = "What should the release be called?";
+
 const RESERVED: Record<string, string> = {
-  approval: "issue 4 (approvals)",
-  clarify: "issue 4 (clarifications)",
-  timeout: "issue 4 (approvals)",
   file: "issue 5 (attachments)",
   image: "issue 5 (attachments)",
 };
 
 const HELP =
-  "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000). " +
-  "Reserved: /sim approval, /sim clarify, /sim timeout, /sim file, /sim image.";
+  "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
+  "/sim approval, /sim timeout, /sim clarify, /sim clarify free. Reserved: /sim file, /sim image.";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -60,6 +71,11 @@ function words(text: string): string[] {
   return text.match(/\S+\s*/g) ?? [];
 }
 
+/** At most the first 80 characters of a user text, on one line (what the simulator echoes). */
+function excerpt(text: string): string {
+  return text.replace(/\s+/g, " ").trim().slice(0, 80);
+}
+
 /** A deterministic text of exactly `n` characters. */
 export function longText(n: number): string {
   const unit = "Pheby simulator long reply. ";
@@ -74,14 +90,77 @@ export function longText(n: number): string {
 export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBackend {
   const delay = options.delayMs ?? 30;
   const laterDelay = options.laterDelayMs ?? 2_000;
+  const approvalTimeout = options.approvalTimeoutMs ?? 5_000;
   const timers = new Set<NodeJS.Timeout>();
   let host: AgentHost | undefined;
   let toolCounter = 0;
+  // Approvals the simulator honours without asking again: "session" per agent
+  // session, "always" for every session (in memory, for the backend's life).
+  const sessionApproved = new Set<string>();
+  let alwaysApproved = false;
 
   const done: TurnResult = { status: "completed" };
   const cancelled: TurnResult = { status: "cancelled" };
   const reply = async (text: string, sink: TurnSink, signal: AbortSignal) =>
     (await stream(words(text), delay, sink, signal)) ? done : cancelled;
+
+  /**
+   * `/sim approval` and `/sim timeout`: a shell tool paused on an approval.
+   * once/session/always run it, deny fails it; with `timeoutMs` the agent
+   * withdraws the question after that delay. A session/always approval is
+   * honoured by later runs without asking.
+   */
+  async function approval(input: TurnInput, sink: TurnSink, signal: AbortSignal, timeoutMs?: number) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const command = SIM_APPROVAL_COMMAND;
+    sink.toolStart({ toolCallId, toolName: "shell", args: { command } });
+    const earlier = alwaysApproved ? "always" : sessionApproved.has(input.sessionId) ? "session" : null;
+    let text: string;
+    if (earlier) {
+      text = `I ran \`${command}\` without asking: you approved it for ${earlier === "always" ? "every conversation" : "this conversation"} earlier.`;
+    } else {
+      const withdraw = new AbortController();
+      const timer = timeoutMs === undefined ? undefined : setTimeout(() => withdraw.abort(), timeoutMs);
+      const answer = await sink.askPermission(
+        {
+          toolCallId,
+          command,
+          description: "Destructive shell command (rm -rf), simulated",
+          choices: [...APPROVAL_CHOICES],
+        },
+        withdraw.signal,
+      );
+      clearTimeout(timer);
+      if (signal.aborted) return cancelled;
+      if (answer.outcome === "cancelled") {
+        sink.toolEnd({ toolCallId, status: "failed", error: "Approval withdrawn: it timed out" });
+        return reply("The approval timed out and was withdrawn, so nothing ran.", sink, signal);
+      }
+      if (answer.choice === "deny") {
+        sink.toolEnd({ toolCallId, status: "failed", error: "Denied by the user" });
+        const why = answer.reason ? ` Your reason: "${excerpt(answer.reason)}".` : "";
+        return reply(`Denied: I did not run \`${command}\` and will not retry.${why}`, sink, signal);
+      }
+      if (answer.choice === "session") sessionApproved.add(input.sessionId);
+      if (answer.choice === "always") alwaysApproved = true;
+      text = `Approved (${answer.choice}): I ran \`${command}\`.`;
+    }
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({ toolCallId, status: "completed" });
+    return reply(text, sink, signal);
+  }
+
+  /** `/sim clarify` (choices and free text) and `/sim clarify free` (free text only): the answer is echoed. */
+  async function clarify(free: boolean, sink: TurnSink, signal: AbortSignal) {
+    const answer = await sink.askClarification(
+      free
+        ? { question: SIM_CLARIFY_FREE, choices: null, allowFreeText: true }
+        : { question: SIM_CLARIFY.question, choices: SIM_CLARIFY.choices, allowFreeText: true },
+    );
+    if (signal.aborted) return cancelled;
+    if (answer.outcome === "cancelled") return reply("The question was withdrawn.", sink, signal);
+    return reply(`You answered: "${excerpt(answer.response)}".`, sink, signal);
+  }
 
   async function scenario(args: string[], input: TurnInput, sink: TurnSink, signal: AbortSignal) {
     const [name = "help", arg] = args;
@@ -132,6 +211,12 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         }
         return result;
       }
+      case "approval":
+        return approval(input, sink, signal);
+      case "timeout":
+        return approval(input, sink, signal, approvalTimeout);
+      case "clarify":
+        return clarify(arg === "free", sink, signal);
       case "long": {
         const n = arg !== undefined && /^\d{1,7}$/.test(arg) ? Number(arg) : Number.NaN;
         if (!(n >= 1 && n <= SIM_LONG_MAX)) {
@@ -165,12 +250,15 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       listSessions: false,
       loadHistory: false,
       deleteSession: true,
-      models: false,
-      reasoning: false,
+      models: true,
+      reasoning: true,
       images: false,
     },
     async start(h) {
       host = h;
+    },
+    async catalogue() {
+      return SIM_CATALOGUE;
     },
     async createSession(conversationId) {
       return { sessionId: `sim-${conversationId}` };
@@ -180,9 +268,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       if (text === "/sim" || text.startsWith("/sim ")) {
         return scenario(text.split(/\s+/).slice(1), input, sink, signal);
       }
-      const excerpt = text.replace(/\s+/g, " ").slice(0, 80);
       return reply(
-        `You said: "${excerpt}". This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios.`,
+        `You said: "${excerpt(text)}". This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios. ${settingsTag(input.settings)}`,
         sink,
         signal,
       );

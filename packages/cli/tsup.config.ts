@@ -1,0 +1,5 @@
+import { defineConfig } from "tsup";
+import { phebyBuild } from "../../tsup.shared.js";
+
+// A command, not a library: no type declarations to publish.
+export default defineConfig(phebyBuild({ main: "src/main.ts" }, { dts: false }));

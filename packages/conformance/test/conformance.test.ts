@@ -1,0 +1,145 @@
+// The suite against our real server (apps/server as a child process), and
+// proof that it can fail: a proxy that drops message.start must be caught.
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket, { WebSocketServer } from "ws";
+import { formatReport, runConformance } from "../src/index.js";
+import { missingAreas } from "./features.js";
+import { serverUnavailable, startServer, type TestServer } from "./server.js";
+
+const unavailable = serverUnavailable();
+
+/** A WebSocket proxy in front of `upstream` that rewrites server frames (undefined drops one). */
+async function brokenProxy(upstream: string, rewrite: (frame: string) => string | undefined) {
+  const server = new WebSocketServer({ host: "127.0.0.1", port: 0, path: "/ws" });
+  await new Promise((r) => server.once("listening", r));
+  server.on("connection", (client) => {
+    const pending: string[] = [];
+    const up = new WebSocket(upstream);
+    up.on("open", () => {
+      for (const frame of pending.splice(0)) up.send(frame);
+    });
+    up.on("message", (data) => {
+      const text = rewrite(String(data));
+      if (text !== undefined) client.send(text);
+    });
+    up.on("close", () => client.close());
+    client.on("message", (data) =>
+      up.readyState === WebSocket.OPEN ? up.send(String(data)) : pending.push(String(data)),
+    );
+    client.on("close", () => up.close());
+  });
+  return {
+    url: `ws://127.0.0.1:${(server.address() as AddressInfo).port}/ws`,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+describe.skipIf(unavailable !== undefined)(
+  `conformance against apps/server${unavailable ? ` (${unavailable})` : ""}`,
+  () => {
+    let server: TestServer;
+
+    beforeAll(async () => {
+      server = await startServer();
+    });
+    afterAll(async () => {
+      await server?.stop();
+    });
+
+    it("passes every check (frames validated against @pheby/protocol)", async () => {
+      const { skip, reasons } = await missingAreas(server);
+      for (const reason of reasons) console.warn(`[conformance] not on this server yet: ${reason}`);
+      const report = await runConformance({ url: server.url, secret: server.secret, skip });
+      console.log(formatReport(report));
+      expect(report.results.filter((r) => r.status === "fail")).toEqual([]);
+      expect(report.summary.passed).toBeGreaterThanOrEqual(28);
+      expect(report.frames.received).toBeGreaterThan(100);
+      expect(report.frames.invalid).toBe(0);
+    });
+
+    it("fails runs.lifecycle when a proxy drops message.start, quoting the offending frame", async () => {
+      const proxy = await brokenProxy(server.url, (f) =>
+        (JSON.parse(f) as { type: string }).type === "message.start" ? undefined : f,
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["runs.lifecycle", "heartbeat.ping"],
+        });
+        const lifecycle = report.results.find((r) => r.id === "runs.lifecycle")!;
+        expect(lifecycle.status).toBe("fail");
+        expect(lifecycle.reason).toContain("message.start");
+        expect(lifecycle.frame).toMatchObject({ type: "run.finished" });
+        expect(report.results.find((r) => r.id === "heartbeat.ping")!.status).toBe("pass");
+        expect(report.ok).toBe(false);
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it("fails a check that receives a frame @pheby/protocol rejects, quoting it", async () => {
+      // pong's ts must be an ISO-8601 timestamp; this proxy breaks it on the way through.
+      const proxy = await brokenProxy(server.url, (f) =>
+        f.replace(/^\{"type":"pong"(.*)"ts":"[^"]*"/, '{"type":"pong"$1"ts":"yesterday"'),
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["heartbeat.ping"],
+          timeoutMs: 1_000,
+        });
+        const [ping] = report.results;
+        expect(ping).toMatchObject({ status: "fail" });
+        expect(ping!.reason).toContain("@pheby/protocol rejects");
+        expect(String(ping!.frame)).toContain('"ts":"yesterday"');
+        expect(report.frames.invalid).toBe(1);
+      } finally {
+        await proxy.close();
+      }
+    });
+  },
+);
+
+// The auth-timeout check needs a server with a short timeout: the library, started in-process.
+type ServerLib = {
+  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs: number }) => {
+    listen(o: { port: number; host: string }): Promise<{ port: number }>;
+    close(): Promise<void>;
+  };
+};
+const lib = (await import("@pheby/server").catch(() => ({}))) as ServerLib;
+
+describe.skipIf(!lib.createPhebyServer)(
+  "conformance auth timeout (@pheby/server with authTimeoutMs 300)",
+  () => {
+    it("passes handshake.auth_timeout", async () => {
+      const { mkdtempSync, rmSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { join } = await import("node:path");
+      const dataDir = mkdtempSync(join(tmpdir(), "pheby-auth-timeout-"));
+      const server = lib.createPhebyServer!({
+        secret: "auth-timeout-secret-0123456789",
+        dataDir,
+        authTimeoutMs: 300,
+      });
+      try {
+        const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
+        const report = await runConformance({
+          url: `ws://127.0.0.1:${port}/ws`,
+          secret: "auth-timeout-secret-0123456789",
+          authTimeoutMs: 300,
+          only: ["handshake.auth_timeout"],
+        });
+        expect(report.results.map((r) => [r.id, r.status, r.reason])).toEqual([
+          ["handshake.auth_timeout", "pass", undefined],
+        ]);
+      } finally {
+        await server.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);

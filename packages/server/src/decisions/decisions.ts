@@ -1,0 +1,260 @@
+import {
+  APPROVAL_CHOICES,
+  type ClientMessageOf,
+  type PendingApproval,
+  type PendingClarification,
+  type ServerMessage,
+} from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { ClarifyAnswer, ClarifyQuestion, PermissionAnswer, PermissionQuestion } from "../agent/port.js";
+import { ProtocolError } from "../handlers/errors.js";
+import { newId } from "../util/ids.js";
+import { type Clock, iso } from "../util/time.js";
+import type { Hub } from "../ws/connection.js";
+
+/** The run a question belongs to. */
+export interface Asker {
+  conversationId: string;
+  runId: string;
+  /** The agent-side session key shown as `session_key`. */
+  sessionKey: string;
+}
+
+/** What {@link Decisions} needs from the server. */
+export interface DecisionsDeps {
+  hub: Hub;
+  clock: Clock;
+  log: Logger;
+  /** Whether YOLO is on for a conversation, read when each question is asked. */
+  yolo(conversationId: string): boolean;
+}
+
+const CANCELLED = { outcome: "cancelled" } as const;
+
+interface Entry<W, A> {
+  wire: W;
+  runId: string;
+  settle(answer: A): void;
+}
+
+/**
+ * The pending questions of one kind. An entry leaves the map exactly once —
+ * answered, withdrawn by the agent, or withdrawn because its run ended — and
+ * that removal is what makes the single `*.resolved` and the single answer to
+ * the backend: whoever removes it first wins, everyone after gets `*_not_found`.
+ */
+class Gate<W extends { conversation_id: string }, A> {
+  readonly #entries = new Map<string, Entry<W, A>>();
+
+  constructor(
+    private readonly hub: Hub,
+    /** The broadcast asking the question. */
+    private readonly requested: (wire: W) => ServerMessage,
+    private readonly cancelled: A,
+    /** The broadcast telling clients a question was withdrawn. */
+    private readonly withdrawn: (id: string) => ServerMessage,
+  ) {}
+
+  /** Broadcast the question and wait for its answer, or `cancelled` once withdrawn. */
+  ask(id: string, wire: W, runId: string, withdraw: AbortSignal | undefined): Promise<A> {
+    return new Promise<A>((resolve) => {
+      const onAbort = () => this.withdraw(id);
+      this.#entries.set(id, {
+        wire,
+        runId,
+        settle: (answer) => {
+          withdraw?.removeEventListener("abort", onAbort);
+          resolve(answer);
+        },
+      });
+      withdraw?.addEventListener("abort", onAbort, { once: true });
+      this.hub.broadcast(this.requested(wire));
+    });
+  }
+
+  peek(id: string): W | undefined {
+    return this.#entries.get(id)?.wire;
+  }
+
+  /** Resolve a pending question: broadcast `resolved`, then hand the answer to the backend. */
+  answer(id: string, answer: A, resolved: ServerMessage): void {
+    const entry = this.#entries.get(id);
+    if (!entry) return;
+    this.#entries.delete(id);
+    this.hub.broadcast(resolved);
+    entry.settle(answer);
+  }
+
+  withdraw(id: string): void {
+    this.answer(id, this.cancelled, this.withdrawn(id));
+  }
+
+  withdrawRun(runId: string): void {
+    for (const [id, entry] of [...this.#entries]) if (entry.runId === runId) this.withdraw(id);
+  }
+
+  list(conversationId: string): W[] {
+    return [...this.#entries.values()]
+      .filter((e) => e.wire.conversation_id === conversationId)
+      .map((e) => e.wire);
+  }
+}
+
+/**
+ * Approvals and clarifications: server-side IDs and pending state, YOLO
+ * auto-answers, exactly-once resolution and withdrawal. The run engine asks
+ * on behalf of its backend; the `approval.respond` / `clarify.respond`
+ * handlers answer; `conversation.open` lists what is pending.
+ */
+export class Decisions {
+  readonly #approvals: Gate<PendingApproval, PermissionAnswer>;
+  readonly #clarifications: Gate<PendingClarification, ClarifyAnswer>;
+
+  constructor(private readonly deps: DecisionsDeps) {
+    this.#approvals = new Gate(
+      deps.hub,
+      (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
+      CANCELLED,
+      (approval_id) => ({
+        type: "approval.resolved",
+        approval_id,
+        choice: null,
+        accepted: false,
+      }),
+    );
+    this.#clarifications = new Gate(
+      deps.hub,
+      (wire: PendingClarification) => ({ type: "clarify.request", ...wire }),
+      CANCELLED,
+      (clarify_id) => ({
+        type: "clarify.resolved",
+        clarify_id,
+        accepted: false,
+      }),
+    );
+  }
+
+  /**
+   * A permission question of a backend. Only valid spec choices are offered,
+   * in the spec's order. With YOLO on and "once" offered the server answers
+   * "once" itself and nothing is broadcast (the tool's own events show what ran).
+   */
+  async askPermission(
+    asker: Asker,
+    question: PermissionQuestion,
+    withdraw?: AbortSignal,
+  ): Promise<PermissionAnswer> {
+    if (withdraw?.aborted) return CANCELLED;
+    const offered: unknown[] = Array.isArray(question?.choices) ? question.choices : [];
+    const choices = APPROVAL_CHOICES.filter((c) => offered.includes(c));
+    if (choices.length === 0) {
+      this.deps.log.warn({ run: asker.runId }, "permission question without a valid choice refused");
+      return CANCELLED;
+    }
+    if (choices.includes("once") && this.deps.yolo(asker.conversationId)) {
+      this.deps.log.info({ run: asker.runId }, "permission auto-approved once (YOLO)");
+      return { outcome: "selected", choice: "once" };
+    }
+    const id = newId();
+    const wire: PendingApproval = {
+      approval_id: id,
+      session_key: asker.sessionKey,
+      conversation_id: asker.conversationId,
+      run_id: asker.runId,
+      command: String(question.command ?? ""),
+      description: String(question.description ?? ""),
+      choices,
+      ts: iso(this.deps.clock.now()),
+    };
+    return this.#approvals.ask(id, wire, asker.runId, withdraw);
+  }
+
+  /**
+   * A clarification of a backend. `choices` null (or empty) means free text
+   * only, so free text is then always allowed.
+   */
+  async askClarification(
+    asker: Asker,
+    question: ClarifyQuestion,
+    withdraw?: AbortSignal,
+  ): Promise<ClarifyAnswer> {
+    if (withdraw?.aborted) return CANCELLED;
+    const given = Array.isArray(question?.choices)
+      ? question.choices.filter((c): c is string => typeof c === "string")
+      : [];
+    const choices = given.length > 0 ? given : null;
+    const id = newId();
+    const wire: PendingClarification = {
+      clarify_id: id,
+      session_key: asker.sessionKey,
+      conversation_id: asker.conversationId,
+      run_id: asker.runId,
+      question: String(question?.question ?? ""),
+      choices,
+      allow_free_text: choices === null || question.allowFreeText === true,
+      ts: iso(this.deps.clock.now()),
+    };
+    return this.#clarifications.ask(id, wire, asker.runId, withdraw);
+  }
+
+  /** `approval.respond`: unknown/answered/withdrawn → `approval_not_found`; a choice not offered → `bad_request`. */
+  respondApproval(msg: ClientMessageOf<"approval.respond">): void {
+    const wire = this.#approvals.peek(msg.approval_id);
+    if (!wire) throw new ProtocolError("approval_not_found", "Approval not found");
+    if (!wire.choices.includes(msg.choice)) {
+      throw new ProtocolError("bad_request", "choice: not offered for this approval");
+    }
+    // The reason is free text for the agent with a deny; it means nothing with an approval.
+    const reason = msg.choice === "deny" && msg.reason !== undefined ? { reason: msg.reason } : {};
+    this.#approvals.answer(
+      msg.approval_id,
+      { outcome: "selected", choice: msg.choice, ...reason },
+      {
+        type: "approval.resolved",
+        ...withRequestId(msg.request_id),
+        approval_id: msg.approval_id,
+        choice: msg.choice,
+        accepted: true,
+      },
+    );
+  }
+
+  /** `clarify.respond`: unknown/answered/withdrawn → `clarify_not_found`; free text where only choices are allowed → `bad_request`. */
+  respondClarify(msg: ClientMessageOf<"clarify.respond">): void {
+    const wire = this.#clarifications.peek(msg.clarify_id);
+    if (!wire) throw new ProtocolError("clarify_not_found", "Clarification not found");
+    if (!wire.allow_free_text && !wire.choices?.includes(msg.response)) {
+      throw new ProtocolError("bad_request", "response: not one of the offered choices");
+    }
+    this.#clarifications.answer(
+      msg.clarify_id,
+      { outcome: "answered", response: msg.response },
+      {
+        type: "clarify.resolved",
+        ...withRequestId(msg.request_id),
+        clarify_id: msg.clarify_id,
+        accepted: true,
+      },
+    );
+  }
+
+  /** Withdraw every question of a run (it ended or is being cancelled). */
+  withdrawRun(runId: string): void {
+    this.#approvals.withdrawRun(runId);
+    this.#clarifications.withdrawRun(runId);
+  }
+
+  /** Pending approvals of a conversation, for `conversation.history.approvals`. */
+  approvals(conversationId: string): PendingApproval[] {
+    return this.#approvals.list(conversationId);
+  }
+
+  /** Pending clarifications of a conversation, for `conversation.history.clarifications`. */
+  clarifications(conversationId: string): PendingClarification[] {
+    return this.#clarifications.list(conversationId);
+  }
+}
+
+function withRequestId(requestId: string | undefined): { request_id?: string } {
+  return requestId === undefined ? {} : { request_id: requestId };
+}

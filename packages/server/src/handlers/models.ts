@@ -1,0 +1,95 @@
+import { iso } from "../util/time.js";
+import { type HandlerTable, reply, requireConversation, type ServerContext } from "./context.js";
+
+/** `conversation_id` when the scope is a conversation (so a broadcast says which one changed). */
+function scoped(scope: "conversation" | "global", conversationId: string | undefined) {
+  return scope === "conversation" && conversationId !== undefined ? { conversation_id: conversationId } : {};
+}
+
+/** The optional conversation of a settings request must exist. */
+function checkConversation(ctx: ServerContext, conversationId: string | undefined): void {
+  if (conversationId !== undefined) requireConversation(ctx, conversationId);
+}
+
+/**
+ * models.list / models.current / model.set and reasoning.current /
+ * reasoning.set. Everything named comes from the backend's catalogue; a
+ * backend without the capability gets `not_implemented`. A `*.set` replies
+ * `*.changed` with the request_id and broadcasts the same event without it.
+ */
+export const modelHandlers: HandlerTable = {
+  "models.list": async (ctx, req) => {
+    const catalogue = await ctx.settings.catalogue("models");
+    const id = req.msg.conversation_id;
+    checkConversation(ctx, id);
+    const current = ctx.settings.model(catalogue, id);
+    reply(req, {
+      type: "models.snapshot",
+      providers: catalogue.providers.map((p) => ({
+        slug: p.slug,
+        name: p.name,
+        is_current: p.slug === current.provider,
+        models: p.models,
+        total_models: p.models.length,
+      })),
+      current_model: current.model,
+      current_provider: current.provider,
+      scope: current.scope,
+      supported_reasoning_efforts: ctx.backend.capabilities.reasoning ? catalogue.reasoningEfforts : [],
+      ts: iso(ctx.clock.now()),
+    });
+  },
+
+  "models.current": async (ctx, req) => {
+    const catalogue = await ctx.settings.catalogue("models");
+    const id = req.msg.conversation_id;
+    checkConversation(ctx, id);
+    const { model, provider, scope } = ctx.settings.model(catalogue, id);
+    reply(req, {
+      type: "model.current",
+      model,
+      provider,
+      scope,
+      ...scoped(scope, id),
+      ts: iso(ctx.clock.now()),
+    });
+  },
+
+  "model.set": async (ctx, req) => {
+    const catalogue = await ctx.settings.catalogue("models");
+    const id = req.msg.conversation_id;
+    checkConversation(ctx, id);
+    const set = ctx.settings.setModel(catalogue, id, req.msg.model, req.msg.provider);
+    const scope = id === undefined ? "global" : "conversation";
+    const changed = { type: "model.changed", ...set, scope, ...scoped(scope, id) } as const;
+    reply(req, changed);
+    ctx.hub.broadcast(changed);
+  },
+
+  "reasoning.current": async (ctx, req) => {
+    const catalogue = await ctx.settings.catalogue("reasoning");
+    const id = req.msg.conversation_id;
+    checkConversation(ctx, id);
+    const { effort, scope } = ctx.settings.effort(catalogue, id);
+    reply(req, {
+      type: "reasoning.snapshot",
+      effort,
+      enabled: effort !== "none",
+      scope,
+      ...scoped(scope, id),
+      supported_efforts: catalogue.reasoningEfforts,
+      ts: iso(ctx.clock.now()),
+    });
+  },
+
+  "reasoning.set": async (ctx, req) => {
+    const catalogue = await ctx.settings.catalogue("reasoning");
+    const { effort, conversation_id: id } = req.msg;
+    checkConversation(ctx, id);
+    ctx.settings.setEffort(catalogue, id, effort);
+    const scope = id === undefined ? "global" : "conversation";
+    const changed = { type: "reasoning.changed", effort, scope, ...scoped(scope, id) } as const;
+    reply(req, changed);
+    ctx.hub.broadcast(changed);
+  },
+};

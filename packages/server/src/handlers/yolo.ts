@@ -1,0 +1,20 @@
+import { type HandlerTable, reply, requireConversation } from "./context.js";
+
+/** yolo.current / yolo.set: a persisted, conversation-scoped flag. */
+export const yoloHandlers: HandlerTable = {
+  "yolo.current": (ctx, req) => {
+    const { conversation_id } = req.msg;
+    requireConversation(ctx, conversation_id);
+    const enabled = ctx.settings.yolo(conversation_id);
+    reply(req, { type: "yolo.snapshot", enabled, scope: "conversation", conversation_id });
+  },
+
+  "yolo.set": (ctx, req) => {
+    const { conversation_id, enabled } = req.msg;
+    requireConversation(ctx, conversation_id);
+    ctx.settings.setYolo(conversation_id, enabled);
+    const changed = { type: "yolo.changed", enabled, scope: "conversation", conversation_id } as const;
+    reply(req, changed);
+    ctx.hub.broadcast(changed);
+  },
+};

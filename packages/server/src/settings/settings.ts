@@ -1,0 +1,145 @@
+import type { ReasoningEffort, SettingScope } from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { AgentBackend, AgentCatalogue, TurnSettings } from "../agent/port.js";
+import { ProtocolError } from "../handlers/errors.js";
+import type { ScopeSettings, SettingsStore } from "../store/settings.js";
+
+/** An effective model and where it comes from. */
+export interface CurrentModel {
+  model: string | null;
+  provider: string | null;
+  scope: SettingScope;
+}
+
+/** An effective reasoning effort and where it comes from. */
+export interface CurrentEffort {
+  effort: ReasoningEffort | null;
+  scope: SettingScope;
+}
+
+const UNSET: ScopeSettings = { model: null, provider: null, effort: null };
+
+/**
+ * The server-owned settings: YOLO per conversation, and model / reasoning
+ * effort as a conversation override, else the global default, else the
+ * agent's own default from its catalogue. Nothing about models is hard-coded
+ * here; the backend's catalogue is the only source of names.
+ */
+export class Settings {
+  constructor(
+    private readonly store: SettingsStore,
+    private readonly backend: AgentBackend,
+    private readonly log: Logger,
+  ) {}
+
+  yolo(conversationId: string): boolean {
+    return this.store.yolo(conversationId);
+  }
+
+  setYolo(conversationId: string, enabled: boolean): void {
+    this.store.setYolo(conversationId, enabled);
+  }
+
+  /** The backend's catalogue, or `not_implemented` when it lacks the capability. */
+  async catalogue(capability: "models" | "reasoning"): Promise<AgentCatalogue> {
+    const unsupported = () => {
+      const what = capability === "models" ? "Model selection" : "Reasoning effort";
+      return new ProtocolError("not_implemented", `${what} is not supported by this agent`);
+    };
+    await this.backend.ensureReady?.();
+    if (!this.backend.capabilities[capability] || !this.backend.catalogue) throw unsupported();
+    const catalogue = await this.backend.catalogue();
+    // A lazy backend may learn these capabilities only with its catalogue (ACP: models are per session).
+    if (!this.backend.capabilities[capability]) throw unsupported();
+    return catalogue;
+  }
+
+  /** The effective model of a conversation (or the global one when `conversationId` is undefined). */
+  model(catalogue: AgentCatalogue, conversationId?: string): CurrentModel {
+    const own = this.#overrides(conversationId);
+    if (own.model !== null) return { model: own.model, provider: own.provider, scope: "conversation" };
+    const global = this.store.global();
+    if (global.model !== null) return { model: global.model, provider: global.provider, scope: "global" };
+    const fallback = catalogue.defaultModel;
+    return { model: fallback?.model ?? null, provider: fallback?.provider ?? null, scope: "global" };
+  }
+
+  /** The effective reasoning effort of a conversation (or the global one). */
+  effort(catalogue: AgentCatalogue, conversationId?: string): CurrentEffort {
+    const own = this.#overrides(conversationId);
+    if (own.effort !== null) return { effort: own.effort, scope: "conversation" };
+    const global = this.store.global().effort;
+    return global !== null
+      ? { effort: global, scope: "global" }
+      : { effort: catalogue.defaultEffort, scope: "global" };
+  }
+
+  /**
+   * Persist a model for a scope. The model must be in the catalogue (under
+   * `provider` when given); without a provider, the first provider listing it
+   * is recorded. Anything else is `bad_request`.
+   */
+  setModel(
+    catalogue: AgentCatalogue,
+    conversationId: string | undefined,
+    model: string,
+    provider: string | undefined,
+  ): { model: string; provider: string | null } {
+    const candidates =
+      provider === undefined ? catalogue.providers : catalogue.providers.filter((p) => p.slug === provider);
+    if (provider !== undefined && candidates.length === 0) {
+      throw new ProtocolError("bad_request", "provider: not in the agent's catalogue");
+    }
+    const owner = candidates.find((p) => p.models.includes(model));
+    if (!owner) throw new ProtocolError("bad_request", "model: not in the agent's catalogue");
+    this.store.setModel(conversationId, model, owner.slug);
+    return { model, provider: owner.slug };
+  }
+
+  /** Persist a reasoning effort for a scope; a level the agent does not list is `bad_request`. */
+  setEffort(catalogue: AgentCatalogue, conversationId: string | undefined, effort: ReasoningEffort): void {
+    if (!catalogue.reasoningEfforts.includes(effort)) {
+      throw new ProtocolError("bad_request", "effort: not supported by this agent");
+    }
+    this.store.setEffort(conversationId, effort);
+  }
+
+  /**
+   * The effective settings handed to the backend with a turn. Read when the
+   * turn starts, so a change during a run applies from the next turn. A
+   * failing catalogue only loses the agent defaults (the backend applies its own).
+   */
+  async forTurn(conversationId: string): Promise<TurnSettings> {
+    const yolo = this.store.yolo(conversationId);
+    const { catalogue } = this.backend;
+    if (!(this.backend.capabilities.models || this.backend.capabilities.reasoning) || !catalogue) {
+      return { model: null, effort: null, yolo };
+    }
+    let cat: AgentCatalogue = {
+      providers: [],
+      defaultModel: null,
+      reasoningEfforts: [],
+      defaultEffort: null,
+    };
+    try {
+      cat = await catalogue.call(this.backend);
+    } catch (err) {
+      this.log.warn({ err }, "agent catalogue unavailable; the turn uses stored settings only");
+    }
+    const current = this.model(cat, conversationId);
+    // Read after the catalogue: a lazy backend may only know its capabilities from it.
+    const { capabilities } = this.backend;
+    return {
+      model:
+        capabilities.models && current.model !== null
+          ? { model: current.model, provider: current.provider }
+          : null,
+      effort: capabilities.reasoning ? this.effort(cat, conversationId).effort : null,
+      yolo,
+    };
+  }
+
+  #overrides(conversationId: string | undefined): ScopeSettings {
+    return conversationId === undefined ? UNSET : this.store.conversation(conversationId);
+  }
+}

@@ -1,0 +1,83 @@
+import type { ReasoningEffort } from "@pheby/protocol";
+import type Database from "better-sqlite3";
+
+/** Model and effort values of one scope; `null` means "not set here" (inherit). */
+export interface ScopeSettings {
+  model: string | null;
+  provider: string | null;
+  effort: ReasoningEffort | null;
+}
+
+const UNSET: ScopeSettings = { model: null, provider: null, effort: null };
+
+/**
+ * Persisted settings (migration v2): the global model/effort defaults and each
+ * conversation's YOLO flag and overrides. Synchronous, like the rest of the store.
+ */
+export class SettingsStore {
+  constructor(private readonly db: Database.Database) {}
+
+  global(): ScopeSettings {
+    return this.db
+      .prepare("SELECT model, provider, effort FROM global_settings WHERE id = 1")
+      .get() as ScopeSettings;
+  }
+
+  /** A conversation's overrides (all null when it has none). */
+  conversation(conversationId: string): ScopeSettings {
+    const row = this.db
+      .prepare("SELECT model, provider, effort FROM conversation_settings WHERE conversation_id = ?")
+      .get(conversationId) as ScopeSettings | undefined;
+    return row ?? UNSET;
+  }
+
+  yolo(conversationId: string): boolean {
+    const row = this.db
+      .prepare("SELECT yolo FROM conversation_settings WHERE conversation_id = ?")
+      .get(conversationId) as { yolo: number } | undefined;
+    return row?.yolo === 1;
+  }
+
+  setYolo(conversationId: string, enabled: boolean): void {
+    this.#upsert(conversationId, "yolo = excluded.yolo", { yolo: enabled ? 1 : 0 });
+  }
+
+  /** Set the model of a scope (`conversationId` undefined: the global default). */
+  setModel(conversationId: string | undefined, model: string, provider: string | null): void {
+    if (conversationId === undefined) {
+      this.db.prepare("UPDATE global_settings SET model = ?, provider = ? WHERE id = 1").run(model, provider);
+    } else {
+      this.#upsert(conversationId, "model = excluded.model, provider = excluded.provider", {
+        model,
+        provider,
+      });
+    }
+  }
+
+  /** Set the reasoning effort of a scope (`conversationId` undefined: the global default). */
+  setEffort(conversationId: string | undefined, effort: ReasoningEffort): void {
+    if (conversationId === undefined) {
+      this.db.prepare("UPDATE global_settings SET effort = ? WHERE id = 1").run(effort);
+    } else {
+      this.#upsert(conversationId, "effort = excluded.effort", { effort });
+    }
+  }
+
+  #upsert(conversationId: string, assignments: string, values: Record<string, unknown>): void {
+    const row = {
+      yolo: 0,
+      model: null,
+      provider: null,
+      effort: null,
+      ...values,
+      conversation_id: conversationId,
+    };
+    this.db
+      .prepare(
+        `INSERT INTO conversation_settings (conversation_id, yolo, model, provider, effort)
+         VALUES (@conversation_id, @yolo, @model, @provider, @effort)
+         ON CONFLICT (conversation_id) DO UPDATE SET ${assignments}`,
+      )
+      .run(row);
+  }
+}
