@@ -32,13 +32,10 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
       const last = messages[messages.length - 1];
       const user = textOf([...messages].reverse().find((m) => m.role === "user"));
       if (last?.role === "tool") return { text: "The command finished." };
-      if (user.includes("write the note")) {
-        // Not a dangerous command, so Hermes runs it without asking.
-        return {
-          toolCalls: [
-            { name: "terminal", arguments: { command: `echo pheby > ${work}/note-via-pheby.txt` } },
-          ],
-        };
+      if (user.includes("approve the note")) {
+        // Dangerous (rm -rf), so Hermes asks.
+        const command = `rm -rf ${work}/old-notes && echo pheby > ${work}/note-approved.txt`;
+        return { toolCalls: [{ name: "terminal", arguments: { command } }] };
       }
       if (user.includes("make the file")) {
         return {
@@ -150,8 +147,9 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
     options: () => options,
     helloPrompt: "say hello",
     slowPrompt: "talk slowly",
-    toolPrompt: "please write the note",
+    toolPrompt: "please approve the note",
     toolName: "terminal",
-    toolFile: () => join(work, "note-via-pheby.txt"),
+    toolFile: () => join(work, "note-approved.txt"),
+    choices: ["once", "session", "always", "deny"],
   });
 });

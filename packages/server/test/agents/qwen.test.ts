@@ -29,13 +29,13 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
       const last = messages[messages.length - 1];
       if (last?.role === "tool") return { text: "The command finished." };
       const user = textOf([...messages].reverse().find((m) => m.role === "user"));
-      if (user.includes("write the note")) {
+      if (user.includes("approve the note")) {
         return {
           toolCalls: [
             {
               name: "run_shell_command",
               arguments: {
-                command: `echo pheby > ${join(work, "note-via-pheby.txt")}`,
+                command: `echo pheby > ${join(work, "note-approved.txt")}`,
                 description: "Write a note",
                 is_background: false,
               },
@@ -149,10 +149,9 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     options: () => options,
     helloPrompt: "say hello",
     slowPrompt: "talk slowly",
-    toolPrompt: "please write the note",
+    toolPrompt: "please approve the note",
     toolName: "Shell", // Qwen titles the ACP tool call by its display name
-    toolFile: () => join(work, "note-via-pheby.txt"),
-    // Until approvals go through Pheby, the tool runs in Qwen's `yolo` mode, which does not ask.
-    toolOptions: { mode: "yolo" },
+    toolFile: () => join(work, "note-approved.txt"),
+    choices: ["once", "always", "deny"],
   });
 });

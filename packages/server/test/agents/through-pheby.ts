@@ -1,7 +1,7 @@
 /**
  * The real-agent flow through a real Pheby server and `@pheby/client`, shared by the Qwen Code
- * and Hermes suites: create a conversation, stream an answer, run a shell tool and see its
- * `tool.event`s and its effect on disk, cancel a slow run. Every frame is validated against
+ * and Hermes suites: create a conversation, stream an answer, a shell tool whose permission is an
+ * `approval.request` answered once (its `tool.event`s and its effect on disk), cancel a slow run. Every frame is validated against
  * `@pheby/protocol` (test/setup.ts).
  */
 import { readFileSync } from "node:fs";
@@ -17,32 +17,27 @@ export interface ThroughPhebySpec {
   helloPrompt: string;
   /** Prompt the fake LLM answers with a slow stream. */
   slowPrompt: string;
-  /** Prompt the fake LLM answers with one shell tool call that writes `toolFile()` without asking. */
+  /** Prompt the fake LLM answers with one shell tool call that asks permission and writes `toolFile()`. */
   toolPrompt: string;
+  /** The tool's name as `tool.event` shows it. */
   toolName: string;
   toolFile(): string;
-  /** Options for the tool run, e.g. a mode that does not ask permission. */
-  toolOptions?: Partial<AcpBackendOptions>;
+  /** The approval choices the agent offers. */
+  choices: string[];
 }
 
 /** Register the "through a Pheby server" tests inside the calling suite's describe. */
 export function describeThroughPheby(spec: ThroughPhebySpec): void {
   describe("through a Pheby server and @pheby/client", () => {
     let p: PhebyAcp;
-    let tools: PhebyAcp;
 
     beforeAll(async () => {
       p = await startPhebyAcp(spec.options());
-      tools = spec.toolOptions ? await startPhebyAcp({ ...spec.options(), ...spec.toolOptions }) : p;
-      // Bring the agents up outside the client's request timeout (Python agents boot slowly).
+      // Bring the agent up outside the client's request timeout (Python agents boot slowly).
       await p.backend.ensureReady();
-      await tools.backend.ensureReady();
     }, 120_000);
 
-    afterAll(async () => {
-      if (tools && tools !== p) await tools.close();
-      await p?.close();
-    });
+    afterAll(() => p?.close());
 
     it("creates a conversation and streams an answer", async () => {
       const id = await p.create("Real agent");
@@ -57,23 +52,32 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
     });
 
-    it("runs a shell tool: tool.event running → completed, the effect on disk", async () => {
-      const id = await tools.create();
-      const run = await tools.chat(id, spec.toolPrompt, 90_000);
-      expect(run.finished.status).toBe("completed");
-      const events = framesOf(run.frames, "tool.event");
+    it("a shell tool's permission appears as approval.request; once runs it (running → completed, on disk)", async () => {
+      const id = await p.create();
+      const { run_id } = await p.client.request({
+        type: "chat.send",
+        conversation_id: id,
+        text: spec.toolPrompt,
+      });
+      const request = await p.waitFor("approval.request", (m) => m.run_id === run_id, 90_000);
+      expect(request.choices).toEqual(spec.choices);
+      expect(request.conversation_id).toBe(id);
+      const resolved = await p.client.request({
+        type: "approval.respond",
+        approval_id: request.approval_id,
+        choice: "once",
+      });
+      expect(resolved).toMatchObject({ choice: "once", accepted: true });
+      const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 90_000);
+      expect(finished.status).toBe("completed");
+      const events = framesOf(p.frames, "tool.event").filter((e) => e.run_id === run_id);
       const started = events.find((e) => e.status === "running" && e.tool_name === spec.toolName);
       expect(started, JSON.stringify(events)).toBeDefined();
       expect(
         events.find((e) => e.tool_call_id === started!.tool_call_id && e.status === "completed")?.duration_ms,
       ).toEqual(expect.any(Number));
       expect(readFileSync(spec.toolFile(), "utf8").trim()).toBe("pheby");
-      expect(run.complete.text).toContain("The command finished.");
     });
-
-    // Needs the server's approval flow (the "decisions" work, not on main yet): until then the run
-    // engine answers every permission question `cancelled`.
-    it.todo("a shell tool's permission appears as approval.request; answering once runs it");
 
     it("cancels a slow run: exactly one cancelled run.finished, and the agent carries on", async () => {
       const id = await p.create();
