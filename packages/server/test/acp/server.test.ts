@@ -41,32 +41,46 @@ function seedSessions(fake: FakeAgent, sessions: Record<string, { title: string;
   writeFileSync(fake.env.FAKE_STATE!, JSON.stringify(state));
 }
 
-describe("ACP through Pheby: conversations and runs", () => {
-  let fake: FakeAgent;
-  let p: PhebyAcp;
-
+/** Hooks: one fake agent (optionally holding `seed` sessions) behind one Pheby server for the block. */
+function useAcpServer(seed?: Parameters<typeof seedSessions>[1]) {
+  const env = {} as { fake: FakeAgent; p: PhebyAcp };
   beforeAll(async () => {
-    fake = fakeAgentDir();
-    p = await startPhebyAcp(agentOptions(fake));
+    env.fake = fakeAgentDir();
+    if (seed) seedSessions(env.fake, seed);
+    env.p = await startPhebyAcp(agentOptions(env.fake));
   });
-  afterAll(() => p.close());
+  afterAll(() => env.p.close());
+  return env;
+}
+
+/** Servers a test starts itself, closed after each test. */
+function closeAfterEach(): PhebyAcp[] {
+  const servers: PhebyAcp[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.splice(0).map((s) => s.close()));
+  });
+  return servers;
+}
+
+describe("ACP through Pheby: conversations and runs", () => {
+  const env = useAcpServer();
 
   it("conversation.create opens an ACP session in the configured cwd", async () => {
-    expect(fake.calls()).toEqual([]); // the agent is spawned lazily
-    const updated = p.waitFor("conversation.updated", (m) => m.name === "First");
-    const id = await p.create("First");
+    expect(env.fake.calls()).toEqual([]); // the agent is spawned lazily
+    const updated = env.p.waitFor("conversation.updated", (m) => m.name === "First");
+    const id = await env.p.create("First");
     expect((await updated).conversation_id).toBe(id);
-    const [created] = fake.calls("session/new");
-    expect(created?.params.cwd).toBe(fake.dir);
-    const { conversations } = await p.client.request({ type: "conversation.list" });
+    const [created] = env.fake.calls("session/new");
+    expect(created?.params.cwd).toBe(env.fake.dir);
+    const { conversations } = await env.p.client.request({ type: "conversation.list" });
     const mine = conversations.find((c) => c.conversation_id === id);
     expect(mine).toMatchObject({ name: "First", source: "acp" });
     expect(mine?.session_id).toMatch(/^sess-/);
   });
 
   it("streams cumulative deltas, hides thoughts and mirrors the exchange", async () => {
-    const id = await p.create();
-    const run = await p.chat(id, "hello there world");
+    const id = await env.p.create();
+    const run = await env.p.chat(id, "hello there world");
     expect(run.finished.status).toBe("completed");
     expect(run.complete.text).toBe("echo: hello there world");
     expect(run.deltas.length).toBeGreaterThan(0);
@@ -75,17 +89,17 @@ describe("ACP through Pheby: conversations and runs", () => {
       expect(run.complete.text.startsWith(d)).toBe(true);
     }
     expect(JSON.stringify(run.frames)).not.toContain("secret thoughts");
-    const history = await p.client.request({ type: "conversation.open", conversation_id: id });
+    const history = await env.p.client.request({ type: "conversation.open", conversation_id: id });
     expect(history.messages.map((m) => [m.role, m.text])).toEqual([
       ["user", "hello there world"],
       ["assistant", "echo: hello there world"],
     ]);
-    expect(fake.calls("session/load")).toEqual([]); // a conversation made here is never replayed
+    expect(env.fake.calls("session/load")).toEqual([]); // a conversation made here is never replayed
   });
 
   it("relays tool events with redacted args, durations and truncated failures, never results", async () => {
-    const id = await p.create();
-    const run = await p.chat(id, "tools");
+    const id = await env.p.create();
+    const run = await env.p.chat(id, "tools");
     expect(run.finished.status).toBe("completed");
     const tools = framesOf(run.frames, "tool.event");
     expect(tools.map((t) => [t.tool_call_id, t.status])).toEqual([
@@ -104,7 +118,7 @@ describe("ACP through Pheby: conversations and runs", () => {
     expect(tools[2]?.tool_name).toBe("read_file");
     expect(tools[3]?.error?.startsWith("boom xxx")).toBe(true);
     expect(tools[3]?.error).toHaveLength(300); // the limit exactly, ellipsis included
-    const wire = JSON.stringify(p.frames);
+    const wire = JSON.stringify(env.p.frames);
     expect(wire).not.toContain("sk-123");
     expect(wire).not.toContain("/home/secret"); // tool results stay on the server
   });
@@ -116,8 +130,8 @@ describe("ACP through Pheby: conversations and runs", () => {
     ["cancelled", "cancelled"],
     ["refusal", "failed"],
   ] as const)("stopReason %s becomes run.finished %s", async (reason, status) => {
-    const id = await p.create();
-    const run = await p.chat(id, `stop ${reason}`);
+    const id = await env.p.create();
+    const run = await env.p.chat(id, `stop ${reason}`);
     expect(run.finished.status).toBe(status);
     expect(run.complete.text).toBe(`stopping with ${reason}`);
     if (status === "failed") expect(run.finished.error).toBe("the agent refused to continue");
@@ -125,8 +139,8 @@ describe("ACP through Pheby: conversations and runs", () => {
   });
 
   it("a JSON-RPC error fails the run with the agent's message and keeps the partial answer", async () => {
-    const id = await p.create();
-    const run = await p.chat(id, "error");
+    const id = await env.p.create();
+    const run = await env.p.chat(id, "error");
     expect(run.finished).toMatchObject({
       status: "failed",
       error: "the agent reported an error: scripted failure",
@@ -135,81 +149,76 @@ describe("ACP through Pheby: conversations and runs", () => {
   });
 
   it("an agent crash mid-run fails the run clearly; the next chat respawns it", async () => {
-    const id = await p.create();
-    const starts = fake.calls("initialize").length;
-    const crashed = await p.chat(id, "crash");
+    const id = await env.p.create();
+    const starts = env.fake.calls("initialize").length;
+    const crashed = await env.p.chat(id, "crash");
     expect(crashed.finished).toMatchObject({
       status: "failed",
       error: "the agent process exited unexpectedly (exit code 3)",
     });
     expect(crashed.complete.text).toBe("about to crash");
-    const again = await p.chat(id, "still there");
+    const again = await env.p.chat(id, "still there");
     expect(again.finished.status).toBe("completed");
     expect(again.complete.text).toBe("echo: still there");
-    expect(fake.calls("initialize")).toHaveLength(starts + 1);
+    expect(env.fake.calls("initialize")).toHaveLength(starts + 1);
     // The new process had never seen the session: it was resumed.
-    const { conversations } = await p.client.request({ type: "conversation.list" });
+    const { conversations } = await env.p.client.request({ type: "conversation.list" });
     const sessionId = conversations.find((c) => c.conversation_id === id)?.session_id;
-    expect(fake.calls("session/resume").at(-1)?.params.sessionId).toBe(sessionId);
+    expect(env.fake.calls("session/resume").at(-1)?.params.sessionId).toBe(sessionId);
   });
 
   it("run.cancel: session/cancel to the agent and exactly one cancelled run.finished", async () => {
-    const id = await p.create();
-    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text: "slow" });
-    await p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}` && m.text.includes("tick 1"));
-    const cancels = fake.calls("session/cancel").length;
-    const finished = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
+    const id = await env.p.create();
+    const { run_id } = await env.p.client.request({ type: "chat.send", conversation_id: id, text: "slow" });
+    await env.p.waitFor(
+      "message.delta",
+      (m) => m.message_id === `draft-${run_id}` && m.text.includes("tick 1"),
+    );
+    const cancels = env.fake.calls("session/cancel").length;
+    const finished = await env.p.client.request({ type: "run.cancel", conversation_id: id, run_id });
     expect(finished).toMatchObject({ type: "run.finished", run_id, status: "cancelled" });
-    expect(fake.calls("session/cancel")).toHaveLength(cancels + 1);
+    expect(env.fake.calls("session/cancel")).toHaveLength(cancels + 1);
     // A later run in the same conversation finishes after anything late from the cancelled one.
-    expect((await p.chat(id, "after cancel")).finished.status).toBe("completed");
-    expect(framesOf(p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
+    expect((await env.p.chat(id, "after cancel")).finished.status).toBe("completed");
+    expect(framesOf(env.p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
   });
 
   it("an agent title becomes the name via conversation.updated, unless the user renamed it", async () => {
-    const id = await p.create();
-    const run = await p.chat(id, "title");
-    const updated = framesOf(p.frames, "conversation.updated").filter((m) => m.conversation_id === id);
+    const id = await env.p.create();
+    const run = await env.p.chat(id, "title");
+    const updated = framesOf(env.p.frames, "conversation.updated").filter((m) => m.conversation_id === id);
     expect(updated.at(-1)?.name).toBe("Scripted title");
     // The title arrived before the run ended (updates are applied in order).
-    expect(p.frames.indexOf(updated.at(-1)!)).toBeLessThan(p.frames.indexOf(run.finished));
+    expect(env.p.frames.indexOf(updated.at(-1)!)).toBeLessThan(env.p.frames.indexOf(run.finished));
 
-    await p.client.request({ type: "conversation.rename", conversation_id: id, name: "Mine" });
-    const before = p.frames.length;
-    await p.chat(id, "title");
+    await env.p.client.request({ type: "conversation.rename", conversation_id: id, name: "Mine" });
+    const before = env.p.frames.length;
+    await env.p.chat(id, "title");
     expect(
-      p.frames.slice(before).filter((m) => m.type === "conversation.updated" && m.conversation_id === id),
+      env.p.frames.slice(before).filter((m) => m.type === "conversation.updated" && m.conversation_id === id),
     ).toEqual([]);
-    const { conversations } = await p.client.request({ type: "conversation.list" });
+    const { conversations } = await env.p.client.request({ type: "conversation.list" });
     expect(conversations.find((c) => c.conversation_id === id)?.name).toBe("Mine");
   });
 });
 
 describe("ACP through Pheby: the agent's own sessions and history replay", () => {
-  let fake: FakeAgent;
-  let p: PhebyAcp;
-
-  beforeAll(async () => {
-    fake = fakeAgentDir();
-    seedSessions(fake, {
-      "cli-1": { title: "From the CLI", history: ["earlier question", "earlier answer"] },
-      "cli-2": { title: "Second", history: ["q2", "a2"] },
-      "cli-3": { title: "Third", history: ["q3", "a3"] },
-    });
-    p = await startPhebyAcp(agentOptions(fake));
+  const env = useAcpServer({
+    "cli-1": { title: "From the CLI", history: ["earlier question", "earlier answer"] },
+    "cli-2": { title: "Second", history: ["q2", "a2"] },
+    "cli-3": { title: "Third", history: ["q3", "a3"] },
   });
-  afterAll(() => p.close());
 
   async function listed() {
-    const { conversations } = await p.client.request({ type: "conversation.list" });
+    const { conversations } = await env.p.client.request({ type: "conversation.list" });
     return conversations;
   }
   const byName = async (name: string) => (await listed()).find((c) => c.name === name)!;
 
   it("conversation.list merges session/list (all pages) with Pheby's own index, once each", async () => {
-    const own = await p.create("Made in Pheby");
+    const own = await env.p.create("Made in Pheby");
     const first = await listed();
-    expect(fake.calls("session/list").length).toBeGreaterThanOrEqual(2); // 4 sessions, pages of 2
+    expect(env.fake.calls("session/list").length).toBeGreaterThanOrEqual(2); // 4 sessions, pages of 2
     expect(first.map((c) => c.name).sort()).toEqual(["From the CLI", "Made in Pheby", "Second", "Third"]);
     expect(first.find((c) => c.name === "From the CLI")).toMatchObject({
       session_id: "cli-1",
@@ -225,8 +234,8 @@ describe("ACP through Pheby: the agent's own sessions and history replay", () =>
 
   it("opening an imported conversation replays its history into the mirror, once", async () => {
     const conv = await byName("From the CLI");
-    const loads = fake.calls("session/load").length;
-    const history = await p.client.request({
+    const loads = env.fake.calls("session/load").length;
+    const history = await env.p.client.request({
       type: "conversation.open",
       conversation_id: conv.conversation_id,
     });
@@ -234,18 +243,18 @@ describe("ACP through Pheby: the agent's own sessions and history replay", () =>
       ["user", "earlier question"],
       ["assistant", "earlier answer"],
     ]);
-    expect(fake.calls("session/load")).toHaveLength(loads + 1);
-    const again = await p.client.request({
+    expect(env.fake.calls("session/load")).toHaveLength(loads + 1);
+    const again = await env.p.client.request({
       type: "conversation.open",
       conversation_id: conv.conversation_id,
     });
     expect(again.messages).toEqual(history.messages); // same rows, same message IDs
-    expect(fake.calls("session/load")).toHaveLength(loads + 1);
+    expect(env.fake.calls("session/load")).toHaveLength(loads + 1);
 
     // The conversation continues where the agent left it, behind the mirrored history.
-    const run = await p.chat(conv.conversation_id, "and now");
+    const run = await env.p.chat(conv.conversation_id, "and now");
     expect(run.finished.status).toBe("completed");
-    const after = await p.client.request({
+    const after = await env.p.client.request({
       type: "conversation.open",
       conversation_id: conv.conversation_id,
     });
@@ -259,26 +268,26 @@ describe("ACP through Pheby: the agent's own sessions and history replay", () =>
 
   it("never replays while a run is active", async () => {
     const conv = await byName("Second");
-    const { run_id } = await p.client.request({
+    const { run_id } = await env.p.client.request({
       type: "chat.send",
       conversation_id: conv.conversation_id,
       text: "slow",
     });
-    await p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}`);
-    const loads = fake.calls("session/load").length;
-    const open = await p.client.request({ type: "conversation.open", conversation_id: conv.conversation_id });
+    await env.p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}`);
+    const loads = env.fake.calls("session/load").length;
+    const open = await env.p.client.request({
+      type: "conversation.open",
+      conversation_id: conv.conversation_id,
+    });
     expect(open.run).toMatchObject({ run_id, status: "running" });
     expect(open.messages.map((m) => m.text)).toEqual(["slow"]);
-    expect(fake.calls("session/load")).toHaveLength(loads);
-    await p.client.request({ type: "run.cancel", conversation_id: conv.conversation_id, run_id });
+    expect(env.fake.calls("session/load")).toHaveLength(loads);
+    await env.p.client.request({ type: "run.cancel", conversation_id: conv.conversation_id, run_id });
   });
 });
 
 describe("ACP through Pheby: the agent's declared capabilities", () => {
-  const servers: PhebyAcp[] = [];
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((s) => s.close()));
-  });
+  const servers = closeAfterEach();
 
   it("a lazily started agent declares its capabilities before the server relies on them", async () => {
     const fake = fakeAgentDir();
@@ -342,25 +351,18 @@ describe("ACP through Pheby: the agent's declared capabilities", () => {
 });
 
 describe("ACP through Pheby: decisions", () => {
-  let fake: FakeAgent;
-  let p: PhebyAcp;
-
-  beforeAll(async () => {
-    fake = fakeAgentDir();
-    p = await startPhebyAcp(agentOptions(fake));
-  });
-  afterAll(() => p.close());
+  const env = useAcpServer();
 
   /** Start a run and wait for its approval.request. */
   async function asked(text: string) {
-    const id = await p.create();
-    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text });
-    const request = await p.waitFor("approval.request", (m) => m.run_id === run_id);
+    const id = await env.p.create();
+    const { run_id } = await env.p.client.request({ type: "chat.send", conversation_id: id, text });
+    const request = await env.p.waitFor("approval.request", (m) => m.run_id === run_id);
     return { id, run_id, request };
   }
-  const finished = (run_id: string) => p.waitFor("run.finished", (m) => m.run_id === run_id);
+  const finished = (run_id: string) => env.p.waitFor("run.finished", (m) => m.run_id === run_id);
   const completeOf = (run_id: string) =>
-    p.waitFor("message.complete", (m) => m.message_id === `draft-${run_id}`);
+    env.p.waitFor("message.complete", (m) => m.message_id === `draft-${run_id}`);
 
   it("session/request_permission → approval.request with Hermes's choices; once → allow_once", async () => {
     const { id, run_id, request } = await asked("permission hermes");
@@ -370,7 +372,7 @@ describe("ACP through Pheby: decisions", () => {
       description: "Destructive shell command",
       choices: ["once", "session", "always", "deny"],
     });
-    const resolved = await p.client.request({
+    const resolved = await env.p.client.request({
       type: "approval.respond",
       approval_id: request.approval_id,
       choice: "once",
@@ -378,7 +380,7 @@ describe("ACP through Pheby: decisions", () => {
     expect(resolved).toMatchObject({ approval_id: request.approval_id, choice: "once", accepted: true });
     expect((await finished(run_id)).status).toBe("completed");
     expect((await completeOf(run_id)).text).toBe("chose allow_once");
-    const tool = framesOf(p.frames, "tool.event").filter((t) => t.run_id === run_id);
+    const tool = framesOf(env.p.frames, "tool.event").filter((t) => t.run_id === run_id);
     expect(tool.map((t) => t.status)).toEqual(["running", "completed"]);
   });
 
@@ -388,94 +390,101 @@ describe("ACP through Pheby: decisions", () => {
   ] as const)("generic options: only once/always/deny offered; %s → %s", async (choice, said) => {
     const { run_id, request } = await asked("permission generic");
     expect(request.choices).toEqual(["once", "always", "deny"]);
-    await p.client.request({ type: "approval.respond", approval_id: request.approval_id, choice });
+    await env.p.client.request({ type: "approval.respond", approval_id: request.approval_id, choice });
     await finished(run_id);
     expect((await completeOf(run_id)).text).toBe(said);
   });
 
   it("a choice the agent did not offer is refused and the question stays pending", async () => {
     const { run_id, request } = await asked("permission generic");
-    const err = await p.client
+    const err = await env.p.client
       .request({ type: "approval.respond", approval_id: request.approval_id, choice: "session" })
       .catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "bad_request" });
-    await p.client.request({ type: "approval.respond", approval_id: request.approval_id, choice: "once" });
+    await env.p.client.request({
+      type: "approval.respond",
+      approval_id: request.approval_id,
+      choice: "once",
+    });
     expect((await completeOf(run_id)).text).toBe("chose proceed_once");
   });
 
   it("the agent withdraws its question: approval.resolved not accepted", async () => {
     const { run_id, request } = await asked("permission hermes withdraw");
-    const resolved = await p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id);
+    const resolved = await env.p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id);
     expect(resolved).toMatchObject({ choice: null, accepted: false });
     await finished(run_id);
   });
 
   it("cancel while an approval is pending: withdrawn, one cancelled run.finished", async () => {
     const { id, run_id, request } = await asked("permission hermes");
-    const done = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
+    const done = await env.p.client.request({ type: "run.cancel", conversation_id: id, run_id });
     expect(done).toMatchObject({ status: "cancelled" });
-    expect(await p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id)).toMatchObject({
+    expect(
+      await env.p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id),
+    ).toMatchObject({
       accepted: false,
     });
-    expect((await p.chat(id, "next")).finished.status).toBe("completed");
-    expect(framesOf(p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
+    expect((await env.p.chat(id, "next")).finished.status).toBe("completed");
+    expect(framesOf(env.p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
   });
 
   it("YOLO answers once itself (no approval.request) and switches the agent to its yolo mode", async () => {
-    const id = await p.create();
-    await p.client.request({ type: "yolo.set", conversation_id: id, enabled: true });
-    const run = await p.chat(id, "permission hermes");
+    const id = await env.p.create();
+    await env.p.client.request({ type: "yolo.set", conversation_id: id, enabled: true });
+    const run = await env.p.chat(id, "permission hermes");
     expect(run.complete.text).toBe("chose allow_once");
-    expect(framesOf(p.frames, "approval.request").filter((m) => m.conversation_id === id)).toEqual([]);
-    expect(fake.calls("session/set_mode").at(-1)?.params.modeId).toBe("yolo");
+    expect(framesOf(env.p.frames, "approval.request").filter((m) => m.conversation_id === id)).toEqual([]);
+    expect(env.fake.calls("session/set_mode").at(-1)?.params.modeId).toBe("yolo");
   });
 
   it("elicitation/create (Hermes clarify form) → clarify.request; a choice reaches the agent as accept", async () => {
-    const id = await p.create();
-    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text: "clarify" });
-    const q = await p.waitFor("clarify.request", (m) => m.run_id === run_id);
+    const id = await env.p.create();
+    const { run_id } = await env.p.client.request({
+      type: "chat.send",
+      conversation_id: id,
+      text: "clarify",
+    });
+    const q = await env.p.waitFor("clarify.request", (m) => m.run_id === run_id);
     expect(q).toMatchObject({ question: "Need input\nDeploy where?", allow_free_text: true });
     expect(q.choices).not.toContain("Other (type your answer)"); // free text replaces it
     expect(q.choices).toContain("staging");
-    await p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "staging" });
+    await env.p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "staging" });
     const text = (await completeOf(run_id)).text;
     expect(text).toContain('"action":"accept"');
     expect(text).toContain("staging");
   });
 
   it("a free-text elicitation → clarify.request without choices; the text reaches the agent", async () => {
-    const id = await p.create();
-    const { run_id } = await p.client.request({
+    const id = await env.p.create();
+    const { run_id } = await env.p.client.request({
       type: "chat.send",
       conversation_id: id,
       text: "clarify free",
     });
-    const q = await p.waitFor("clarify.request", (m) => m.run_id === run_id);
+    const q = await env.p.waitFor("clarify.request", (m) => m.run_id === run_id);
     expect(q).toMatchObject({ question: "Need input\nYour name?", choices: null, allow_free_text: true });
-    await p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "Ada" });
+    await env.p.client.request({ type: "clarify.respond", clarify_id: q.clarify_id, response: "Ada" });
     expect((await completeOf(run_id)).text).toContain('"answer":"Ada"');
   });
 
   it("models and reasoning from config options; a conversation override reaches the agent", async () => {
-    const id = await p.create();
-    const models = await p.client.request({ type: "models.list", conversation_id: id });
+    const id = await env.p.create();
+    const models = await env.p.client.request({ type: "models.list", conversation_id: id });
     expect(models.providers.map((m) => [m.slug, m.models])).toEqual([
       ["cloud", ["big", "small"]],
       ["local", ["tiny"]],
     ]);
     expect(models.current_model).toBe("small");
-    await p.client.request({ type: "model.set", conversation_id: id, model: "big" });
-    await p.client.request({ type: "reasoning.set", conversation_id: id, effort: "high" });
-    const run = await p.chat(id, "whoami");
+    await env.p.client.request({ type: "model.set", conversation_id: id, model: "big" });
+    await env.p.client.request({ type: "reasoning.set", conversation_id: id, effort: "high" });
+    const run = await env.p.chat(id, "whoami");
     expect(run.complete.text).toMatch(/^model=big effort=high /);
   });
 });
 
 describe("ACP through Pheby: agents without config options", () => {
-  const servers: PhebyAcp[] = [];
-  afterEach(async () => {
-    await Promise.all(servers.splice(0).map((s) => s.close()));
-  });
+  const servers = closeAfterEach();
 
   it("legacy models: listed and applied with session/set_model; reasoning is not_implemented", async () => {
     const fake = fakeAgentDir();
