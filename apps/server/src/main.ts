@@ -55,6 +55,8 @@ async function main(): Promise<void> {
     agent,
     logger,
     logChatContent: config.log_chat_content,
+    attachmentRetentionDays: config.attachment_retention_days,
+    allowedFileRoots: config.agent.allowed_file_roots,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

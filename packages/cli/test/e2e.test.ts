@@ -7,7 +7,6 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { missingAreas } from "../../conformance/test/features.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
@@ -85,12 +84,10 @@ describe.skipIf(unavailable !== undefined)(
   `pheby against apps/server${unavailable ? ` (${unavailable})` : ""}`,
   () => {
     let server: TestServer;
-    let skip: string[] = [];
     let conversation = "";
 
     beforeAll(async () => {
       server = await startServer();
-      ({ skip } = await missingAreas(server));
       const created = await runPheby(server, ["conversations", "create", "CLI e2e", "--json"]);
       expect(created.code).toBe(0);
       conversation = (jsonLines(created.output)[0] as { conversation_id: string }).conversation_id;
@@ -159,8 +156,7 @@ describe.skipIf(unavailable !== undefined)(
       expect((history.messages as { text: string }[]).some((m) => m.text === "/sim slow")).toBe(true);
     });
 
-    it("an approval is asked with its choices and answered interactively (pseudo-terminal)", async (ctx) => {
-      if (skip.includes("approvals.*")) return ctx.skip("/sim approval is not on this server yet (issue 4)");
+    it("an approval is asked with its choices and answered interactively (pseudo-terminal)", async () => {
       const run = pheby(server, ["chat", conversation, "/sim approval"], { tty: true });
       await run.waitFor("approve> ");
       expect(run.output()).toMatch(/\[1\] once/);
@@ -168,8 +164,7 @@ describe.skipIf(unavailable !== undefined)(
       expect(await run.exit).toBe(0);
     });
 
-    it("upload and download round-trip byte for byte, with plain progress lines off a terminal", async (ctx) => {
-      if (skip.includes("attachments.*")) return ctx.skip("attachments are not on this server yet (issue 5)");
+    it("upload and download round-trip byte for byte, with plain progress lines off a terminal", async () => {
       const dir = mkdtempSync(join(tmpdir(), "pheby-cli-files-"));
       try {
         const bytes = randomBytes(3 * 1024 * 1024 + 17);

@@ -10,6 +10,7 @@ export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
 export {
   createPhebyServer,
+  DEFAULT_ATTACHMENT_RETENTION_DAYS,
   DEFAULT_HOST,
   DEFAULT_LOCKOUT,
   DEFAULT_MAX_BUFFERED_BYTES,

@@ -4,6 +4,7 @@ import { getRequestListener } from "@hono/node-server";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
+import { AttachmentStore, type SweepResult } from "./attachments/store.js";
 import { Lockout } from "./auth/lockout.js";
 import { createSecretCheck } from "./auth/secret.js";
 import { Decisions } from "./decisions/decisions.js";
@@ -24,7 +25,7 @@ import { SocketServer } from "./ws/socket-server.js";
 export interface PhebyServerOptions {
   /** The shared secret clients send in `hello`; compared in constant time. Required. */
   secret: string;
-  /** Directory for the SQLite database (and, later, attachment blobs); created if missing. */
+  /** Directory for the SQLite database and the attachment blobs (`attachments/`); created if missing. */
   dataDir: string;
   /** The agent backend; default {@link createSimulatorBackend}(). */
   agent?: AgentBackend;
@@ -44,6 +45,14 @@ export interface PhebyServerOptions {
   clock?: Clock;
   /** The `server` field of `ready` (default "pheby"). */
   serverName?: string;
+  /** Days attachments are kept (default 7); 0 keeps them forever (`expires_at: null`). */
+  attachmentRetentionDays?: number;
+  /**
+   * Directories the agent may deliver files from (default none). A produced
+   * file is copied into the store only when its real path (symlinks
+   * resolved) lies inside one of them; anything else is refused and logged.
+   */
+  allowedFileRoots?: readonly string[];
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -62,6 +71,11 @@ export interface PhebyServer {
    * 1001 going-away, the backend is stopped and the database closed.
    */
   close(): Promise<void>;
+  /**
+   * Run the attachment sweep now (it also runs at `listen()` and hourly):
+   * expired blobs and their rows, and orphaned temp files, are deleted.
+   */
+  sweepAttachments(): Promise<SweepResult>;
 }
 
 /** Default bind address and port. */
@@ -71,6 +85,10 @@ export const DEFAULT_PORT = 8620;
 export const DEFAULT_LOCKOUT = { maxFailures: 5, windowMs: 60_000, durationMs: 300_000 } as const;
 /** Default per-client send-buffer cap. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Default attachment retention, in days. */
+export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
+/** How often the attachment sweep runs. */
+const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
  * Create a Pheby server. Opening the store happens here (so a bad data
@@ -89,11 +107,25 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
+  const retentionDays = options.attachmentRetentionDays ?? DEFAULT_ATTACHMENT_RETENTION_DAYS;
+  if (!Number.isInteger(retentionDays) || retentionDays < 0) {
+    throw new Error("createPhebyServer: attachmentRetentionDays must be a whole number >= 0");
+  }
+  const attachments = new AttachmentStore({
+    dataDir: options.dataDir,
+    store,
+    clock,
+    log,
+    retentionDays,
+    allowedFileRoots: options.allowedFileRoots ?? [],
+  });
+
   const hub = new Hub();
   const settings = new Settings(new SettingsStore(store.db), backend, log);
   const decisions = new Decisions({ hub, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
     store,
+    attachments,
     hub,
     backend,
     decisions,
@@ -104,6 +136,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   });
   const ctx: ServerContext = {
     store,
+    attachments,
     hub,
     runs,
     decisions,
@@ -129,15 +162,24 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     },
     log,
   };
+  const checkSecret = createSecretCheck(options.secret);
+  // One lockout for both transports: failed HTTP auth counts like a failed hello.
+  const lockout = new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock);
   const sockets = new SocketServer(ctx, {
-    checkSecret: createSecretCheck(options.secret),
-    lockout: new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock),
+    checkSecret,
+    lockout,
     authTimeoutMs: options.authTimeoutMs ?? 10_000,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     serverName: options.serverName ?? "pheby",
   });
-  const app = createHttpApp(log);
+  const app = createHttpApp(log, { attachments, store, checkSecret, lockout, log });
+  const sweep = () =>
+    attachments.sweep().catch((err: unknown) => {
+      log.error({ err }, "attachment sweep failed");
+      return { expired: 0, temps: 0, orphans: 0 };
+    });
+  let sweepTimer: NodeJS.Timeout | undefined;
 
   let http: Server | undefined;
   let started: Promise<void> | undefined;
@@ -147,8 +189,11 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     async listen(opts = {}) {
       if (closed) throw new Error("server is closed");
       if (http) throw new Error("server is already listening");
-      started ??= backend.start(host);
+      // The start sweep also removes what a crash left: temp files and unindexed blobs.
+      started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {});
       await started;
+      sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
+      sweepTimer.unref();
       const server = createServer(getRequestListener(app.fetch));
       http = server;
       server.on("upgrade", (req, socket, head) => sockets.handleUpgrade(req, socket, head));
@@ -168,6 +213,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
 
     close() {
       closed ??= (async () => {
+        clearInterval(sweepTimer);
         runs.shutdown();
         await sockets.close();
         if (http) {
@@ -182,10 +228,13 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
         } catch (err) {
           log.warn({ err }, "agent backend did not close cleanly");
         }
+        await attachments.idle();
         store.close();
         log.info("closed");
       })();
       return closed;
     },
+
+    sweepAttachments: () => attachments.sweep(),
   };
 }

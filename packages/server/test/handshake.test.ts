@@ -33,7 +33,8 @@ describe("HTTP", () => {
   });
 
   it("unknown routes get a JSON 404 that reveals nothing", async () => {
-    for (const path of ["/nope", "/../etc/passwd", "/attachments/x"]) {
+    // (/attachments/* is an authenticated route: see attachments-http.test.ts.)
+    for (const path of ["/nope", "/../etc/passwd", "/attachment/x"]) {
       const res = await fetch(`${ts.url}${path}`);
       expect(res.status).toBe(404);
       expect(await res.json()).toEqual({ error: { code: "not_found", message: "Not found" } });

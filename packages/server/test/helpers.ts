@@ -1,12 +1,14 @@
+import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { PhebyClient } from "@pheby/client";
 import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
-import { afterAll, beforeAll } from "vitest";
+import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
 import {
   createPhebyServer,
@@ -56,6 +58,19 @@ export interface TestServer {
 
 export function tempDir(): string {
   return mkdtempSync(join(tmpdir(), "pheby-server-test-"));
+}
+
+/** Register cleanup and return a maker of temp dirs that are removed after each test. */
+export function useTempDirs(): () => string {
+  const dirs: string[] = [];
+  afterEach(() => {
+    for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  });
+  return () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d;
+  };
 }
 
 /** Start a server with a fast simulator (1 ms per word) unless options override it. */
@@ -277,4 +292,25 @@ export function useServerWithTwoClients(options: Partial<PhebyServerOptions> = {
     await env.ts.cleanup();
   });
   return env;
+}
+
+/**
+ * The built server (dist/, so run `pnpm build` first) in a child process on
+ * 127.0.0.1:0 with the default simulator, for tests that kill it (SIGKILL).
+ */
+export async function spawnServerProcess(dataDir: string): Promise<{ child: ChildProcess; port: string }> {
+  const dist = fileURLToPath(new URL("../dist/index.js", import.meta.url));
+  const script = `
+    import { createPhebyServer } from ${JSON.stringify(dist)};
+    const s = createPhebyServer({ secret: ${JSON.stringify(SECRET)}, dataDir: ${JSON.stringify(dataDir)} });
+    const info = await s.listen({ port: 0 });
+    console.log(String(info.port));`;
+  const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const port = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once("data", (d) => resolve(String(d).trim()));
+    child.once("exit", (code) => reject(new Error(`child exited ${code}; is dist built?`)));
+  });
+  return { child, port };
 }

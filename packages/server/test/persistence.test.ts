@@ -1,22 +1,18 @@
-import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { CLOSE_CODES } from "@pheby/protocol";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { DB_FILE } from "../src/store/store.js";
-import { createConversation, RawClient, SECRET, send, startServer, tempDir } from "./helpers.js";
+import {
+  createConversation,
+  RawClient,
+  send,
+  spawnServerProcess,
+  startServer,
+  useTempDirs,
+} from "./helpers.js";
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function dir(): string {
-  const d = tempDir();
-  dirs.push(d);
-  return d;
-}
+const dir = useTempDirs();
 
 function runRows(dataDir: string) {
   const db = new Database(join(dataDir, DB_FILE), { readonly: true });
@@ -83,19 +79,7 @@ describe("restart persistence", () => {
 
   it("after a crash (SIGKILL mid-run) the interrupted run is recorded failed and open shows run: null", async () => {
     const dataDir = dir();
-    const dist = fileURLToPath(new URL("../dist/index.js", import.meta.url));
-    const script = `
-      import { createPhebyServer } from ${JSON.stringify(dist)};
-      const s = createPhebyServer({ secret: ${JSON.stringify(SECRET)}, dataDir: ${JSON.stringify(dataDir)} });
-      const info = await s.listen({ port: 0 });
-      console.log(String(info.port));`;
-    const child = spawn(process.execPath, ["--input-type=module", "-e", script], {
-      stdio: ["ignore", "pipe", "inherit"],
-    });
-    const port = await new Promise<string>((resolve, reject) => {
-      child.stdout.once("data", (d) => resolve(String(d).trim()));
-      child.once("exit", (code) => reject(new Error(`child exited ${code}; is dist built?`)));
-    });
+    const { child, port } = await spawnServerProcess(dataDir);
     const c = await RawClient.connect(`ws://127.0.0.1:${port}/ws`);
     const id = await createConversation(c);
     const runId = await send(c, id, "/sim slow");

@@ -193,17 +193,24 @@ describe("runs on the simulator", () => {
     }
   });
 
-  it("reserved scenarios answer with a notice naming the issue they land with", async () => {
+  it("an unknown scenario answers with the help, which lists every scenario", async () => {
     const id = await createConversation(a);
-    for (const [name, issue] of [
-      ["file", "issue 5"],
-      ["image", "issue 5"],
+    const r = await runOf(id, "/sim nope");
+    expect(r.finished.status).toBe("completed");
+    for (const name of [
+      "tools",
+      "slow",
+      "fail",
+      "notice",
+      "later",
+      "long",
+      "approval",
+      "timeout",
+      "clarify",
+      "file",
+      "image",
     ]) {
-      const runId = await send(a, id, `/sim ${name}`);
-      const frames = await a.run(runId);
-      const notice = frames.find((m) => m.type === "message.complete" && m.kind === "notice");
-      expect(notice && "text" in notice && notice.text).toContain(issue);
-      expect(checkRun(frames, runId).finished.status).toBe("completed");
+      expect(r.text).toContain(`/sim ${name}`);
     }
   });
 

@@ -1,5 +1,4 @@
 import { type HandlerTable, requireConversation } from "./context.js";
-import { ProtocolError } from "./errors.js";
 
 /** chat.send / run.cancel: thin wrappers over the run engine. */
 export const chatHandlers: HandlerTable = {
@@ -7,11 +6,11 @@ export const chatHandlers: HandlerTable = {
     // A live turn must not interleave with a history replay of the same session.
     await ctx.history.idle(req.msg.conversation_id);
     const conv = requireConversation(ctx, req.msg.conversation_id);
-    if (req.msg.attachment_ids?.length) {
-      // No upload can exist before attachments land (issue 5), so every ID is unknown.
-      throw new ProtocolError("bad_request", "attachment_ids: unknown attachment");
-    }
-    ctx.runs.send(conv, req.msg.text, req.conn, req.msg.request_id);
+    const ids = req.msg.attachment_ids ?? [];
+    // The claim runs inside the transaction that records the user message, after the
+    // run_active check: a rejected send claims nothing and leaves the IDs retryable.
+    const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
+    ctx.runs.send(conv, req.msg.text, req.conn, req.msg.request_id, claim);
   },
 
   "run.cancel": (ctx, req) => {

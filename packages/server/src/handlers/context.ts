@@ -1,6 +1,7 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentCapabilities } from "../agent/port.js";
+import type { AttachmentStore } from "../attachments/store.js";
 import type { Decisions } from "../decisions/decisions.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { Settings } from "../settings/settings.js";
@@ -13,6 +14,7 @@ import type { HistoryRefresh } from "./history.js";
 /** Services every handler can use. */
 export interface ServerContext {
   store: Store;
+  attachments: AttachmentStore;
   hub: Hub;
   runs: RunEngine;
   decisions: Decisions;

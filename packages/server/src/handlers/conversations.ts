@@ -96,7 +96,7 @@ export const conversationHandlers: HandlerTable = {
         ts: m.ts === null ? null : iso(m.ts),
       })),
       has_more: page.hasMore,
-      attachments: [],
+      attachments: ctx.attachments.list(id),
       run: ctx.runs.state(id),
       tools: ctx.runs.tools(id),
       approvals: ctx.decisions.approvals(id),

@@ -1,19 +1,24 @@
+import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Logger } from "pino";
+import { type AttachmentRouteDeps, attachmentRoutes } from "../attachments/http.js";
 
 /**
  * The HTTP routes. `GET /health` is the only unauthenticated route; unknown
  * routes get a JSON 404 that reveals nothing. `/ws` upgrades are handled on
  * the HTTP server's `upgrade` event (ws/socket-server.ts); a plain GET of
- * `/ws` lands here and is told to upgrade. Later domains (attachments) add
- * their routes to the returned app.
+ * `/ws` lands here and is told to upgrade. Attachments: attachments/http.ts.
  */
-export function createHttpApp(log: Logger): Hono {
-  const app = new Hono();
+export function createHttpApp(
+  log: Logger,
+  attachments: AttachmentRouteDeps,
+): Hono<{ Bindings: HttpBindings }> {
+  const app = new Hono<{ Bindings: HttpBindings }>();
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/ws", (c) =>
     c.json({ error: { code: "bad_request", message: "WebSocket upgrade required" } }, 426),
   );
+  attachmentRoutes(app, attachments);
   app.notFound((c) => c.json({ error: { code: "not_found", message: "Not found" } }, 404));
   app.onError((err, c) => {
     log.error({ err }, "HTTP handler failed");

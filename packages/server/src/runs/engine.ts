@@ -1,7 +1,8 @@
 import { performance } from "node:perf_hooks";
 import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend, TurnResult, TurnSink } from "../agent/port.js";
+import type { AgentBackend, ProducedFile, TurnResult, TurnSink } from "../agent/port.js";
+import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../handlers/errors.js";
 import type { Settings } from "../settings/settings.js";
@@ -63,6 +64,7 @@ class Run {
 /** What the engine needs from the server. */
 export interface RunEngineDeps {
   store: Store;
+  attachments: AttachmentStore;
   hub: Hub;
   backend: AgentBackend;
   decisions: Decisions;
@@ -105,12 +107,22 @@ export class RunEngine {
     return this.deps.store.latestRunTools(conversationId).map(toolState);
   }
 
-  /** `chat.send`: start a run for a user message. Throws `run_active` when one is running. */
-  send(conv: ConversationRow, text: string, from: Connection, requestId: string | undefined): string {
+  /**
+   * `chat.send`: start a run for a user message. Throws `run_active` when one
+   * is running. `claim` is called with the user message's wire ID inside the
+   * transaction that records it; if it throws, nothing is recorded.
+   */
+  send(
+    conv: ConversationRow,
+    text: string,
+    from: Connection,
+    requestId: string | undefined,
+    claim: (messageId: string) => Claimed[] = () => [],
+  ): string {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const run = this.#begin(conv.id, text);
+    const { run, claimed } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
     from.send({
       type: "run.accepted",
@@ -118,12 +130,20 @@ export class RunEngine {
       conversation_id: conv.id,
       run_id: run.runId,
     });
+    for (const { descriptor } of claimed) {
+      this.deps.hub.broadcast({
+        type: "attachment.added",
+        conversation_id: conv.id,
+        attachment: descriptor,
+        ts: this.#ts(),
+      });
+    }
     this.#startMessage(run);
     const input = {
       conversationId: conv.id,
       sessionId: conv.session_id ?? "",
       text,
-      attachments: [],
+      attachments: claimed.map((c) => c.ref),
     };
     // Settings are read as the turn starts: a change during a run applies from the next turn.
     void this.#drive(run, async (sink, signal) =>
@@ -158,7 +178,7 @@ export class RunEngine {
       await active.done;
     }
     if (this.#closed || !this.deps.store.getConversation(conv.id)) return;
-    const run = this.#begin(conv.id, null);
+    const { run } = this.#begin(conv.id, null);
     this.deps.hub.broadcast({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
     this.#startMessage(run);
     await this.#drive(run, async (sink) => {
@@ -197,9 +217,17 @@ export class RunEngine {
     return iso(this.deps.clock.now());
   }
 
-  #begin(conversationId: string, userText: string | null): Run {
+  #begin(
+    conversationId: string,
+    userText: string | null,
+    claim: (messageId: string) => Claimed[] = () => [],
+  ): { run: Run; claimed: Claimed[] } {
     const run = new Run(conversationId, this.deps.clock.now());
-    this.deps.store.startRun(run.runId, conversationId, run.startedAt, userText);
+    const { store } = this.deps;
+    const claimed = store.transaction(() => {
+      const messageRow = store.startRun(run.runId, conversationId, run.startedAt, userText);
+      return messageRow === null ? [] : claim(`m${messageRow}`);
+    });
     this.#active.set(conversationId, run);
     this.deps.log.debug(
       {
@@ -209,7 +237,7 @@ export class RunEngine {
       },
       "run accepted",
     );
-    return run;
+    return { run, claimed };
   }
 
   #startMessage(run: Run): void {
@@ -247,7 +275,7 @@ export class RunEngine {
   }
 
   #sink(run: Run): TurnSink {
-    const { hub, log } = this.deps;
+    const { hub } = this.deps;
     return {
       text: (chunk) => {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
@@ -299,15 +327,34 @@ export class RunEngine {
         this.#ending(run)
           ? { outcome: "cancelled" }
           : this.deps.decisions.askClarification(asker(run), question, withdraw),
-      // Files land with issue 5; until then they are refused so a backend never waits on nothing.
-      file: async () => {
-        log.warn({ run: run.runId }, "produced file dropped: attachments are not implemented yet");
-      },
+      file: (file) => this.#deliver(run, file),
     };
   }
 
   #ending(run: Run): boolean {
     return run.finished || run.cancelRequested || this.#closed;
+  }
+
+  /**
+   * A file the agent produced: copied into the store (paths only from the
+   * allowed roots) and broadcast as an outbound `attachment.added` carrying
+   * the run's draft message ID. A refused or failed copy is logged; the run goes on.
+   */
+  async #deliver(run: Run, file: ProducedFile): Promise<void> {
+    if (run.finished) return;
+    const { attachments, hub, log } = this.deps;
+    try {
+      const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
+      if (!row) return;
+      hub.broadcast({
+        type: "attachment.added",
+        conversation_id: run.conversationId,
+        attachment: attachments.descriptor(row),
+        ts: this.#ts(),
+      });
+    } catch (err) {
+      log.warn({ run: run.runId, err: (err as Error).message }, "produced file could not be stored");
+    }
   }
 
   #flushDelta(run: Run): void {

@@ -3,7 +3,7 @@ import type Database from "better-sqlite3";
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Attachments (issue 5) land as a new step.
+ * Settings (v2) and attachments (v3) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -71,6 +71,24 @@ export const MIGRATIONS: readonly string[] = [
     provider        TEXT,
     effort          TEXT
   );
+  `,
+  // v3 (issue 5): attachments — the index of the blobs under <dataDir>/attachments/blobs.
+  `
+  CREATE TABLE attachments (
+    id              TEXT PRIMARY KEY,      -- 32 hex, also the blob's file name
+    conversation_id TEXT NOT NULL REFERENCES conversations (id),
+    direction       TEXT NOT NULL CHECK (direction IN ('inbound', 'outbound')),
+    filename        TEXT NOT NULL,         -- sanitised display name, never a path
+    mime_type       TEXT NOT NULL,
+    size            INTEGER NOT NULL,
+    kind            TEXT NOT NULL,
+    inline_image    INTEGER NOT NULL,
+    message_id      TEXT,                  -- inbound: null until a chat.send claims it; outbound: the run's draft
+    created_at      INTEGER NOT NULL,
+    expires_at      INTEGER                -- null: kept forever (retention 0)
+  );
+  CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
+  CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
 ];
 

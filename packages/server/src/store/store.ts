@@ -188,15 +188,21 @@ export class Store {
 
   // ---- runs and tools ----
 
-  /** Record an accepted run and, when given, its user message, atomically. */
-  startRun(runId: string, conversationId: string, ts: number, userText: string | null): void {
-    this.db.transaction(() => {
+  /** Record an accepted run and, when given, its user message, atomically; returns the message's row ID. */
+  startRun(runId: string, conversationId: string, ts: number, userText: string | null): number | null {
+    return this.db.transaction(() => {
       this.db
         .prepare("INSERT INTO runs (run_id, conversation_id, status, started_at) VALUES (?, ?, 'running', ?)")
         .run(runId, conversationId, ts);
-      if (userText !== null) this.addMessage(conversationId, "user", userText, ts, runId);
-      else this.touchConversation(conversationId, ts);
+      if (userText !== null) return this.addMessage(conversationId, "user", userText, ts, runId);
+      this.touchConversation(conversationId, ts);
+      return null;
     })();
+  }
+
+  /** Run `fn` in one transaction (nested calls become savepoints): all of it is stored, or none. */
+  transaction<T>(fn: () => T): T {
+    return this.db.transaction(fn)();
   }
 
   /** Record a run's end and, when non-empty, its assistant text. */

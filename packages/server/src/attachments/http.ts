@@ -1,0 +1,150 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
+import type { HttpBindings } from "@hono/node-server";
+import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
+import { type ErrorCode, LIMITS } from "@pheby/protocol";
+import type { Context, Hono } from "hono";
+import type { Logger } from "pino";
+import { clientAddress } from "../auth/address.js";
+import { presentedSecrets } from "../auth/http.js";
+import type { Lockout } from "../auth/lockout.js";
+import type { Store } from "../store/store.js";
+import { contentDisposition, sanitiseFilename } from "./filename.js";
+import { parseRange } from "./range.js";
+import { AttachmentRejected, type AttachmentStore } from "./store.js";
+
+/** What the attachment routes need. */
+export interface AttachmentRouteDeps {
+  attachments: AttachmentStore;
+  store: Store;
+  checkSecret(candidate: string): boolean;
+  lockout: Lockout;
+  log: Logger;
+}
+
+type Env = { Bindings: HttpBindings };
+
+/** The spec's exact body for an unknown, expired or malformed attachment ID. */
+export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
+
+const fail = (c: Context<Env>, status: 400 | 401 | 413 | 429, code: ErrorCode, message: string) =>
+  c.json({ error: { code, message } }, status);
+
+/**
+ * Authenticate a request. Missing credentials → 401. Wrong credentials → 401
+ * and a failure counted towards the same per-address lockout as failed
+ * hellos (the HTTP routes take the same secret, so they must not be an
+ * unthrottled guessing oracle). A locked-out address gets 429 `rate_limited`
+ * whatever it presents.
+ */
+function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | undefined {
+  const { incoming } = c.env;
+  const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
+  if (deps.lockout.isLocked(addr)) {
+    return fail(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
+  }
+  const presented = presentedSecrets(incoming.headers);
+  if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
+  // Check every candidate (no early exit) so timing does not tell which header matched.
+  const ok = presented.map((s) => deps.checkSecret(s)).includes(true);
+  if (!ok) {
+    const locked = deps.lockout.fail(addr);
+    deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");
+    return fail(c, 401, "unauthorized", "Invalid credentials");
+  }
+  deps.lockout.succeed(addr);
+  return undefined;
+}
+
+/** Add `POST /attachments` and `GET /attachments/:id` to the app. */
+export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): void {
+  app.post("/attachments", async (c) => {
+    const denied = authenticate(c, deps);
+    if (denied) return denied;
+    const { incoming } = c.env;
+    const conversationId = c.req.query("conversation_id");
+    if (!conversationId || !deps.store.getConversation(conversationId)) {
+      return fail(c, 400, "bad_request", "conversation_id: unknown conversation");
+    }
+    const filename = sanitiseFilename(c.req.query("filename"));
+    if (filename === undefined) return fail(c, 400, "bad_request", "filename: missing or empty");
+    const declared = Number(incoming.headers["content-length"] ?? Number.NaN);
+    if (declared > LIMITS.uploadBytes) return tooLarge(c);
+    if (declared === 0) return fail(c, 400, "bad_request", "empty body");
+    try {
+      const row = await deps.attachments.receive(incoming.iterator({ destroyOnReturn: false }), {
+        conversationId,
+        filename,
+        declaredType: incoming.headers["content-type"],
+      });
+      return c.json({ attachment: deps.attachments.descriptor(row) }, 201);
+    } catch (err) {
+      if (err instanceof AttachmentRejected) {
+        return err.reason === "too_large" ? tooLarge(c) : fail(c, 400, "bad_request", "empty body");
+      }
+      if (incoming.errored || incoming.destroyed) {
+        deps.log.debug(
+          { conversation: conversationId },
+          "upload aborted by the client; partial file removed",
+        );
+        return c.body(null, 400);
+      }
+      throw err;
+    }
+  });
+
+  app.get("/attachments/:id", async (c) => {
+    const denied = authenticate(c, deps);
+    if (denied) return denied;
+    const blob = await deps.attachments.open(c.req.param("id"));
+    if (!blob) return c.json(UNAVAILABLE, 404);
+    const { incoming, outgoing } = c.env;
+    const range = parseRange(incoming.headers.range, blob.size);
+    const headers: Record<string, string | number> = {
+      "Content-Type": blob.row.mime_type,
+      "Content-Disposition": contentDisposition(blob.row.filename),
+      "X-Content-Type-Options": "nosniff",
+      "Content-Security-Policy": "default-src 'none'; sandbox",
+      "Cache-Control": "private, no-store",
+      "Accept-Ranges": "bytes",
+    };
+    if (range === "unsatisfiable") {
+      await blob.handle.close();
+      outgoing.writeHead(416, { ...headers, "Content-Range": `bytes */${blob.size}`, "Content-Length": 0 });
+      outgoing.end();
+      return RESPONSE_ALREADY_SENT;
+    }
+    const start = range?.start ?? 0;
+    const end = range?.end ?? blob.size - 1;
+    outgoing.writeHead(range ? 206 : 200, {
+      ...headers,
+      "Content-Length": end - start + 1,
+      ...(range ? { "Content-Range": `bytes ${start}-${end}/${blob.size}` } : {}),
+    });
+    await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, incoming);
+    return RESPONSE_ALREADY_SENT;
+  });
+
+  // Anything else under /attachments/ (a nested path, a traversal attempt) is an unavailable attachment.
+  app.get("/attachments/*", (c) => authenticate(c, deps) ?? c.json(UNAVAILABLE, 404));
+}
+
+function tooLarge(c: Context<Env>): Response {
+  // The rest of the body is not read: close the connection after the answer.
+  c.header("Connection", "close");
+  return fail(c, 413, "too_large", `Attachment exceeds ${LIMITS.uploadBytes} bytes`);
+}
+
+/** Pipe a blob to the response; a client that goes away mid-download only ends that response. */
+async function stream(
+  source: NodeJS.ReadableStream,
+  outgoing: ServerResponse,
+  log: Logger,
+  incoming: IncomingMessage,
+): Promise<void> {
+  try {
+    await pipeline(source, outgoing);
+  } catch (err) {
+    log.debug({ err: (err as Error).message, url: incoming.url }, "download ended early");
+  }
+}
