@@ -26,7 +26,12 @@ export interface PhebyAcp {
   /** Create a conversation; returns its ID. */
   create(name?: string): Promise<string>;
   /** Send a chat message and wait for the run to finish. */
-  chat(conversationId: string, text: string, timeoutMs?: number): Promise<RunOutcome>;
+  chat(
+    conversationId: string,
+    text: string,
+    timeoutMs?: number,
+    attachmentIds?: string[],
+  ): Promise<RunOutcome>;
   /** Close the client and the server, and remove the data dir. */
   close(): Promise<void>;
 }
@@ -45,7 +50,7 @@ export interface RunOutcome {
 /** Start a server whose agent is `createAcpBackend(agent)`, and connect a client. */
 export async function startPhebyAcp(
   agent: AcpBackendOptions,
-  server: { dataDir?: string; logger?: Logger } = {},
+  server: { dataDir?: string; logger?: Logger; allowedFileRoots?: string[] } = {},
 ): Promise<PhebyAcp> {
   const backend = createAcpBackend(agent);
   const ts = await startServer({ agent: backend, ...server });
@@ -87,11 +92,12 @@ export async function startPhebyAcp(
       const created = await client.request({ type: "conversation.create", ...(name ? { name } : {}) });
       return created.conversation_id;
     },
-    async chat(conversationId, text, timeoutMs) {
+    async chat(conversationId, text, timeoutMs, attachmentIds) {
       const { run_id: runId } = await client.request({
         type: "chat.send",
         conversation_id: conversationId,
         text,
+        ...(attachmentIds ? { attachment_ids: attachmentIds } : {}),
       });
       const finished = await waitFor("run.finished", (m) => m.run_id === runId, timeoutMs);
       const mine = runFrames(frames, runId);

@@ -3,7 +3,9 @@
  * spawning the scripted fake agent as a real child process, driven through `@pheby/client`.
  * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
-import { writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { captureLogs, tempDir } from "../helpers.js";
@@ -507,5 +509,75 @@ describe("ACP through Pheby: agents without config options", () => {
     servers.push(p);
     const err = await p.client.request({ type: "models.list" }).catch((e: unknown) => e);
     expect(err).toMatchObject({ code: "not_implemented" });
+  });
+});
+
+describe("ACP through Pheby: files both ways", () => {
+  const servers = closeAfterEach();
+
+  it("image and resource blocks become outbound attachments of the run's draft, downloadable byte for byte", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir] });
+    servers.push(p);
+    const id = await p.create();
+    const run = await p.chat(id, "files");
+    expect(run.finished.status).toBe("completed");
+    // attachment.added carries no run_id; it belongs to the run through the draft message_id.
+    const added = framesOf(p.frames, "attachment.added")
+      .filter((m) => m.conversation_id === id)
+      .map((m) => m.attachment);
+    expect(added.map((a) => [a.filename, a.kind, a.direction, a.message_id])).toEqual([
+      ["image.png", "image", "outbound", `draft-${run.runId}`],
+      ["report.md", "document", "outbound", `draft-${run.runId}`],
+    ]);
+    expect(added[0]!.inline_image).toBe(true);
+    const report = await p.client.download(added[1]!);
+    expect(Buffer.from(report.bytes!).toString()).toBe("# Report");
+    const open = await p.client.request({ type: "conversation.open", conversation_id: id });
+    expect(open.attachments.map((a) => a.attachment_id)).toEqual(added.map((a) => a.attachment_id));
+  });
+
+  it("MEDIA: lines inside the allowed roots are copied into the store, the tags stripped; others never served", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir] });
+    servers.push(p);
+    mkdirSync(join(fake.dir, "out"));
+    const inside = join(fake.dir, "out", "summary.txt");
+    writeFileSync(inside, "the agent's summary\n");
+    const outside = join(mkdtempSync(join(tmpdir(), "pheby-outside-")), "passwd");
+    writeFileSync(outside, "root:x:0:0\n");
+    const id = await p.create();
+    const run = await p.chat(id, `media ${inside} ${outside}`);
+    expect(run.complete.text).toBe("Result:\nDone. MEDIA:not-a-line");
+    const added = framesOf(p.frames, "attachment.added")
+      .filter((m) => m.conversation_id === id)
+      .map((m) => m.attachment);
+    expect(added.map((a) => a.filename)).toEqual(["summary.txt"]);
+    const copy = await p.client.download(added[0]!);
+    expect(Buffer.from(copy.bytes!).toString()).toBe(readFileSync(inside, "utf8"));
+  });
+
+  it("client uploads reach the agent as image, resource_link and embedded resource blocks", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake));
+    servers.push(p);
+    const id = await p.create();
+    // A real PNG header (sniffed as an image), a PDF (linked by path) and a small text (inlined).
+    const png = Buffer.from("89504e470d0a1a0a0000000d4948445200000001000000010806000000", "hex");
+    const ids: string[] = [];
+    for (const [bytes, filename, contentType] of [
+      [png, "a.png", "image/png"],
+      [Buffer.from("%PDF-1.4\n"), "b.pdf", "application/pdf"],
+      [Buffer.from("# notes"), "c.md", "text/markdown"],
+    ] as const) {
+      ids.push((await p.client.upload(id, new Uint8Array(bytes), { filename, contentType })).attachment_id);
+    }
+    const run = await p.chat(id, "whoami", undefined, ids);
+    expect(run.complete.text).toContain("blocks=text,image,resource_link,resource(# notes)");
+    const prompt = fake.calls("session/prompt").at(-1)!.params.prompt;
+    expect(prompt[1]).toMatchObject({ type: "image", mimeType: "image/png", data: png.toString("base64") });
+    // The link points into Pheby's own store, never at a client-chosen path.
+    expect(prompt[2]).toMatchObject({ type: "resource_link", name: "b.pdf" });
+    expect(prompt[2].uri).toMatch(/^file:\/\/.+\/[0-9a-f]{32}$/);
   });
 });
