@@ -10,6 +10,7 @@ import { createSecretCheck } from "./auth/secret.js";
 import { Decisions } from "./decisions/decisions.js";
 import type { ServerContext } from "./handlers/context.js";
 import { applySessionTitle } from "./handlers/conversations.js";
+import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
@@ -142,7 +143,18 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     log,
     logChatContent: options.logChatContent ?? false,
   });
-  const ctx: ServerContext = { store, attachments, hub, runs, decisions, settings, backend, clock, log };
+  const ctx: ServerContext = {
+    store,
+    attachments,
+    hub,
+    runs,
+    decisions,
+    settings,
+    backend,
+    clock,
+    log,
+    history: new HistoryRefresh(),
+  };
   const host: AgentHost = {
     unsolicited(message) {
       const conv = store.conversationBySession(message.sessionId);

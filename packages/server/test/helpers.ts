@@ -215,14 +215,19 @@ export class RawClient {
   /** Every frame of one run (run.accepted excluded), from message.start to run.finished, once it has finished. */
   async run(runId: string): Promise<ServerMessage[]> {
     await this.nextAny((m) => m.type === "run.finished" && m.run_id === runId);
-    return this.frames.filter(
-      (m) => (m.type !== "run.accepted" && "run_id" in m && m.run_id === runId) || isDraft(m, runId),
-    );
+    return runFrames(this.frames, runId);
   }
 
   close(): void {
     this.ws.close();
   }
+}
+
+/** The frames of one run (run.accepted excluded): those carrying its run_id, its draft and its notices. */
+export function runFrames(frames: readonly ServerMessage[], runId: string): ServerMessage[] {
+  return frames.filter(
+    (m) => (m.type !== "run.accepted" && "run_id" in m && m.run_id === runId) || isDraft(m, runId),
+  );
 }
 
 function isDraft(m: ServerMessage, runId: string): boolean {

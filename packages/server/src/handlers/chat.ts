@@ -2,7 +2,9 @@ import { type HandlerTable, requireConversation } from "./context.js";
 
 /** chat.send / run.cancel: thin wrappers over the run engine. */
 export const chatHandlers: HandlerTable = {
-  "chat.send": (ctx, req) => {
+  "chat.send": async (ctx, req) => {
+    // A live turn must not interleave with a history replay of the same session.
+    await ctx.history.idle(req.msg.conversation_id);
     const conv = requireConversation(ctx, req.msg.conversation_id);
     const ids = req.msg.attachment_ids ?? [];
     // The claim runs inside the transaction that records the user message, after the

@@ -1,6 +1,6 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentBackend, AgentCapabilities } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { Decisions } from "../decisions/decisions.js";
 import type { RunEngine } from "../runs/engine.js";
@@ -9,6 +9,7 @@ import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
 import { conversationNotFound } from "./errors.js";
+import type { HistoryRefresh } from "./history.js";
 
 /** Services every handler can use. */
 export interface ServerContext {
@@ -21,6 +22,8 @@ export interface ServerContext {
   backend: AgentBackend;
   clock: Clock;
   log: Logger;
+  /** Refreshes empty transcript mirrors from the agent's replay (see history.ts). */
+  history: HistoryRefresh;
 }
 
 /** One decoded request from an authenticated connection. */
@@ -49,4 +52,14 @@ export function requireConversation(ctx: ServerContext, id: string): Conversatio
   const conv = ctx.store.getConversation(id);
   if (!conv) throw conversationNotFound();
   return conv;
+}
+
+/**
+ * The backend's capabilities once it is up. A lazily started backend (ACP) reports optimistic
+ * values until its agent has declared its own, so every capability check goes through here.
+ * Throws when the agent cannot be started; callers fall back to what the server can do alone.
+ */
+export async function agentCapabilities(ctx: ServerContext): Promise<AgentCapabilities> {
+  await ctx.backend.ensureReady?.();
+  return ctx.backend.capabilities;
 }

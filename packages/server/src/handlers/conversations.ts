@@ -2,7 +2,13 @@ import { type ConversationSummary, LIMITS } from "@pheby/protocol";
 import type { ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
-import { type HandlerTable, reply, requireConversation, type ServerContext } from "./context.js";
+import {
+  agentCapabilities,
+  type HandlerTable,
+  reply,
+  requireConversation,
+  type ServerContext,
+} from "./context.js";
 import { ProtocolError } from "./errors.js";
 
 /** Name of a conversation created without one. */
@@ -21,8 +27,9 @@ function summary(row: ConversationRow): ConversationSummary {
 /** Import agent sessions the store has never seen (when the backend can list them). */
 async function importAgentSessions(ctx: ServerContext): Promise<void> {
   const { backend, store, log } = ctx;
-  if (!backend.capabilities.listSessions || !backend.listSessions) return;
+  if (!backend.listSessions) return;
   try {
+    if (!(await agentCapabilities(ctx)).listSessions) return;
     const known = store.knownSessionIds();
     for (const session of await backend.listSessions()) {
       if (known.has(session.sessionId)) continue;
@@ -68,13 +75,15 @@ export const conversationHandlers: HandlerTable = {
       source: ctx.backend.name,
       created_at: ctx.clock.now(),
     });
+    ctx.history.authoritative(id);
     reply(req, { type: "conversation.created", conversation_id: id, name });
     ctx.hub.broadcast({ type: "conversation.updated", conversation_id: id, name });
   },
 
-  "conversation.open": (ctx, req) => {
+  "conversation.open": async (ctx, req) => {
     const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id } = req.msg;
-    requireConversation(ctx, id);
+    await ctx.history.refresh(ctx, requireConversation(ctx, id));
+    requireConversation(ctx, id); // it may have been deleted while the agent replayed
     const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
     const page = ctx.store.messagePage(id, limit, before);
     reply(req, {
@@ -111,9 +120,9 @@ export const conversationHandlers: HandlerTable = {
     await ctx.runs.cancelAndWait(id);
     if (!ctx.store.getConversation(id))
       throw new ProtocolError("conversation_not_found", "Conversation not found");
-    if (conv.session_id && ctx.backend.capabilities.deleteSession && ctx.backend.deleteSession) {
+    if (conv.session_id && ctx.backend.deleteSession) {
       try {
-        await ctx.backend.deleteSession(conv.session_id);
+        if ((await agentCapabilities(ctx)).deleteSession) await ctx.backend.deleteSession(conv.session_id);
       } catch (err) {
         ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
       }

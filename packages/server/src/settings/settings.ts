@@ -42,11 +42,16 @@ export class Settings {
 
   /** The backend's catalogue, or `not_implemented` when it lacks the capability. */
   async catalogue(capability: "models" | "reasoning"): Promise<AgentCatalogue> {
-    if (!this.backend.capabilities[capability] || !this.backend.catalogue) {
+    const unsupported = () => {
       const what = capability === "models" ? "Model selection" : "Reasoning effort";
-      throw new ProtocolError("not_implemented", `${what} is not supported by this agent`);
-    }
-    return this.backend.catalogue();
+      return new ProtocolError("not_implemented", `${what} is not supported by this agent`);
+    };
+    await this.backend.ensureReady?.();
+    if (!this.backend.capabilities[capability] || !this.backend.catalogue) throw unsupported();
+    const catalogue = await this.backend.catalogue();
+    // A lazy backend may learn these capabilities only with its catalogue (ACP: models are per session).
+    if (!this.backend.capabilities[capability]) throw unsupported();
+    return catalogue;
   }
 
   /** The effective model of a conversation (or the global one when `conversationId` is undefined). */
@@ -106,8 +111,8 @@ export class Settings {
    */
   async forTurn(conversationId: string): Promise<TurnSettings> {
     const yolo = this.store.yolo(conversationId);
-    const { capabilities, catalogue } = this.backend;
-    if (!(capabilities.models || capabilities.reasoning) || !catalogue) {
+    const { catalogue } = this.backend;
+    if (!(this.backend.capabilities.models || this.backend.capabilities.reasoning) || !catalogue) {
       return { model: null, effort: null, yolo };
     }
     let cat: AgentCatalogue = {
@@ -122,6 +127,8 @@ export class Settings {
       this.log.warn({ err }, "agent catalogue unavailable; the turn uses stored settings only");
     }
     const current = this.model(cat, conversationId);
+    // Read after the catalogue: a lazy backend may only know its capabilities from it.
+    const { capabilities } = this.backend;
     return {
       model:
         capabilities.models && current.model !== null

@@ -140,6 +140,28 @@ export class Store {
     })();
   }
 
+  /**
+   * Copy an agent's replayed history into an empty mirror, atomically. Does nothing (returns 0)
+   * when the conversation is gone or already has messages, e.g. a run started meanwhile.
+   * `last_active` is left alone: a replay is not activity.
+   */
+  importHistory(
+    conversationId: string,
+    entries: ReadonlyArray<{ role: "user" | "assistant"; text: string; ts: number | null }>,
+  ): number {
+    return this.db.transaction(() => {
+      const empty =
+        this.getConversation(conversationId) !== undefined &&
+        this.db.prepare("SELECT 1 FROM messages WHERE conversation_id = ?").get(conversationId) === undefined;
+      if (!empty) return 0;
+      const insert = this.db.prepare(
+        "INSERT INTO messages (conversation_id, role, text, ts, run_id) VALUES (?, ?, ?, ?, NULL)",
+      );
+      for (const e of entries) insert.run(conversationId, e.role, e.text, e.ts);
+      return entries.length;
+    })();
+  }
+
   /** True when message row `id` belongs to the conversation. */
   hasMessage(conversationId: string, id: number): boolean {
     return (

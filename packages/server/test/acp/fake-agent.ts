@@ -157,6 +157,7 @@ const app = acp
   })
   .onRequest("session/load", async ({ params, client }) => {
     log("session/load", params);
+    if (hang === "session/load") await never;
     const s = known(params.sessionId);
     for (const [i, h] of s.history.entries()) {
       const sessionUpdate = h.role === "user" ? "user_message_chunk" : "agent_message_chunk";

@@ -6,11 +6,12 @@ import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAcpBackend } from "../../src/agent/acp/index.js";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
 import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { AGENT_BINS, skipReason } from "./agents.js";
+import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("hermes");
 if (reason) console.info(reason);
@@ -20,6 +21,7 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
   let backend: AgentBackend;
   let host: RecordingHost;
   let work: string;
+  let options: AcpBackendOptions;
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "pheby-hermes-"));
@@ -30,6 +32,11 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
       const last = messages[messages.length - 1];
       const user = textOf([...messages].reverse().find((m) => m.role === "user"));
       if (last?.role === "tool") return { text: "The command finished." };
+      if (user.includes("approve the note")) {
+        // Dangerous (rm -rf), so Hermes asks.
+        const command = `rm -rf ${work}/old-notes && echo pheby > ${work}/note-approved.txt`;
+        return { toolCalls: [{ name: "terminal", arguments: { command } }] };
+      }
       if (user.includes("make the file")) {
         return {
           toolCalls: [
@@ -57,12 +64,13 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
       ].join("\n"),
     );
     host = new RecordingHost();
-    backend = createAcpBackend({
+    options = {
       command: [AGENT_BINS.hermes, "acp"],
       cwd: work,
       env: { HERMES_HOME: home, HOME: home },
       allowedFileRoots: [work],
-    });
+    };
+    backend = createAcpBackend(options);
     await backend.start(host);
   });
 
@@ -133,5 +141,15 @@ describe.skipIf(reason !== null)("Hermes Agent over ACP", { timeout: 180_000 }, 
       status: "cancelled",
     });
     expect(existsSync(work)).toBe(true);
+  });
+
+  describeThroughPheby({
+    options: () => options,
+    helloPrompt: "say hello",
+    slowPrompt: "talk slowly",
+    toolPrompt: "please approve the note",
+    toolName: "terminal",
+    toolFile: () => join(work, "note-approved.txt"),
+    choices: ["once", "session", "always", "deny"],
   });
 });

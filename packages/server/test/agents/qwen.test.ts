@@ -5,11 +5,12 @@ import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAcpBackend } from "../../src/agent/acp/index.js";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
 import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { AGENT_BINS, skipReason } from "./agents.js";
+import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("qwen");
 if (reason) console.info(reason);
@@ -19,6 +20,7 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
   let backend: AgentBackend;
   let host: RecordingHost;
   let work: string;
+  let options: AcpBackendOptions;
 
   beforeAll(async () => {
     work = mkdtempSync(join(tmpdir(), "pheby-qwen-"));
@@ -27,6 +29,20 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
       const last = messages[messages.length - 1];
       if (last?.role === "tool") return { text: "The command finished." };
       const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+      if (user.includes("approve the note")) {
+        return {
+          toolCalls: [
+            {
+              name: "run_shell_command",
+              arguments: {
+                command: `echo pheby > ${join(work, "note-approved.txt")}`,
+                description: "Write a note",
+                is_background: false,
+              },
+            },
+          ],
+        };
+      }
       if (user.includes("make the file")) {
         return {
           toolCalls: [
@@ -46,7 +62,7 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     });
     const home = mkdtempSync(join(tmpdir(), "pheby-qwen-home-"));
     host = new RecordingHost();
-    backend = createAcpBackend({
+    options = {
       command: [AGENT_BINS.qwen, "--acp"],
       cwd: work,
       env: {
@@ -57,7 +73,8 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
       },
       allowedFileRoots: [work],
       mode: "default", // Qwen's default mode is `auto`, which does not ask permission.
-    });
+    };
+    backend = createAcpBackend(options);
     await backend.start(host);
   });
 
@@ -126,5 +143,15 @@ describe.skipIf(reason !== null)("Qwen Code over ACP", { timeout: 120_000 }, () 
     ).toEqual({
       status: "completed",
     });
+  });
+
+  describeThroughPheby({
+    options: () => options,
+    helloPrompt: "say hello",
+    slowPrompt: "talk slowly",
+    toolPrompt: "please approve the note",
+    toolName: "Shell", // Qwen titles the ACP tool call by its display name
+    toolFile: () => join(work, "note-approved.txt"),
+    choices: ["once", "always", "deny"],
   });
 });

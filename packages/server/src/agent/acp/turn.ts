@@ -3,6 +3,7 @@
  * questions and the MEDIA-line filter. Updates reach it already serialized.
  */
 import type { ContentBlock, ToolCall, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import { truncate } from "../../runs/redact.js";
 import type { TurnResult, TurnSink } from "../port.js";
 import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
 
@@ -121,7 +122,7 @@ function failureText(update: ToolUpdate): string {
   for (const c of update.content ?? []) {
     if (c.type === "content" && c.content.type === "text" && c.content.text.trim()) {
       const text = c.content.text.trim();
-      return text.length > FAILURE_CHARS ? `${text.slice(0, FAILURE_CHARS)}…` : text;
+      return truncate(text, FAILURE_CHARS);
     }
   }
   return "The tool failed.";

@@ -1,0 +1,112 @@
+// pheby-server as an operator runs it: the built dist/main.js in a child
+// process, configured only through the environment.
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { PhebyClient } from "@pheby/client";
+import { CLOSE_CODES } from "@pheby/protocol";
+import { afterEach, describe, expect, it } from "vitest";
+import WebSocket from "ws";
+
+const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+const children: ChildProcess[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+/** Start the app; resolves once it logged that it listens, with everything it printed so far. */
+function start(env: Record<string, string>) {
+  const child = spawn(process.execPath, [MAIN], {
+    env: { PATH: process.env.PATH ?? "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  children.push(child);
+  let output = "";
+  child.stdout!.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  child.stderr!.on("data", (d: Buffer) => {
+    output += d.toString();
+  });
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setInterval(() => {
+      if (output.includes("pheby-server listening")) {
+        clearInterval(timer);
+        resolve();
+      }
+    }, 20);
+    void exited.then((code) => {
+      clearInterval(timer);
+      reject(new Error(`pheby-server exited (${code}): ${output}`));
+    });
+  });
+  return { child, listening, exited, output: () => output };
+}
+
+describe("pheby-server", () => {
+  it("starts on its defaults with a generated secret, logs only its path, serves a chat, and stops cleanly on SIGTERM", async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "pheby-app-")), "data");
+    const port = await freePort();
+    const app = start({ PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port) });
+    await app.listening;
+
+    const secretFile = join(dataDir, "secret");
+    const secret = readFileSync(secretFile, "utf8").trim();
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(statSync(secretFile).mode & 0o777).toBe(0o600);
+    expect(app.output()).toContain(secretFile);
+    expect(app.output()).not.toContain(secret);
+
+    const client = new PhebyClient({ url: `ws://127.0.0.1:${port}/ws`, secret, reconnect: false });
+    await client.connect();
+    const { conversation_id } = await client.request({ type: "conversation.create", name: "App" });
+    const finished = client.next("run.finished");
+    await client.request({ type: "chat.send", conversation_id, text: "private words" });
+    expect(await finished).toMatchObject({ status: "completed" });
+
+    // A raw socket sees the going-away close; the process exits 0.
+    const raw = new WebSocket(`ws://127.0.0.1:${port}/ws`);
+    await new Promise((r) => raw.once("open", r));
+    raw.send(JSON.stringify({ type: "hello", secret, protocol_version: 1 }));
+    await new Promise((r) => raw.once("message", r));
+    const closed = new Promise<number>((r) => raw.once("close", (code) => r(code)));
+    app.child.kill("SIGTERM");
+    expect(await closed).toBe(CLOSE_CODES.goingAway);
+    expect(await app.exited).toBe(0);
+    client.close();
+
+    // Chat text and the secret never reached the logs.
+    expect(app.output()).not.toContain("private words");
+    expect(app.output()).not.toContain(secret);
+
+    // The data survives a restart with the same generated secret.
+    const again = start({ PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port) });
+    await again.listening;
+    const reader = new PhebyClient({ url: `ws://127.0.0.1:${port}/ws`, secret, reconnect: false });
+    await reader.connect();
+    const history = await reader.request({ type: "conversation.open", conversation_id });
+    expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    reader.close();
+    again.child.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+  });
+
+  it("refuses bad configuration with exit code 2 and a readable message", async () => {
+    const app = start({ PHEBY_PORT: "eighty", PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")) });
+    await expect(app.listening).rejects.toThrow(/exited \(2\)/);
+    expect(app.output()).toContain("PHEBY_PORT (port)");
+  });
+});

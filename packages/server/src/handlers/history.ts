@@ -1,0 +1,72 @@
+import type { ConversationRow } from "../store/store.js";
+import { agentCapabilities, type ServerContext } from "./context.js";
+
+/**
+ * History for `conversation.open` comes from the server's transcript mirror. A mirror can be
+ * empty while the agent holds the conversation: a session imported from the agent's own list,
+ * or a conversation whose mirror was lost. The rule:
+ *
+ * - when a conversation's mirror is empty, it has an agent session, no run is active and the
+ *   backend can replay history (`loadHistory`), the replay is copied into the mirror, once;
+ * - one attempt per conversation and process: success, an empty replay or an error (logged at
+ *   debug; the mirror is served) all count, so an agent that cannot replay is not asked again
+ *   at every open;
+ * - conversations created by this server start authoritative and are never replayed;
+ * - while a replay runs, `chat.send` in that conversation waits for it, so a live turn never
+ *   interleaves with the replay.
+ *
+ * A non-empty mirror is never replaced: its message IDs are paging cursors, and the replay
+ * carries no run, tool or attachment records.
+ */
+export class HistoryRefresh {
+  readonly #settled = new Set<string>();
+  readonly #running = new Map<string, Promise<void>>();
+
+  /** The conversation's mirror is authoritative (it was created here); never replay it. */
+  authoritative(conversationId: string): void {
+    this.#settled.add(conversationId);
+  }
+
+  /** Refresh an empty mirror from the agent's replay if the rule allows; never throws. */
+  refresh(ctx: ServerContext, conv: ConversationRow): Promise<void> {
+    const running = this.#running.get(conv.id);
+    if (running) return running;
+    if (this.#settled.has(conv.id) || !conv.session_id) return Promise.resolve();
+    if (ctx.store.messagePage(conv.id, 1).rows.length > 0) {
+      this.#settled.add(conv.id);
+      return Promise.resolve();
+    }
+    if (ctx.runs.state(conv.id)) return Promise.resolve();
+    const sessionId = conv.session_id;
+    const job = (async () => {
+      try {
+        const caps = await agentCapabilities(ctx);
+        if (!caps.loadHistory || !ctx.backend.loadHistory) return;
+        const entries = await ctx.backend.loadHistory(sessionId);
+        const added = ctx.store.importHistory(
+          conv.id,
+          entries.map((e) => {
+            const ts = e.ts ? Date.parse(e.ts) : Number.NaN;
+            return { role: e.role, text: e.text, ts: Number.isNaN(ts) ? null : ts };
+          }),
+        );
+        ctx.log.debug(
+          { conversation: conv.id, messages: added },
+          "transcript mirror refreshed from the agent",
+        );
+      } catch (err) {
+        ctx.log.debug({ err, conversation: conv.id }, "agent history replay failed; serving the mirror");
+      } finally {
+        this.#settled.add(conv.id);
+        this.#running.delete(conv.id);
+      }
+    })();
+    this.#running.set(conv.id, job);
+    return job;
+  }
+
+  /** Resolves when no replay of the conversation is running. */
+  async idle(conversationId: string): Promise<void> {
+    await this.#running.get(conversationId);
+  }
+}

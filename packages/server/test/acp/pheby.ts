@@ -1,0 +1,125 @@
+/**
+ * An ACP backend behind a real Pheby server (127.0.0.1, port 0), driven through `@pheby/client`.
+ * Used by the fake-agent server tests and the real-agent suites. Every frame is validated
+ * against `@pheby/protocol` by the helpers' client.
+ */
+import type { PhebyClient } from "@pheby/client";
+import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
+import type { Logger } from "pino";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
+import { phebyClient, runFrames, startServer, type TestServer } from "../helpers.js";
+
+/** A Pheby server with the ACP backend and one connected client that records every frame. */
+export interface PhebyAcp {
+  ts: TestServer;
+  /** The server's ACP backend (e.g. to bring a slow-starting agent up before the first request). */
+  backend: ReturnType<typeof createAcpBackend>;
+  client: PhebyClient;
+  /** Every frame the client received, in order. */
+  frames: ServerMessage[];
+  /** The first recorded or future frame of `type` matching `pred`. */
+  waitFor<T extends ServerMessageType>(
+    type: T,
+    pred?: (m: ServerMessageOf<T>) => boolean,
+    timeoutMs?: number,
+  ): Promise<ServerMessageOf<T>>;
+  /** Create a conversation; returns its ID. */
+  create(name?: string): Promise<string>;
+  /** Send a chat message and wait for the run to finish. */
+  chat(
+    conversationId: string,
+    text: string,
+    timeoutMs?: number,
+    attachmentIds?: string[],
+  ): Promise<RunOutcome>;
+  /** Close the client and the server, and remove the data dir. */
+  close(): Promise<void>;
+}
+
+/** The frames of one finished run. */
+export interface RunOutcome {
+  runId: string;
+  frames: ServerMessage[];
+  finished: ServerMessageOf<"run.finished">;
+  /** Text of every `message.delta`, in order. */
+  deltas: string[];
+  /** The final `message.complete` of the draft. */
+  complete: ServerMessageOf<"message.complete">;
+}
+
+/** Start a server whose agent is `createAcpBackend(agent)`, and connect a client. */
+export async function startPhebyAcp(
+  agent: AcpBackendOptions,
+  server: { dataDir?: string; logger?: Logger; allowedFileRoots?: string[] } = {},
+): Promise<PhebyAcp> {
+  const backend = createAcpBackend(agent);
+  const ts = await startServer({ agent: backend, ...server });
+  const client = await phebyClient(ts);
+  const frames: ServerMessage[] = [];
+  const waiters = new Set<(m: ServerMessage) => void>();
+  client.on("*", (m) => {
+    frames.push(m);
+    for (const w of [...waiters]) w(m);
+  });
+
+  const waitFor: PhebyAcp["waitFor"] = (type, pred = () => true, timeoutMs = 30_000) => {
+    type M = ServerMessageOf<typeof type>;
+    const match = (m: ServerMessage): m is M => m.type === type && pred(m as M);
+    const seen = frames.find(match);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        waiters.delete(waiter);
+        reject(new Error(`no ${type} within ${timeoutMs} ms`));
+      }, timeoutMs);
+      const waiter = (m: ServerMessage) => {
+        if (!match(m)) return;
+        clearTimeout(timer);
+        waiters.delete(waiter);
+        resolve(m);
+      };
+      waiters.add(waiter);
+    });
+  };
+
+  return {
+    ts,
+    backend,
+    client,
+    frames,
+    waitFor,
+    async create(name) {
+      const created = await client.request({ type: "conversation.create", ...(name ? { name } : {}) });
+      return created.conversation_id;
+    },
+    async chat(conversationId, text, timeoutMs, attachmentIds) {
+      const { run_id: runId } = await client.request({
+        type: "chat.send",
+        conversation_id: conversationId,
+        text,
+        ...(attachmentIds ? { attachment_ids: attachmentIds } : {}),
+      });
+      const finished = await waitFor("run.finished", (m) => m.run_id === runId, timeoutMs);
+      const mine = runFrames(frames, runId);
+      const complete = mine.find(
+        (m): m is ServerMessageOf<"message.complete"> =>
+          m.type === "message.complete" && m.message_id === `draft-${runId}`,
+      );
+      if (!complete) throw new Error(`run ${runId} finished without message.complete`);
+      const deltas = mine.flatMap((m) => (m.type === "message.delta" ? [m.text] : []));
+      return { runId, frames: mine, finished, deltas, complete };
+    },
+    async close() {
+      client.close();
+      await ts.cleanup();
+    },
+  };
+}
+
+/** Frames of `type` among `frames`. */
+export function framesOf<T extends ServerMessageType>(
+  frames: readonly ServerMessage[],
+  type: T,
+): ServerMessageOf<T>[] {
+  return frames.filter((m): m is ServerMessageOf<T> => m.type === type);
+}
