@@ -144,6 +144,6 @@ rows.push({
   "peak RSS growth, uploads (MiB)": "",
   "peak RSS growth, uploads + downloads (MiB)": "",
 });
-console.log(`\n64 MiB upload + download, median of ${RUNS} runs each (file size ${SIZE / 2 ** 20} MiB)\n`);
+console.log(`\n${SIZE / 2 ** 20} MiB upload + download, median of ${RUNS} runs each\n`);
 table(rows);
 rmSync(dir, { recursive: true, force: true });
