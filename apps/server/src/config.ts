@@ -37,6 +37,15 @@ const AgentConfig = z
   })
   .strict();
 
+function isOrigin(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
+  } catch {
+    return false;
+  }
+}
+
 /** The validated configuration. */
 export const Config = z
   .object({
@@ -48,6 +57,28 @@ export const Config = z
     log_chat_content: bool.default(false),
     attachment_retention_days: int(0, 36_500).default(7),
     console: bool.default(false),
+    /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
+    cors_origins: z
+      .union([
+        z.array(z.string()),
+        z.string().transform((s) =>
+          s
+            .split(",")
+            .map((o) => o.trim())
+            .filter(Boolean),
+        ),
+      ])
+      .pipe(
+        z.array(
+          z
+            .string()
+            .refine(
+              isOrigin,
+              "each entry must be an origin like https://console.example.com (scheme, host, optional port; no path)",
+            ),
+        ),
+      )
+      .default([]),
     agent: AgentConfig.default({}),
   })
   .strict()
@@ -73,6 +104,7 @@ export const ENV_NAMES = {
   PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],
   PHEBY_ATTACHMENT_RETENTION_DAYS: ["attachment_retention_days"],
   PHEBY_CONSOLE: ["console"],
+  PHEBY_CORS_ORIGINS: ["cors_origins"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],
@@ -93,9 +125,12 @@ function setPath(target: Record<string, unknown>, path: readonly string[], value
   node[path.at(-1)!] = value;
 }
 
+/** The env variable behind a config path (`cors_origins.0` → `PHEBY_CORS_ORIGINS`). */
 function envNameOf(path: (string | number)[]): string | undefined {
   const joined = path.join(".");
-  return Object.entries(ENV_NAMES).find(([, p]) => p.join(".") === joined)?.[0];
+  return Object.entries(ENV_NAMES).find(
+    ([, p]) => joined === p.join(".") || joined.startsWith(`${p.join(".")}.`),
+  )?.[0];
 }
 
 /**

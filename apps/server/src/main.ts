@@ -69,6 +69,7 @@ async function main(): Promise<void> {
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
     allowedFileRoots: config.agent.allowed_file_roots,
+    corsOrigins: config.cors_origins,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

@@ -59,6 +59,18 @@ describe("loadConfig", () => {
     expect(message).not.toContain("hunter2");
   });
 
+  it("reads CORS origins from a comma-separated env or a YAML list, and refuses anything but an origin", () => {
+    expect(
+      loadConfig({ PHEBY_CORS_ORIGINS: "https://a.example, http://localhost:5173" }, dir()).cors_origins,
+    ).toEqual(["https://a.example", "http://localhost:5173"]);
+    expect(loadConfig({}, dir()).cors_origins).toEqual([]);
+    for (const bad of ["https://a.example/console", "*", "a.example", "ftp://a.example"]) {
+      expect(() => loadConfig({ PHEBY_CORS_ORIGINS: bad }, dir())).toThrow(
+        /PHEBY_CORS_ORIGINS \(cors_origins\.0\)/,
+      );
+    }
+  });
+
   it("checks port bounds exactly", () => {
     expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
     expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);

@@ -60,6 +60,12 @@ export interface PhebyServerOptions {
    * resolved) lies inside one of them; anything else is refused and logged.
    */
   allowedFileRoots?: readonly string[];
+  /**
+   * Origins (e.g. `https://console.example.com`) allowed to call the
+   * attachment routes from a browser (default none: no CORS headers). Needed
+   * only when the web console is served from another origin than this server.
+   */
+  corsOrigins?: readonly string[];
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -182,7 +188,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     serverName: options.serverName ?? "pheby",
   });
-  const app = createHttpApp(log, { attachments, store, checkSecret, lockout, log });
+  const app = createHttpApp(log, { attachments, store, checkSecret, lockout, log }, options.corsOrigins ?? []);
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () =>
     attachments.sweep().catch((err: unknown) => {

@@ -2,6 +2,7 @@ import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
 import type { Logger } from "pino";
 import { type AttachmentRouteDeps, attachmentRoutes } from "../attachments/http.js";
+import { attachmentCors } from "./cors.js";
 
 /**
  * The HTTP routes. `GET /health` is the only unauthenticated route; unknown
@@ -12,8 +13,10 @@ import { type AttachmentRouteDeps, attachmentRoutes } from "../attachments/http.
 export function createHttpApp(
   log: Logger,
   attachments: AttachmentRouteDeps,
+  corsOrigins: readonly string[],
 ): Hono<{ Bindings: HttpBindings }> {
   const app = new Hono<{ Bindings: HttpBindings }>();
+  attachmentCors(app, corsOrigins);
   app.get("/health", (c) => c.json({ status: "ok" }));
   app.get("/ws", (c) =>
     c.json({ error: { code: "bad_request", message: "WebSocket upgrade required" } }, 426),
