@@ -188,7 +188,11 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     serverName: options.serverName ?? "pheby",
   });
-  const app = createHttpApp(log, { attachments, store, checkSecret, lockout, log }, options.corsOrigins ?? []);
+  const app = createHttpApp(
+    log,
+    { attachments, store, checkSecret, lockout, log },
+    options.corsOrigins ?? [],
+  );
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () =>
     attachments.sweep().catch((err: unknown) => {

@@ -25,7 +25,10 @@ export function attachmentCors(app: Hono<{ Bindings: HttpBindings }>, origins: r
       );
       if (c.req.method !== "OPTIONS") return next();
       outgoing.setHeader("Access-Control-Allow-Methods", "GET, POST");
-      outgoing.setHeader("Access-Control-Allow-Headers", "Authorization, Content-Type, X-Pheby-Secret, Range");
+      outgoing.setHeader(
+        "Access-Control-Allow-Headers",
+        "Authorization, Content-Type, X-Pheby-Secret, Range",
+      );
       outgoing.setHeader("Access-Control-Max-Age", "600");
       return c.body(null, 204);
     });
