@@ -16,6 +16,7 @@ import {
   type ServerProcess,
   startProxy,
   startServer,
+  startStaticHost,
   tempDataDir,
 } from "./harness.js";
 
@@ -473,5 +474,47 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       `You said: "after the restart". ${REPLY_TAIL}`,
     );
     await shot("after-restart");
+  });
+});
+
+describe.skipIf(!hasChromium)("web console from another origin (any static host)", () => {
+  it("connects, chats and uploads with an inline preview (an authenticated cross-origin GET), with PHEBY_CORS_ORIGINS naming the host", async () => {
+    const host = await startStaticHost();
+    const dataDir = tempDataDir();
+    const server = await startServer(dataDir, 0, { PHEBY_CORS_ORIGINS: host.origin });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.context.newPage();
+      page.setDefaultTimeout(12_000);
+      const errors: string[] = [];
+      page.on("pageerror", (err) => errors.push(err.message));
+      await page.goto(`${host.origin}/`);
+      await page.fill('[data-testid="url"]', `ws://127.0.0.1:${server.port}/ws`);
+      await page.fill('[data-testid="secret"]', SECRET);
+      await page.click('[data-testid="connect"]');
+      await page.waitForSelector('[data-testid="status"][data-state="open"]');
+      await page.click('[data-testid="new-conversation"]');
+      await page.waitForSelector('[data-testid="conversation-list"] li.selected');
+      const png = makePng(32);
+      await page.setInputFiles('[data-testid="files"]', [
+        { name: "far.png", mimeType: "image/png", buffer: png },
+      ]);
+      await page.fill('[data-testid="message"]', "from another origin");
+      await page.click('[data-testid="send"]');
+      // The preview is fetched cross-origin with the Authorization header: it needs the CORS headers.
+      await page.waitForFunction(
+        () =>
+          (document.querySelector('.attachment.inbound img[alt="far.png"]') as HTMLImageElement | null)
+            ?.naturalWidth === 32,
+      );
+      await page.waitForSelector(`.msg.assistant .text:has-text("far.png (${png.length} bytes)")`);
+      await page.screenshot({ path: join(RESULTS, "cross-origin.png") });
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
+      await server.stop();
+      await host.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });

@@ -1,10 +1,11 @@
 // Plumbing for the Chromium suite: a real pheby-server child process (the
 // simulator, the console on) and Debian's Chromium driven by playwright-core.
 import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { createServer as createHttpServer } from "node:http";
 import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
 import { type BrowserContext, chromium } from "playwright-core";
@@ -38,7 +39,11 @@ export interface ServerProcess {
 }
 
 /** Start `apps/server/dist/main.js` on 127.0.0.1 (port 0 = any) and wait for its "listening" log line. */
-export async function startServer(dataDir: string, port = 0): Promise<ServerProcess> {
+export async function startServer(
+  dataDir: string,
+  port = 0,
+  extraEnv: Record<string, string> = {},
+): Promise<ServerProcess> {
   if (!existsSync(SERVER_MAIN)) throw new Error(`build apps/server first (${SERVER_MAIN} is missing)`);
   const child: ChildProcess = spawn(process.execPath, [SERVER_MAIN], {
     env: {
@@ -48,6 +53,7 @@ export async function startServer(dataDir: string, port = 0): Promise<ServerProc
       PHEBY_PORT: String(port),
       PHEBY_DATA_DIR: dataDir,
       PHEBY_CONSOLE: "true",
+      ...extraEnv,
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -167,4 +173,35 @@ export function makePng(size: number): Buffer {
     chunk("IDAT", deflateSync(rows)),
     chunk("IEND", Buffer.alloc(0)),
   ]);
+}
+
+/**
+ * A plain static host for the built console on its own port (another origin
+ * than the server), like copying `apps/console/dist` to any web host. It
+ * sends no CSP, as a careless host might; the console must still work.
+ */
+export async function startStaticHost(): Promise<{ origin: string; close(): Promise<void> }> {
+  const dist = fileURLToPath(new URL("../../dist/", import.meta.url));
+  const types: Record<string, string> = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+  };
+  const server = createHttpServer((req, res) => {
+    // Only files that exist in dist/ by exact name; anything else 404 (no path from the request is joined).
+    const name =
+      (req.url ?? "/").split("?")[0] === "/" ? "index.html" : (req.url ?? "").split("?")[0]!.slice(1);
+    const files = readdirSync(dist, { recursive: true }).map(String);
+    if (!files.includes(name)) {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { "content-type": types[extname(name)] ?? "application/octet-stream" });
+    res.end(readFileSync(join(dist, name)));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }
