@@ -101,6 +101,9 @@ export class ChatView {
     if (m.kind === "notice") {
       const el = this.keyed(`notice:${m.message_id}`, () => h("div", { class: "notice", role: "status" }));
       replace(el, renderMarkdown(m.text));
+      // A notice that arrives before the run's answer has any text reads before it, not after.
+      const draft = this.activeRun ? this.runBubbles.get(this.activeRun) : undefined;
+      if (draft && !draft.querySelector(".text")?.textContent) draft.before(el);
     } else {
       this.bubble(m.message_id, "assistant", m.text).classList.remove("streaming");
     }

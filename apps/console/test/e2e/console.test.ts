@@ -256,6 +256,16 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       "This is the answer that follows the notice.",
     );
+    // The notice came first, so it reads before the answer it precedes.
+    expect(
+      await page.evaluate(() => {
+        const notices = document.querySelectorAll(".notice");
+        const answers = document.querySelectorAll(".msg.assistant");
+        const notice = notices[notices.length - 1]!;
+        const answer = answers[answers.length - 1]!;
+        return Boolean(notice.compareDocumentPosition(answer) & Node.DOCUMENT_POSITION_FOLLOWING);
+      }),
+    ).toBe(true);
     await shot("chat-tools-notice");
   });
 
