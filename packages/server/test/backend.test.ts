@@ -2,7 +2,14 @@ import type { ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentHost, TurnResult, TurnSink } from "../src/index.js";
 import { BACKEND_FAILED } from "../src/runs/engine.js";
-import { createConversation, RawClient, send, startServer, type TestServer } from "./helpers.js";
+import {
+  createConversation,
+  NO_CAPABILITIES,
+  RawClient,
+  send,
+  startServer,
+  type TestServer,
+} from "./helpers.js";
 
 /** Resolves once the "late" script has made its calls after the end of its run. */
 let lateDone: Promise<void> = Promise.resolve();
@@ -11,14 +18,7 @@ let lateDone: Promise<void> = Promise.resolve();
 function scripted(): AgentBackend & { host?: AgentHost } {
   const backend: AgentBackend & { host?: AgentHost } = {
     name: "scripted",
-    capabilities: {
-      listSessions: false,
-      loadHistory: false,
-      deleteSession: false,
-      models: false,
-      reasoning: false,
-      images: false,
-    },
+    capabilities: NO_CAPABILITIES,
     async start(host) {
       backend.host = host;
     },

@@ -7,7 +7,14 @@ import type {
   TurnResult,
   TurnSettings,
 } from "../src/index.js";
-import { createConversation, RawClient, send, startServer, type TestServer } from "./helpers.js";
+import {
+  createConversation,
+  NO_CAPABILITIES,
+  RawClient,
+  send,
+  startServer,
+  type TestServer,
+} from "./helpers.js";
 
 /** What the scripted agent's questions were answered, by message text. */
 const answers = new Map<string, PermissionAnswer | ClarifyAnswer>();
@@ -21,14 +28,7 @@ let lateAnswer: Promise<PermissionAnswer> | undefined;
 /** An agent without models/reasoning whose questions are driven by the message text. */
 const scripted: AgentBackend = {
   name: "scripted",
-  capabilities: {
-    listSessions: false,
-    loadHistory: false,
-    deleteSession: false,
-    models: false,
-    reasoning: false,
-    images: false,
-  },
+  capabilities: NO_CAPABILITIES,
   async start() {},
   async createSession(conversationId) {
     return { sessionId: `s-${conversationId}` };

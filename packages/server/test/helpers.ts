@@ -11,6 +11,7 @@ import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
 import {
+  type AgentCapabilities,
   createPhebyServer,
   createSimulatorBackend,
   type PhebyServer,
@@ -18,6 +19,16 @@ import {
 } from "../src/index.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
+
+/** Capabilities of a scripted test backend that supports none of the optional features. */
+export const NO_CAPABILITIES: AgentCapabilities = {
+  listSessions: false,
+  loadHistory: false,
+  deleteSession: false,
+  models: false,
+  reasoning: false,
+  images: false,
+};
 
 /**
  * Every frame any test receives that `ServerMessage` rejects. test/setup.ts
