@@ -7,7 +7,7 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import WebSocket from "ws";
-import { type Spawned, spawnServer, table } from "./harness.js";
+import { median, type Spawned, spawnServer, table } from "./harness.js";
 
 const SIZE = Number(process.env.BENCH_FILE_MIB ?? 64) * 1024 * 1024;
 const RUNS = Number(process.env.BENCH_FILE_RUNS ?? 3);
@@ -123,7 +123,6 @@ for (const [name, script] of [
       upGrowth = Math.max(upGrowth, u.peak - idle);
       downGrowth = Math.max(downGrowth, d.peak - idle);
     }
-    const median = (xs: number[]) => xs.slice().sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
     summary[name] = { up: median(up), down: median(down) };
     rows.push({
       server: name,

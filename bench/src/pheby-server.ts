@@ -1,13 +1,38 @@
-// The real @pheby/server (simulator backend) on an ephemeral port, for benchmarks.
+// The real @pheby/server on an ephemeral port, for benchmarks. The simulator
+// backend by default; BENCH_AGENT=paced runs the ACP backend against
+// paced-agent.ts as a real child process. BENCH_DELTA_MS and
+// BENCH_COMPRESSION=0 and BENCH_MAX_BUFFERED override the server's defaults.
+import "./child-stats.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createPhebyServer } from "@pheby/server";
+import { fileURLToPath } from "node:url";
+import { createAcpBackend, createPhebyServer } from "@pheby/server";
 
+const env = process.env;
+const agent =
+  env.BENCH_AGENT === "paced"
+    ? createAcpBackend({
+        command: [
+          process.execPath,
+          "--import",
+          "tsx",
+          fileURLToPath(new URL("./paced-agent.ts", import.meta.url)),
+        ],
+        // The bench package's directory, so `--import tsx` resolves.
+        cwd: fileURLToPath(new URL("..", import.meta.url)),
+        env: env.BENCH_TIMELINE ? { BENCH_TIMELINE: env.BENCH_TIMELINE } : {},
+        allowedFileRoots: [],
+      })
+    : undefined;
 const server = createPhebyServer({
-  secret: process.env.BENCH_SECRET ?? "bench-secret-0123456789",
-  dataDir: process.env.BENCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "pheby-bench-")),
-  ...(process.env.BENCH_ALLOWED_ROOT ? { allowedFileRoots: [process.env.BENCH_ALLOWED_ROOT] } : {}),
+  secret: env.BENCH_SECRET ?? "bench-secret-0123456789",
+  dataDir: env.BENCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "pheby-bench-")),
+  ...(agent ? { agent } : {}),
+  ...(env.BENCH_ALLOWED_ROOT ? { allowedFileRoots: [env.BENCH_ALLOWED_ROOT] } : {}),
+  ...(env.BENCH_DELTA_MS ? { deltaIntervalMs: Number(env.BENCH_DELTA_MS) } : {}),
+  ...(env.BENCH_COMPRESSION === "0" ? { compression: false } : {}),
+  ...(env.BENCH_MAX_BUFFERED ? { maxBufferedBytes: Number(env.BENCH_MAX_BUFFERED) } : {}),
 });
 const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
 console.log(`PORT ${port}`);

@@ -57,6 +57,10 @@ export const Config = z
     log_chat_content: bool.default(false),
     attachment_retention_days: int(0, 36_500).default(7),
     console: bool.default(false),
+    /** Coalescing window of message.delta in ms; 0 sends one delta per agent chunk. */
+    delta_interval_ms: int(0, 10_000).default(100),
+    /** Offer permessage-deflate on the WebSocket. */
+    ws_compression: bool.default(true),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
     cors_origins: z
       .union([
@@ -104,6 +108,8 @@ export const ENV_NAMES = {
   PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],
   PHEBY_ATTACHMENT_RETENTION_DAYS: ["attachment_retention_days"],
   PHEBY_CONSOLE: ["console"],
+  PHEBY_DELTA_INTERVAL_MS: ["delta_interval_ms"],
+  PHEBY_WS_COMPRESSION: ["ws_compression"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],

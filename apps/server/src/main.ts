@@ -70,6 +70,8 @@ async function main(): Promise<void> {
     attachmentRetentionDays: config.attachment_retention_days,
     allowedFileRoots: config.agent.allowed_file_roots,
     corsOrigins: config.cors_origins,
+    deltaIntervalMs: config.delta_interval_ms,
+    compression: config.ws_compression,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

@@ -71,6 +71,16 @@ describe("loadConfig", () => {
     }
   });
 
+  it("reads the delta window (bounds exact) and the compression switch; defaults 100 ms and on", () => {
+    expect(loadConfig({}, dir())).toMatchObject({ delta_interval_ms: 100, ws_compression: true });
+    expect(loadConfig({ PHEBY_DELTA_INTERVAL_MS: "0" }, dir()).delta_interval_ms).toBe(0);
+    expect(loadConfig({ PHEBY_DELTA_INTERVAL_MS: "10000" }, dir()).delta_interval_ms).toBe(10_000);
+    expect(() => loadConfig({ PHEBY_DELTA_INTERVAL_MS: "10001" }, dir())).toThrow(
+      /PHEBY_DELTA_INTERVAL_MS \(delta_interval_ms\)/,
+    );
+    expect(loadConfig({ PHEBY_WS_COMPRESSION: "off" }, dir()).ws_compression).toBe(false);
+  });
+
   it("checks port bounds exactly", () => {
     expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
     expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);

@@ -11,6 +11,7 @@ export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
+  DEFAULT_DELTA_INTERVAL_MS,
   DEFAULT_HOST,
   DEFAULT_LOCKOUT,
   DEFAULT_MAX_BUFFERED_BYTES,

@@ -42,6 +42,18 @@ export interface PhebyServerOptions {
   lockout?: { maxFailures?: number; windowMs?: number; durationMs?: number };
   /** Per-client send-buffer cap in bytes (default 8 MiB); a client over it is closed with 4503. */
   maxBufferedBytes?: number;
+  /**
+   * Coalescing window of `message.delta`, in ms (default 100): the first chunk
+   * of a message is sent at once, later ones at most once per window; 0 sends
+   * a delta per agent chunk. `message.complete` always carries the exact text.
+   */
+  deltaIntervalMs?: number;
+  /**
+   * Offer permessage-deflate on the WebSocket (default true). Cumulative
+   * deltas compress to about their new text; `maxPayload` applies to the
+   * inflated size. See docs/performance.md for the memory it costs.
+   */
+  compression?: boolean;
   /** Injectable clock (ms since the epoch) for timestamps and lockout; default `Date.now`. */
   clock?: Clock;
   /** The `server` field of `ready` (default "pheby"). */
@@ -98,6 +110,12 @@ export const DEFAULT_PORT = 8620;
 export const DEFAULT_LOCKOUT = { maxFailures: 5, windowMs: 60_000, durationMs: 300_000 } as const;
 /** Default per-client send-buffer cap. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/**
+ * Default coalescing window of `message.delta`, in ms. Deltas carry the
+ * cumulative text, so one per token makes a long answer cost quadratic
+ * bandwidth; ten a second still looks live (docs/performance.md).
+ */
+export const DEFAULT_DELTA_INTERVAL_MS = 100;
 /** Default attachment retention, in days. */
 export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
 /** How often the attachment sweep runs. */
@@ -122,6 +140,10 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
+  const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
+  if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
+    throw new Error("createPhebyServer: deltaIntervalMs must be a number >= 0");
+  }
   const retentionDays = options.attachmentRetentionDays ?? DEFAULT_ATTACHMENT_RETENTION_DAYS;
   if (!Number.isInteger(retentionDays) || retentionDays < 0) {
     throw new Error("createPhebyServer: attachmentRetentionDays must be a whole number >= 0");
@@ -148,6 +170,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     logChatContent: options.logChatContent ?? false,
+    deltaIntervalMs,
   });
   const ctx: ServerContext = {
     store,
@@ -186,6 +209,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     authTimeoutMs: options.authTimeoutMs ?? 10_000,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    compression: options.compression ?? true,
     serverName: options.serverName ?? "pheby",
   });
   const app = createHttpApp(

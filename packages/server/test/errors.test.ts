@@ -2,7 +2,7 @@ import { CLOSE_CODES, LIMITS } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSimulatorBackend } from "../src/index.js";
 import { HARD_MAX_PAYLOAD } from "../src/ws/socket-server.js";
-import { createConversation, RawClient, send, startServer, type TestServer } from "./helpers.js";
+import { createConversation, pingOfSize, RawClient, send, startServer, type TestServer } from "./helpers.js";
 
 let ts: TestServer;
 beforeAll(async () => {
@@ -11,12 +11,6 @@ beforeAll(async () => {
 afterAll(() => ts.cleanup());
 
 /** A ping frame of exactly `bytes` bytes (padding in an ignored extra field). */
-function pingOfSize(bytes: number, requestId = "big"): string {
-  const head = `{"type":"ping","request_id":"${requestId}","pad":"`;
-  const tail = `"}`;
-  return head + "a".repeat(bytes - head.length - tail.length) + tail;
-}
-
 async function expectError(c: RawClient, frame: unknown, code: string, requestId?: string) {
   c.send(frame);
   const err = await c.next("error");

@@ -56,6 +56,13 @@ function validate(raw: string): ServerMessage | undefined {
   return value as ServerMessage;
 }
 
+/** A `ping` frame of exactly `bytes` bytes (ASCII padding in an extra field). */
+export function pingOfSize(bytes: number, requestId = "big"): string {
+  const head = `{"type":"ping","request_id":"${requestId}","pad":"`;
+  const tail = `"}`;
+  return head + "a".repeat(bytes - head.length - tail.length) + tail;
+}
+
 /** A running test server on 127.0.0.1:0 with a fresh temp data dir. */
 export interface TestServer {
   server: PhebyServer;
@@ -135,8 +142,15 @@ export class RawClient {
   }
 
   /** Open a socket (no hello). */
-  static async open(wsUrl: string, options: { headers?: Record<string, string>; autoPong?: boolean } = {}) {
-    const ws = new WebSocket(wsUrl, { headers: options.headers, autoPong: options.autoPong ?? true });
+  static async open(
+    wsUrl: string,
+    options: { headers?: Record<string, string>; autoPong?: boolean; perMessageDeflate?: boolean } = {},
+  ) {
+    const ws = new WebSocket(wsUrl, {
+      headers: options.headers,
+      autoPong: options.autoPong ?? true,
+      perMessageDeflate: options.perMessageDeflate ?? true,
+    });
     const client = new RawClient(ws);
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());

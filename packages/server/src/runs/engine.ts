@@ -12,12 +12,6 @@ import { type Clock, iso } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
 import { redactArgs, truncate } from "./redact.js";
 
-/**
- * Deltas are coalesced to at most one per this interval. Deltas carry the
- * cumulative text, so one per token would make a long answer cost quadratic
- * bandwidth; 40 ms still looks live.
- */
-const DELTA_INTERVAL_MS = 40;
 /** After `run.cancel`, how long the backend gets to confirm before the run is finished as cancelled anyway. */
 const CANCEL_GRACE_MS = 5_000;
 /** Error text of a run whose backend threw (details go to the log only). */
@@ -72,6 +66,12 @@ export interface RunEngineDeps {
   clock: Clock;
   log: Logger;
   logChatContent: boolean;
+  /**
+   * Deltas of one message are coalesced to at most one per this many ms: the
+   * first chunk goes out at once, later ones wait for the window (0 sends one
+   * delta per chunk). `message.complete` always carries the exact final text.
+   */
+  deltaIntervalMs: number;
 }
 
 /**
@@ -281,7 +281,7 @@ export class RunEngine {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
         run.text += chunk;
         if (run.flushTimer) return;
-        const wait = run.lastDeltaAt + DELTA_INTERVAL_MS - performance.now();
+        const wait = run.lastDeltaAt + this.deps.deltaIntervalMs - performance.now();
         if (wait <= 0) this.#flushDelta(run);
         else run.flushTimer = setTimeout(() => this.#flushDelta(run), wait);
       },

@@ -23,6 +23,20 @@ import { Connection } from "./connection.js";
  * what one peer can make us buffer.
  */
 export const HARD_MAX_PAYLOAD = 2 * LIMITS.frameBytes;
+/**
+ * permessage-deflate as offered when compression is on. Context takeover on the
+ * server side is the point: each cumulative delta then costs about its new
+ * text, because the previous delta is still in the 32 KiB window (the price is
+ * a zlib context per connection, about 300 KiB, created on the first
+ * compressed frame). Window bits are left alone: OkHttp fails the handshake if
+ * the server answers with `client_max_window_bits`. Frames under the
+ * threshold (acks, pongs) are not worth compressing. ws applies `maxPayload`
+ * to the inflated size, so a small frame that inflates past it closes with 1009.
+ */
+export const DEFLATE_OPTIONS = {
+  threshold: 512,
+  zlibDeflateOptions: { level: 1 },
+} as const;
 /** How long closing peers get to complete the close handshake on shutdown. */
 const SHUTDOWN_GRACE_MS = 1_000;
 
@@ -33,6 +47,8 @@ export interface SocketSettings {
   authTimeoutMs: number;
   heartbeatIntervalMs: number;
   maxBufferedBytes: number;
+  /** Offer permessage-deflate ({@link DEFLATE_OPTIONS}). */
+  compression: boolean;
   serverName: string;
 }
 
@@ -46,12 +62,7 @@ function frameBytes(data: RawData): number {
  * frame decoding and size limits, the ws-level heartbeat, and shutdown.
  */
 export class SocketServer {
-  readonly #wss = new WebSocketServer({
-    noServer: true,
-    maxPayload: HARD_MAX_PAYLOAD,
-    perMessageDeflate: false,
-    clientTracking: false,
-  });
+  readonly #wss: WebSocketServer;
   readonly #conns = new Set<Connection>();
   readonly #heartbeat: NodeJS.Timeout;
   #closing = false;
@@ -60,6 +71,12 @@ export class SocketServer {
     private readonly ctx: ServerContext,
     private readonly settings: SocketSettings,
   ) {
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: HARD_MAX_PAYLOAD,
+      perMessageDeflate: settings.compression ? DEFLATE_OPTIONS : false,
+      clientTracking: false,
+    });
     this.#heartbeat = setInterval(() => this.#beat(), settings.heartbeatIntervalMs);
     this.#heartbeat.unref();
   }

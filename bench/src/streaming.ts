@@ -1,0 +1,166 @@
+// Streaming bandwidth: bytes on the wire per client for one streamed answer,
+// with a real ACP agent child (paced-agent.ts) sending 4-character chunks
+// every 5 ms (and as a burst), through the real Pheby server. Two servers run,
+// one sending a delta per chunk and one coalescing (the
+// default), one after the other; each has one client without and one with permessage-deflate, so
+// one run measures naive, each technique alone, and both (the default). The
+// baseline is naive: the spec's cumulative delta per agent chunk, uncompressed.
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { BenchClient, type Frame } from "./client.js";
+import { median, percentile, type Spawned, spawnServer, table } from "./harness.js";
+
+const SIZES = (process.env.BENCH_STREAM_SIZES ?? "2000,16000,64000").split(",").map(Number);
+const RUNS = Number(process.env.BENCH_STREAM_RUNS ?? 1);
+const CHUNK = 4;
+const INTERVAL_MS = Number(process.env.BENCH_STREAM_INTERVAL_MS ?? 5);
+const COALESCE_MS = process.env.BENCH_DELTA_MS ?? "100";
+
+interface Measured {
+  bytes: number;
+  deltas: number;
+  firstMs: number;
+  maxDelayMs: number;
+  p99DelayMs: number;
+}
+
+interface Setup {
+  server: Spawned;
+  timeline: string;
+  plain: BenchClient;
+  deflate: BenchClient;
+  conversation: string;
+}
+
+/** Watch one client through one run: bytes, deltas, and when each agent chunk first reached it. */
+function watch(client: BenchClient, chars: number) {
+  const seenAt: number[] = [];
+  let deltas = 0;
+  let firstAt = Number.NaN;
+  let last = "";
+  client.bytes = 0;
+  const cover = (text: string, at: number) => {
+    if (!text.startsWith(last)) throw new Error("a delta is not an extension of the previous one");
+    last = text;
+    for (let i = seenAt.length; (i + 1) * CHUNK <= text.length; i++) seenAt.push(at);
+  };
+  const done = new Promise<void>((resolve) => {
+    const off = client.on((f: Frame, at: number) => {
+      if (f.type === "message.delta") {
+        if (deltas++ === 0) firstAt = at;
+        cover(f.text!, at);
+      } else if (f.type === "message.complete" && !f.kind) {
+        if (f.text!.length !== chars) throw new Error(`final text has ${f.text!.length} chars, not ${chars}`);
+        cover(f.text!, at);
+      } else if (f.type === "run.finished") {
+        off();
+        resolve();
+      }
+    });
+  });
+  return async (timeline: number[]): Promise<Measured> => {
+    await done;
+    const delays = timeline.map((t, i) => seenAt[i]! - t).sort((a, b) => a - b);
+    return {
+      bytes: client.bytes,
+      deltas,
+      firstMs: firstAt - timeline[0]!,
+      maxDelayMs: delays.at(-1)!,
+      p99DelayMs: percentile(delays, 99),
+    };
+  };
+}
+
+async function setup(dir: string, name: string, deltaMs: string, env: Record<string, string> = {}) {
+  const timeline = join(dir, `${name}.timeline.json`);
+  const server = await spawnServer("./pheby-server.ts", {
+    ...env,
+    BENCH_AGENT: "paced",
+    BENCH_TIMELINE: timeline,
+    BENCH_DELTA_MS: deltaMs,
+    BENCH_DATA_DIR: mkdtempSync(join(dir, `${name}-`)),
+  });
+  const plain = await BenchClient.connect(server.port, false);
+  const deflate = await BenchClient.connect(server.port, true);
+  if (!deflate.deflated) throw new Error("the server did not negotiate permessage-deflate");
+  const created = await plain.request({ type: "conversation.create" }, "conversation.created");
+  return { server, timeline, plain, deflate, conversation: created.conversation_id! } satisfies Setup;
+}
+
+async function run(s: Setup, chars: number, intervalMs: number) {
+  const plain = watch(s.plain, chars);
+  const deflate = watch(s.deflate, chars);
+  await s.plain.request(
+    { type: "chat.send", conversation_id: s.conversation, text: `stream ${chars} ${CHUNK} ${intervalMs}` },
+    "run.accepted",
+  );
+  await s.plain.next((f) => f.type === "run.finished");
+  // The agent writes its chunk times before it ends the turn, so before run.finished.
+  const timeline = JSON.parse(readFileSync(s.timeline, "utf8")) as number[];
+  return { plain: await plain(timeline), deflate: await deflate(timeline) };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "pheby-bench-stream-"));
+process.stderr.write("streaming: starting servers\n");
+// A delta per chunk in a burst queues faster than zlib compresses it: the queued (uncompressed)
+// frames would trip the 8 MiB slow-consumer cap of a perfectly healthy client, so the naive
+// server gets a 1 GiB cap to be measurable at all (docs/performance.md).
+const perChunk = await setup(dir, "per-chunk", "0", { BENCH_MAX_BUFFERED: String(2 ** 30) });
+const coalesced = await setup(dir, "coalesced", COALESCE_MS);
+const rows: Record<string, string | number>[] = [];
+try {
+  for (const [pacing, intervalMs] of [
+    [`${CHUNK} chars / ${INTERVAL_MS} ms`, INTERVAL_MS],
+    ["burst", 0],
+  ] as const) {
+    for (const chars of SIZES) {
+      const samples: Record<string, Measured[]> = {};
+      for (let r = 0; r < RUNS; r++) {
+        process.stderr.write(`streaming: ${chars} chars, ${pacing}, run ${r + 1}/${RUNS}\n`);
+        // One server at a time: the naive one is heavy enough to distort the other's latency.
+        const a = await run(perChunk, chars, intervalMs);
+        const b = await run(coalesced, chars, intervalMs);
+        for (const [key, m] of [
+          ["naive (delta per chunk)", a.plain],
+          ["permessage-deflate only", a.deflate],
+          [`coalescing ${COALESCE_MS} ms only`, b.plain],
+          [`coalescing ${COALESCE_MS} ms + deflate (default)`, b.deflate],
+        ] as const) {
+          samples[key] = [...(samples[key] ?? []), m];
+        }
+      }
+      const naive = median(samples["naive (delta per chunk)"]!.map((m) => m.bytes));
+      for (const [technique, ms] of Object.entries(samples)) {
+        const bytes = median(ms.map((m) => m.bytes));
+        rows.push({
+          answer: `${chars / 1000}k`,
+          pacing,
+          technique,
+          "bytes/client": bytes,
+          "× answer": (bytes / chars).toFixed(2),
+          "ratio to naive": (bytes / naive).toFixed(4),
+          deltas: median(ms.map((m) => m.deltas)),
+          "first delta ms": median(ms.map((m) => m.firstMs)).toFixed(1),
+          "max chunk delay ms": median(ms.map((m) => m.maxDelayMs)).toFixed(1),
+          "p99 chunk delay ms": median(ms.map((m) => m.p99DelayMs)).toFixed(1),
+        });
+      }
+    }
+  }
+} finally {
+  for (const s of [perChunk, coalesced]) {
+    s.plain.close();
+    s.deflate.close();
+    await s.server.stop();
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+console.log(
+  `\nStreaming bandwidth: one answer from a real ACP agent child, bytes read by one client (median of ${RUNS})`,
+);
+console.log("baseline: naive = one uncompressed cumulative delta per agent chunk, same run, same agent\n");
+table(rows);
+console.log(
+  "\ntargets (64k, default): ≤ 4 × answer on the wire; first delta ≤ 50 ms after the agent's first chunk; no chunk delayed > 150 ms",
+);
