@@ -28,7 +28,9 @@ export interface Spawned {
 /** Start `script` (relative to src/) with tsx; it must print `PORT <n>` once listening. */
 export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<Spawned> {
   const path = fileURLToPath(new URL(script, import.meta.url));
-  const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", path], {
+  // BENCH_CPU_PROF=<dir> profiles every server child (`node --cpu-prof`), written when it stops.
+  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const child = spawn(process.execPath, ["--expose-gc", ...prof, "--import", "tsx", path], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

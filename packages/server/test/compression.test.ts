@@ -2,7 +2,15 @@ import { request } from "node:http";
 import { CLOSE_CODES, LIMITS } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HARD_MAX_PAYLOAD } from "../src/ws/socket-server.js";
-import { pingOfSize, RawClient, startServer, type TestServer } from "./helpers.js";
+import {
+  createConversation,
+  pingOfSize,
+  RawClient,
+  SECRET,
+  send,
+  startServer,
+  type TestServer,
+} from "./helpers.js";
 
 /** Bytes this client has written to its TCP socket so far (what went on the wire). */
 function written(c: RawClient): number {
@@ -45,6 +53,29 @@ describe("permessage-deflate (default on)", () => {
     // answer carries client_max_window_bits; browsers add client_max_window_bits to the offer.
     expect(await negotiate(ts.url, "permessage-deflate")).toBe("permessage-deflate");
     expect(await negotiate(ts.url, "permessage-deflate; client_max_window_bits")).toBe("permessage-deflate");
+  });
+
+  it("short frames go out uncompressed (no zlib context for idle peers); a long answer is compressed", async () => {
+    const c = await RawClient.open(ts.wsUrl);
+    const wire: Buffer[] = [];
+    (c.ws as unknown as { _socket: NodeJS.ReadableStream })._socket.prependListener("data", (b: Buffer) => {
+      wire.push(b);
+    });
+    c.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    await c.next("ready");
+    await c.ok({ type: "ping" }, "pong");
+    const plain = Buffer.concat(wire).toString("latin1");
+    expect(plain).toContain('"type":"ready"');
+    expect(plain).toContain('"type":"pong"');
+
+    wire.length = 0;
+    const runId = await send(c, await createConversation(c), "/sim long 20000");
+    const frames = await c.run(runId);
+    const complete = frames.find((m) => m.type === "message.complete");
+    expect(complete && "text" in complete && complete.text).toHaveLength(20_000);
+    // 20,000 characters arrived (at least twice: a delta and the complete) in far fewer bytes.
+    expect(Buffer.concat(wire).length).toBeLessThan(10_000);
+    c.close();
   });
 
   it("limits apply to the inflated size: a compressed 2 MiB frame is accepted, 2 MiB + 1 gets too_large", async () => {

@@ -7,6 +7,15 @@ import { iso } from "../util/time.js";
 /** How long a connection closed for being slow may take to flush its close frame before it is destroyed. */
 const SLOW_CLOSE_GRACE_MS = 5_000;
 
+/**
+ * Frames shorter than this are sent uncompressed even when permessage-deflate
+ * is on. ws compresses *every* frame under context takeover (its threshold
+ * only applies without it), and the first compressed frame allocates a zlib
+ * context of ~300 KiB: an idle connection that only ever got `ready` and
+ * `pong` would pay it. Acks and pongs gain nothing from compression anyway.
+ */
+export const COMPRESS_MIN_CHARS = 512;
+
 /** What a connection needs from the server. */
 export interface ConnectionDeps {
   log: Logger;
@@ -60,7 +69,7 @@ export class Connection {
       setTimeout(() => this.ws.terminate(), SLOW_CLOSE_GRACE_MS).unref();
       return;
     }
-    this.ws.send(data);
+    this.ws.send(data, { compress: data.length >= COMPRESS_MIN_CHARS });
     this.deps.log.debug({ conn: this.id, type }, "frame out");
   }
 

@@ -13,7 +13,7 @@ import type { Lockout } from "../auth/lockout.js";
 import type { ServerContext } from "../handlers/context.js";
 import { dispatch } from "../handlers/index.js";
 import { iso } from "../util/time.js";
-import { Connection } from "./connection.js";
+import { COMPRESS_MIN_CHARS, Connection } from "./connection.js";
 
 /**
  * ws's own `maxPayload`. Frames up to this size reach us, so a frame over the
@@ -28,15 +28,14 @@ export const HARD_MAX_PAYLOAD = 2 * LIMITS.frameBytes;
  * server side is the point: each cumulative delta then costs about its new
  * text, because the previous delta is still in the 32 KiB window (the price is
  * a zlib context per connection, about 300 KiB, created on the first
- * compressed frame). Window bits are left alone: OkHttp fails the handshake if
- * the server answers with `client_max_window_bits`. Frames under the
- * threshold (acks, pongs) are not worth compressing. ws applies `maxPayload`
+ * compressed frame, which is why short frames are never compressed, see
+ * {@link COMPRESS_MIN_CHARS}). zlib's default level 6, not 1: level 1 stops matching
+ * long repeats early, which made a 16k delta cost ~9× more on the wire. Window
+ * bits are left alone: OkHttp fails the handshake if
+ * the server answers with `client_max_window_bits`. ws applies `maxPayload`
  * to the inflated size, so a small frame that inflates past it closes with 1009.
  */
-export const DEFLATE_OPTIONS = {
-  threshold: 512,
-  zlibDeflateOptions: { level: 1 },
-} as const;
+export const DEFLATE_OPTIONS = { threshold: COMPRESS_MIN_CHARS } as const;
 /** How long closing peers get to complete the close handshake on shutdown. */
 const SHUTDOWN_GRACE_MS = 1_000;
 
