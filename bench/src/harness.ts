@@ -29,7 +29,9 @@ export interface Spawned {
 export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<Spawned> {
   const path = fileURLToPath(new URL(script, import.meta.url));
   // BENCH_CPU_PROF=<dir> profiles every server child (`node --cpu-prof`), written when it stops.
-  const prof = process.env.BENCH_CPU_PROF ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : [];
+  const prof = process.env.BENCH_CPU_PROF
+    ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
+    : [];
   const child = spawn(process.execPath, ["--expose-gc", ...prof, "--import", "tsx", path], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],

@@ -5,7 +5,9 @@ import { writeFileSync } from "node:fs";
 
 // English letter frequencies (per mille), for pseudo-words.
 const LETTERS = "etaoinshrdlcumwfgypbvkjxqz";
-const WEIGHTS = [127, 91, 82, 75, 70, 67, 63, 61, 60, 43, 40, 28, 28, 24, 24, 22, 20, 20, 20, 15, 10, 8, 2, 2, 1, 1];
+const WEIGHTS = [
+  127, 91, 82, 75, 70, 67, 63, 61, 60, 43, 40, 28, 28, 24, 24, 22, 20, 20, 20, 15, 10, 8, 2, 2, 1, 1,
+];
 
 function prng(seed: number): (n: number) => number {
   let state = seed;

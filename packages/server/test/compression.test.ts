@@ -51,8 +51,9 @@ describe("permessage-deflate (default on)", () => {
     c.close();
     // OkHttp offers `permessage-deflate` without parameters and fails the handshake if the
     // answer carries client_max_window_bits; browsers add client_max_window_bits to the offer.
-    expect(await negotiate(ts.url, "permessage-deflate")).toBe("permessage-deflate");
-    expect(await negotiate(ts.url, "permessage-deflate; client_max_window_bits")).toBe("permessage-deflate");
+    const accepted = "permessage-deflate; client_no_context_takeover";
+    expect(await negotiate(ts.url, "permessage-deflate")).toBe(accepted);
+    expect(await negotiate(ts.url, "permessage-deflate; client_max_window_bits")).toBe(accepted);
   });
 
   it("short frames go out uncompressed (no zlib context for idle peers); a long answer is compressed", async () => {

@@ -34,6 +34,8 @@ export class Connection {
   authenticated = false;
   /** Cleared on every heartbeat tick and set by the peer's pong. */
   alive = true;
+  /** Closes the connection if no hello arrives in time; cleared by a successful hello. */
+  authTimer: NodeJS.Timeout | undefined;
 
   constructor(
     readonly ws: WebSocket,

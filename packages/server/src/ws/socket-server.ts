@@ -34,8 +34,12 @@ export const HARD_MAX_PAYLOAD = 2 * LIMITS.frameBytes;
  * bits are left alone: OkHttp fails the handshake if
  * the server answers with `client_max_window_bits`. ws applies `maxPayload`
  * to the inflated size, so a small frame that inflates past it closes with 1009.
+ * `client_no_context_takeover`: client frames are small independent requests,
+ * and without context takeover ws clients (and OkHttp) send short ones
+ * uncompressed, so the server never allocates an inflate context (~40 KiB) for
+ * a peer that only said hello.
  */
-export const DEFLATE_OPTIONS = { threshold: COMPRESS_MIN_CHARS } as const;
+export const DEFLATE_OPTIONS = { threshold: COMPRESS_MIN_CHARS, clientNoContextTakeover: true } as const;
 /** How long closing peers get to complete the close handshake on shutdown. */
 const SHUTDOWN_GRACE_MS = 1_000;
 
@@ -105,13 +109,12 @@ export class SocketServer {
     this.#conns.add(conn);
     log.debug({ conn: conn.id, addr }, "connection open");
 
-    let authTimer: NodeJS.Timeout | undefined;
     ws.on("pong", () => {
       conn.alive = true;
     });
     ws.on("error", (err) => log.debug({ conn: conn.id, err: err.message }, "socket error"));
     ws.on("close", (code) => {
-      clearTimeout(authTimer);
+      clearTimeout(conn.authTimer);
       this.ctx.hub.remove(conn);
       this.#conns.delete(conn);
       log.debug({ conn: conn.id, code }, "connection closed");
@@ -123,7 +126,7 @@ export class SocketServer {
       conn.close(CLOSE_CODES.lockedOut, "locked out");
       return;
     }
-    authTimer = setTimeout(() => {
+    conn.authTimer = setTimeout(() => {
       if (conn.authenticated || !conn.open) return;
       log.debug({ conn: conn.id }, "auth timeout");
       conn.error("auth_timeout", "No hello received in time");
@@ -189,6 +192,8 @@ export class SocketServer {
     }
     lockout.succeed(conn.addr);
     conn.authenticated = true;
+    // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
+    clearTimeout(conn.authTimer);
     this.ctx.hub.add(conn);
     log.debug({ conn: conn.id }, "authenticated");
     conn.send({
