@@ -79,6 +79,21 @@ for (const n of COUNTS) {
     "max ms": "",
   });
 }
+if (COUNTS.length > 1) {
+  // What each connection beyond the first batch costs: one-time growth (code compiled and heap grown
+  // by the first handshakes) cancels out.
+  const [a, b] = [COUNTS[0]!, COUNTS.at(-1)!];
+  const marginal = (name: string) => (perConn[name]![b]! * b - perConn[name]![a]! * a) / (b - a);
+  rows.push({
+    server: `marginal ${a}→${b}: bare / pheby / ratio`,
+    connections: b - a,
+    "RSS growth MiB": "",
+    "KiB / connection (RSS)": `${(marginal("bare ws") / 1024).toFixed(1)} / ${(marginal("@pheby/server") / 1024).toFixed(1)} / ${(marginal("@pheby/server") / marginal("bare ws")).toFixed(2)}`,
+    "KiB / connection (JS heap)": "",
+    "event-loop delay p99 ms": "",
+    "max ms": "",
+  });
+}
 console.log(`\nConnection scale: idle authenticated connections, ${IDLE_MS} ms idle sample`);
 console.log("baseline: bare ws server, same client code, same run\n");
 table(rows);

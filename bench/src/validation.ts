@@ -4,7 +4,7 @@
 import { decodeClientFrame } from "@pheby/protocol";
 import { median, table } from "./harness.js";
 
-const ITERATIONS = Number(process.env.BENCH_VALIDATION_ITERATIONS ?? 100_000);
+const ITERATIONS = Number(process.env.BENCH_VALIDATION_ITERATIONS ?? 30_000);
 const RUNS = Number(process.env.BENCH_VALIDATION_RUNS ?? 5);
 const id = "0123456789abcdef0123456789abcdef";
 const frames: [string, object][] = [
