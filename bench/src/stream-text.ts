@@ -23,14 +23,18 @@ const VOCABULARY = (() => {
   const total = WEIGHTS.reduce((a, b) => a + b, 0);
   const letter = () => {
     let x = rand(total);
-    for (let i = 0; ; i++) if ((x -= WEIGHTS[i]!) < 0) return LETTERS[i]!;
+    for (let i = 0; ; i++) {
+      x -= WEIGHTS[i]!;
+      if (x < 0) return LETTERS[i]!;
+    }
   };
   return Array.from({ length: 3000 }, (_, r) =>
     Array.from({ length: 1 + Math.min(11, Math.round(Math.log2(r + 2) * 0.9)) + rand(3) }, letter).join(""),
   );
 })();
 /** Cumulative Zipf weights over VOCABULARY. */
-const ZIPF = VOCABULARY.reduce<number[]>((acc, _, r) => [...acc, (acc.at(-1) ?? 0) + 1 / (r + 1)], []);
+const ZIPF: number[] = [];
+for (let r = 0; r < VOCABULARY.length; r++) ZIPF.push((ZIPF[r - 1] ?? 0) + 1 / (r + 1));
 
 /**
  * `length` characters of deterministic prose-like text: Zipf-distributed
