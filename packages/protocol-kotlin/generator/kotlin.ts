@@ -396,7 +396,7 @@ function renderDirection(gen: Generator, bundle: JsonSchema, parent: "ClientMess
     bundle.description ?? parent,
     "",
     `Decode with \`PhebyJson.decodeFromString(${parent}.serializer(), text)\`; the \`type\` field selects the class,`,
-    "and a `type` these models do not know (from a newer peer) decodes to [Unknown].",
+    "and a `type` these models do not know decodes to [Unknown].",
   ];
   for (const f of shared) docLines.push(`@property ${f.kotlin} \`${f.json}\`: ${f.doc}`);
   const known = members.map((m) => `            ${m.name}::class to ${m.name}.serializer(),`);
@@ -406,7 +406,7 @@ sealed interface ${parent} {
 ${shared.map((f) => `    ${fieldDecl(f, false).replace(/ = .*$/, "")}`).join("\n")}
 
     /**
-     * A message whose \`type\` these models do not know, e.g. from a newer server.
+     * A message whose \`type\` these models do not know, e.g. from a newer ${parent === "ServerMessage" ? "server" : "client"}.
      * [json] is the whole frame, \`type\` included; it re-encodes unchanged.
      */
     data class Unknown(val json: JsonObject) : ${parent} {

@@ -11,7 +11,7 @@ import kotlinx.serialization.json.JsonObject
  * Every client-to-server WebSocket message, discriminated on type
  *
  * Decode with `PhebyJson.decodeFromString(ClientMessage.serializer(), text)`; the `type` field selects the class,
- * and a `type` these models do not know (from a newer peer) decodes to [Unknown].
+ * and a `type` these models do not know decodes to [Unknown].
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server).
  */
 @Serializable(with = ClientMessage.Serializer::class)
@@ -19,7 +19,7 @@ sealed interface ClientMessage {
     val requestId: String?
 
     /**
-     * A message whose `type` these models do not know, e.g. from a newer server.
+     * A message whose `type` these models do not know, e.g. from a newer client.
      * [json] is the whole frame, `type` included; it re-encodes unchanged.
      */
     data class Unknown(val json: JsonObject) : ClientMessage {

@@ -11,7 +11,7 @@ import kotlinx.serialization.json.JsonObject
  * Every server-to-client WebSocket message, discriminated on type
  *
  * Decode with `PhebyJson.decodeFromString(ServerMessage.serializer(), text)`; the `type` field selects the class,
- * and a `type` these models do not know (from a newer peer) decodes to [Unknown].
+ * and a `type` these models do not know decodes to [Unknown].
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server).
  */
 @Serializable(with = ServerMessage.Serializer::class)
