@@ -353,13 +353,8 @@ ${objects.join("\n")}
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : ${e.name}(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<${e.name}> by lazy { listOf(${names.join(", ")}) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): ${e.name} = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<${e.name}>({ listOf(${names.join(", ")}) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<${e.name}>("${PACKAGE}.${e.name}", { of(it) })

@@ -19,13 +19,8 @@ sealed class ApprovalChoice(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : ApprovalChoice(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<ApprovalChoice> by lazy { listOf(ONCE, SESSION, ALWAYS, DENY) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): ApprovalChoice = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ApprovalChoice>({ listOf(ONCE, SESSION, ALWAYS, DENY) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<ApprovalChoice>("dev.pheby.protocol.ApprovalChoice", { of(it) })
@@ -43,13 +38,8 @@ sealed class AttachmentDirection(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : AttachmentDirection(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<AttachmentDirection> by lazy { listOf(INBOUND, OUTBOUND) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): AttachmentDirection = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AttachmentDirection>({ listOf(INBOUND, OUTBOUND) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<AttachmentDirection>("dev.pheby.protocol.AttachmentDirection", { of(it) })
@@ -70,13 +60,8 @@ sealed class AttachmentKind(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : AttachmentKind(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<AttachmentKind> by lazy { listOf(IMAGE, VOICE, VIDEO, AUDIO, DOCUMENT) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): AttachmentKind = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AttachmentKind>({ listOf(IMAGE, VOICE, VIDEO, AUDIO, DOCUMENT) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<AttachmentKind>("dev.pheby.protocol.AttachmentKind", { of(it) })
@@ -107,13 +92,8 @@ sealed class ErrorCode(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : ErrorCode(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<ErrorCode> by lazy { listOf(UNAUTHORIZED, AUTH_TIMEOUT, VERSION_MISMATCH, BAD_REQUEST, INVALID_JSON, UNKNOWN_TYPE, NOT_FOUND, CONVERSATION_NOT_FOUND, APPROVAL_NOT_FOUND, CLARIFY_NOT_FOUND, TOO_LARGE, RATE_LIMITED, RUN_ACTIVE, INTERNAL_ERROR, NOT_IMPLEMENTED) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): ErrorCode = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ErrorCode>({ listOf(UNAUTHORIZED, AUTH_TIMEOUT, VERSION_MISMATCH, BAD_REQUEST, INVALID_JSON, UNKNOWN_TYPE, NOT_FOUND, CONVERSATION_NOT_FOUND, APPROVAL_NOT_FOUND, CLARIFY_NOT_FOUND, TOO_LARGE, RATE_LIMITED, RUN_ACTIVE, INTERNAL_ERROR, NOT_IMPLEMENTED) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<ErrorCode>("dev.pheby.protocol.ErrorCode", { of(it) })
@@ -130,13 +110,8 @@ sealed class MessageKind(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : MessageKind(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<MessageKind> by lazy { listOf(NOTICE) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): MessageKind = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<MessageKind>({ listOf(NOTICE) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<MessageKind>("dev.pheby.protocol.MessageKind", { of(it) })
@@ -154,13 +129,8 @@ sealed class MessageRole(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : MessageRole(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<MessageRole> by lazy { listOf(USER, ASSISTANT) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): MessageRole = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<MessageRole>({ listOf(USER, ASSISTANT) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<MessageRole>("dev.pheby.protocol.MessageRole", { of(it) })
@@ -184,13 +154,8 @@ sealed class ReasoningEffort(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : ReasoningEffort(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<ReasoningEffort> by lazy { listOf(NONE, MINIMAL, LOW, MEDIUM, HIGH, XHIGH, MAX, ULTRA) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): ReasoningEffort = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ReasoningEffort>({ listOf(NONE, MINIMAL, LOW, MEDIUM, HIGH, XHIGH, MAX, ULTRA) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<ReasoningEffort>("dev.pheby.protocol.ReasoningEffort", { of(it) })
@@ -207,13 +172,8 @@ sealed class RunStateStatus(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : RunStateStatus(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<RunStateStatus> by lazy { listOf(RUNNING) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): RunStateStatus = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<RunStateStatus>({ listOf(RUNNING) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<RunStateStatus>("dev.pheby.protocol.RunStateStatus", { of(it) })
@@ -232,13 +192,8 @@ sealed class RunStatus(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : RunStatus(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<RunStatus> by lazy { listOf(COMPLETED, CANCELLED, FAILED) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): RunStatus = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<RunStatus>({ listOf(COMPLETED, CANCELLED, FAILED) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<RunStatus>("dev.pheby.protocol.RunStatus", { of(it) })
@@ -256,13 +211,8 @@ sealed class SettingScope(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : SettingScope(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<SettingScope> by lazy { listOf(CONVERSATION, GLOBAL) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): SettingScope = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<SettingScope>({ listOf(CONVERSATION, GLOBAL) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<SettingScope>("dev.pheby.protocol.SettingScope", { of(it) })
@@ -282,13 +232,8 @@ sealed class ToolStatus(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : ToolStatus(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<ToolStatus> by lazy { listOf(RUNNING, COMPLETED, FAILED, CANCELLED) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): ToolStatus = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ToolStatus>({ listOf(RUNNING, COMPLETED, FAILED, CANCELLED) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<ToolStatus>("dev.pheby.protocol.ToolStatus", { of(it) })
@@ -305,13 +250,8 @@ sealed class YoloScope(value: String) : OpenEnum(value) {
     /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
     class Unknown internal constructor(value: String) : YoloScope(value)
 
-    companion object {
-        /** The known values, in schema order. */
-        val entries: List<YoloScope> by lazy { listOf(CONVERSATION) }
-
-        /** The known value spelled [value], else [Unknown]. */
-        fun of(value: String): YoloScope = entries.firstOrNull { it.value == value } ?: Unknown(value)
-    }
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<YoloScope>({ listOf(CONVERSATION) }, ::Unknown)
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<YoloScope>("dev.pheby.protocol.YoloScope", { of(it) })

@@ -44,6 +44,15 @@ abstract class OpenEnum(
     final override fun toString(): String = value
 }
 
+/** The companion of a generated string set: its known values, and the lookup used by decoding. */
+abstract class OpenEnumValues<T : OpenEnum>(known: () -> List<T>, private val unknown: (String) -> T) {
+    /** The known values, in schema order. (Lazy: the value objects extend the class this companion belongs to.) */
+    val entries: List<T> by lazy(known)
+
+    /** The known value spelled [value], else an `Unknown` carrying it. */
+    fun of(value: String): T = entries.firstOrNull { it.value == value } ?: unknown(value)
+}
+
 /** Reads and writes an [OpenEnum] as its bare JSON string; [of] maps a string to its known case or `Unknown`. */
 abstract class OpenEnumSerializer<T : OpenEnum>(serialName: String, private val of: (String) -> T) : KSerializer<T> {
     override val descriptor: SerialDescriptor = PrimitiveSerialDescriptor(serialName, PrimitiveKind.STRING)
