@@ -124,12 +124,12 @@ export class RunEngine {
     }
     const { run, claimed } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
-    from.send({
-      type: "run.accepted",
-      ...(requestId === undefined ? {} : { request_id: requestId }),
-      conversation_id: conv.id,
-      run_id: run.runId,
-    });
+    // Every device learns of the run before its message.start; only the sender's copy is the reply.
+    this.deps.hub.broadcastReply(
+      { type: "run.accepted", conversation_id: conv.id, run_id: run.runId },
+      from,
+      requestId,
+    );
     for (const { descriptor } of claimed) {
       this.deps.hub.broadcast({
         type: "attachment.added",
