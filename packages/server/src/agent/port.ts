@@ -181,7 +181,12 @@ export interface AgentBackend {
   ensureReady?(): Promise<void>;
   /** Create the agent session of a new conversation. */
   createSession(conversationId: string): Promise<{ sessionId: string }>;
-  /** Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`. */
+  /**
+   * Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`.
+   * The server may report a cancelled run finished before this resolves (after its cancel grace) and
+   * then call `prompt` again for the same session: a backend whose agent is still stopping the
+   * cancelled turn must wait for it (bounded by its own stop timeout), not fail the new turn.
+   */
   prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult>;
   /** List sessions (when `capabilities.listSessions`). */
   listSessions?(): Promise<AgentSessionInfo[]>;

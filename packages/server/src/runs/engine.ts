@@ -18,8 +18,8 @@ import { redactArgs, truncate } from "./redact.js";
  * bandwidth; 40 ms still looks live.
  */
 const DELTA_INTERVAL_MS = 40;
-/** After `run.cancel`, how long the backend gets to confirm before the run is finished as cancelled anyway. */
-const CANCEL_GRACE_MS = 5_000;
+/** Default of {@link RunEngineDeps.cancelGraceMs}. */
+export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Error text of a run whose backend threw (details go to the log only). */
 export const BACKEND_FAILED = "The agent backend failed";
 
@@ -72,6 +72,8 @@ export interface RunEngineDeps {
   clock: Clock;
   log: Logger;
   logChatContent: boolean;
+  /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
+  cancelGraceMs: number;
 }
 
 /**
@@ -256,7 +258,7 @@ export class RunEngine {
     this.deps.decisions.withdrawRun(run.runId);
     run.controller.abort();
     // A backend that ignores the abort must not keep the conversation busy forever.
-    run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), CANCEL_GRACE_MS);
+    run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), this.deps.cancelGraceMs);
     run.graceTimer.unref();
   }
 

@@ -63,6 +63,8 @@ interface SessionState {
   /** Serializes this session's updates in arrival order. */
   queue: Promise<void>;
   turn: Turn | null;
+  /** Settles when {@link turn} has ended. */
+  turnEnded: Promise<void>;
   /** Collects replayed messages while `session/load` runs. */
   replay: AgentHistoryEntry[] | null;
   replayMessageId: string | null;
@@ -145,15 +147,28 @@ class AcpBackend implements AgentBackend {
       return { status: "failed", error: errorMessage(err) };
     }
     const session = this.session(input.sessionId);
-    if (session.turn) return { status: "failed", error: "a turn is already running in this session" };
+    // The server may report a cancelled run finished before the agent has stopped it (its cancel grace);
+    // the next prompt then waits for the agent, which stops or is killed within cancelTimeoutMs.
+    while (session.turn) {
+      if (!session.turn.cancelled)
+        return { status: "failed", error: "a turn is already running in this session" };
+      await session.turnEnded;
+    }
+    if (signal.aborted) return { status: "cancelled" };
     this.flushUnsolicited(session);
     const turn = new Turn(sink, (file) => this.deliver(sink, file));
     session.turn = turn;
-    const result = await this.runTurn(proc, session, turn, input, signal);
-    await this.drain(session);
-    await turn.finish(result);
-    session.turn = null;
-    return result;
+    let ended!: () => void;
+    session.turnEnded = new Promise((resolve) => (ended = resolve));
+    try {
+      const result = await this.runTurn(proc, session, turn, input, signal);
+      await this.drain(session);
+      await turn.finish(result);
+      return result;
+    } finally {
+      session.turn = null;
+      ended();
+    }
   }
 
   private async runTurn(
@@ -336,6 +351,7 @@ class AcpBackend implements AgentBackend {
         modes: null,
         queue: Promise.resolve(),
         turn: null,
+        turnEnded: Promise.resolve(),
         replay: null,
         replayMessageId: null,
         openIn: null,
