@@ -41,6 +41,10 @@ class Run {
   cancelRequested = false;
   cancelRequestId: string | undefined;
   notices = 0;
+  /** Files the agent delivered in this run (stored under the draft ID until the run ends). */
+  files = 0;
+  /** `m<n>` of the assistant message recorded at the end, once there is one. */
+  finalMessageId: string | undefined;
   readonly tools = new Map<string, ToolCall>();
   flushTimer: NodeJS.Timeout | undefined;
   lastDeltaAt = Number.NEGATIVE_INFINITY;
@@ -348,6 +352,12 @@ export class RunEngine {
     try {
       const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
       if (!row) return;
+      run.files += 1;
+      // A copy that outlived its run (cancel grace, shutdown) joins the final message directly.
+      if (run.finalMessageId) {
+        attachments.assignMessage(run.messageId, run.finalMessageId);
+        row.message_id = run.finalMessageId;
+      }
       hub.broadcast({
         type: "attachment.added",
         conversation_id: run.conversationId,
@@ -433,7 +443,21 @@ export class RunEngine {
     });
     try {
       // A partially streamed answer (cancel, failure) is recorded too, so history matches what the user saw.
-      store.finishRun(run.runId, run.conversationId, status, now, error ?? null, run.text);
+      // Delivered files move from the draft to the recorded message in the same transaction.
+      store.transaction(() => {
+        const row = store.finishRun(
+          run.runId,
+          run.conversationId,
+          status,
+          now,
+          error ?? null,
+          run.text,
+          run.files > 0,
+        );
+        if (row === null) return;
+        run.finalMessageId = `m${row}`;
+        this.deps.attachments.assignMessage(run.messageId, run.finalMessageId);
+      });
     } catch (err) {
       log.error({ err, run: run.runId }, "could not record the end of a run");
     }
