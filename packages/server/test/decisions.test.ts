@@ -239,7 +239,7 @@ describe("approvals on /sim approval", () => {
     expect(withdrawn).toEqual({
       type: "approval.resolved",
       approval_id: approval.approval_id,
-      choice: null,
+      choice: "deny",
       accepted: false,
     });
     expect(toolEnds(runId)).toEqual([expect.objectContaining({ status: "failed" })]);
@@ -266,7 +266,7 @@ describe("approvals on /sim approval", () => {
       expect(c.frames[withdrawnAt]).toEqual({
         type: "approval.resolved",
         approval_id: approval.approval_id,
-        choice: null,
+        choice: "deny",
         accepted: false,
       });
       expect(withdrawnAt).toBeLessThan(
@@ -290,7 +290,7 @@ describe("approvals on /sim approval", () => {
     await a.ok({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
     await b.nextAny((m) => m.type === "approval.resolved" && m.approval_id === approval.approval_id);
     expect(onBoth((m) => m.type === "approval.resolved" && m.approval_id === approval.approval_id)).toEqual([
-      { type: "approval.resolved", approval_id: approval.approval_id, choice: null, accepted: false },
+      { type: "approval.resolved", approval_id: approval.approval_id, choice: "deny", accepted: false },
     ]);
   });
 });
@@ -446,7 +446,7 @@ describe("on their own server", () => {
     await first.close();
     await c.closed;
     expect(c.frames.filter((m) => m.type === "approval.resolved")).toEqual([
-      { type: "approval.resolved", approval_id: approval.approval_id, choice: null, accepted: false },
+      { type: "approval.resolved", approval_id: approval.approval_id, choice: "deny", accepted: false },
     ]);
     expect(c.frames.find((m) => m.type === "run.finished")).toMatchObject({
       run_id: runId,

@@ -115,10 +115,11 @@ export class Decisions {
       deps.hub,
       (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
       CANCELLED,
+      // A withdrawn approval is failed closed: the agent is denied, and no client answered it.
       (approval_id) => ({
         type: "approval.resolved",
         approval_id,
-        choice: null,
+        choice: "deny",
         accepted: false,
       }),
     );

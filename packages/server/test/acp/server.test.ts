@@ -439,7 +439,7 @@ describe("ACP through Pheby: decisions", () => {
   it("the agent withdraws its question: approval.resolved not accepted", async () => {
     const { run_id, request } = await asked("permission hermes withdraw");
     const resolved = await env.p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id);
-    expect(resolved).toMatchObject({ choice: null, accepted: false });
+    expect(resolved).toMatchObject({ choice: "deny", accepted: false });
     await finished(run_id);
   });
 
