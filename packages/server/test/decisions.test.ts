@@ -1,6 +1,11 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
-import { SIM_APPROVAL_COMMAND, SIM_CLARIFY, SIM_CLARIFY_FREE } from "../src/agent/simulator/index.js";
+import {
+  SIM_APPROVAL_COMMAND,
+  SIM_CLARIFY,
+  SIM_CLARIFY_FREE,
+  SIM_LIMITED_CHOICES,
+} from "../src/agent/simulator/index.js";
 import { createSimulatorBackend } from "../src/index.js";
 import {
   createConversation,
@@ -292,6 +297,50 @@ describe("approvals on /sim approval", () => {
     expect(onBoth((m) => m.type === "approval.resolved" && m.approval_id === approval.approval_id)).toEqual([
       { type: "approval.resolved", approval_id: approval.approval_id, choice: "deny", accepted: false },
     ]);
+  });
+});
+
+describe("choices the agent does not offer", () => {
+  it.each([
+    ["always", "Approved (once, the nearest I offer to your always)"],
+    ["session", "Approved (once, the nearest I offer to your session)"],
+    ["once", "Approved (once)"],
+    ["deny", "Denied"],
+  ] as const)(
+    "/sim approval limited offers once and deny; %s is accepted and applied as the nearest",
+    async (choice, said) => {
+      const id = await createConversation(a);
+      const { runId, approval } = await approvalRun(a, id, "/sim approval limited");
+      expect(approval.choices).toEqual(SIM_LIMITED_CHOICES);
+      const resolved = await b.ok(
+        { type: "approval.respond", approval_id: approval.approval_id, choice },
+        "approval.resolved",
+      );
+      expect(resolved).toMatchObject({ approval_id: approval.approval_id, choice, accepted: true });
+      expect((await finished(runId)).status).toBe("completed");
+      expect(finalText(runId)).toMatch(new RegExp(`^${said.replace(/[()]/g, "\\$&")}`));
+    },
+  );
+
+  it("/sim clarify choices (allow_free_text false) still accepts free text, which reaches the agent verbatim", async () => {
+    const id = await createConversation(a);
+    const pick = await clarifyRun(id, "/sim clarify choices");
+    expect(pick.clarify).toMatchObject({ choices: SIM_CLARIFY.choices, allow_free_text: false });
+    await a.ok(
+      { type: "clarify.respond", clarify_id: pick.clarify.clarify_id, response: "staging" },
+      "clarify.resolved",
+    );
+    await finished(pick.runId);
+    expect(finalText(pick.runId)).toBe('You answered: "staging".');
+
+    const other = await clarifyRun(id, "/sim clarify choices");
+    const resolved = await b.ok(
+      { type: "clarify.respond", clarify_id: other.clarify.clarify_id, response: "the canary cluster" },
+      "clarify.resolved",
+    );
+    expect(resolved).toMatchObject({ clarify_id: other.clarify.clarify_id, accepted: true });
+    await finished(other.runId);
+    expect(finalText(other.runId)).toBe('You answered in your own words: "the canary cluster".');
   });
 });
 

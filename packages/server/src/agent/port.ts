@@ -103,7 +103,12 @@ export interface PermissionQuestion {
   choices: ApprovalChoice[];
 }
 
-/** The answer to a permission question. `cancelled`: the run ended or was cancelled first. */
+/**
+ * The answer to a permission question. `cancelled`: the run ended or was cancelled first.
+ * `choice` is any of the four spec choices, whatever the question offered: the user may pick one the
+ * agent lacks, and the backend then applies the nearest one its agent offers ({@link nearestChoice}
+ * in `@pheby/server`; the table is in docs/protocol.md).
+ */
 export type PermissionAnswer =
   | { outcome: "selected"; choice: ApprovalChoice; reason?: string }
   | { outcome: "cancelled" };
@@ -115,7 +120,12 @@ export interface ClarifyQuestion {
   allowFreeText: boolean;
 }
 
-/** The answer to a clarification. */
+/**
+ * The answer to a clarification. `response` is one of the question's choices or the user's own
+ * text — even for a question with `allowFreeText: false` (clients always offer "Other"). A backend
+ * whose agent can only take a choice passes the text through its own "other" field where it has one,
+ * else declines the question.
+ */
 export type ClarifyAnswer = { outcome: "answered"; response: string } | { outcome: "cancelled" };
 
 /** A file the agent produced: a path on the host (copied only from allowed roots) or bytes. */

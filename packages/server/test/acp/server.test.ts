@@ -422,17 +422,14 @@ describe("ACP through Pheby: decisions", () => {
     expect((await completeOf(run_id)).text).toBe(said);
   });
 
-  it("a choice the agent did not offer is refused and the question stays pending", async () => {
+  it("a choice the agent did not offer is accepted and applied as the nearest it offers (session → once)", async () => {
     const { run_id, request } = await asked("permission generic");
-    const err = await env.p.client
-      .request({ type: "approval.respond", approval_id: request.approval_id, choice: "session" })
-      .catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "bad_request" });
-    await env.p.client.request({
+    const resolved = await env.p.client.request({
       type: "approval.respond",
       approval_id: request.approval_id,
-      choice: "once",
+      choice: "session",
     });
+    expect(resolved).toMatchObject({ choice: "session", accepted: true });
     expect((await completeOf(run_id)).text).toBe("chose proceed_once");
   });
 

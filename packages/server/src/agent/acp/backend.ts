@@ -4,6 +4,7 @@
  * The mapping is documented in docs/agents.md.
  */
 import * as acp from "@agentclientprotocol/sdk";
+import { nearestChoice } from "../../decisions/nearest.js";
 import type {
   AgentBackend,
   AgentCapabilities,
@@ -584,7 +585,9 @@ class AcpBackend implements AgentBackend {
         withdraw,
       ),
     );
-    const optionId = answer.outcome === "selected" ? optionFor.get(answer.choice) : undefined;
+    // The user may pick a choice the agent does not offer: apply the nearest one it does.
+    const applied = answer.outcome === "selected" ? nearestChoice(answer.choice, choices) : undefined;
+    const optionId = applied && optionFor.get(applied);
     return optionId ? { outcome: { outcome: "selected", optionId } } : cancelled;
   }
 
