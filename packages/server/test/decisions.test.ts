@@ -48,6 +48,17 @@ async function clarifyRun(conversationId: string, text: string) {
   return { runId, clarify: seen[0] as Clarify };
 }
 
+/** Run a clarify scenario, answer it from `client`, and return the question, resolution and reply. */
+async function answerClarify(client: RawClient, conversationId: string, text: string, response: string) {
+  const { runId, clarify } = await clarifyRun(conversationId, text);
+  const resolved = await client.ok(
+    { type: "clarify.respond", clarify_id: clarify.clarify_id, response },
+    "clarify.resolved",
+  );
+  await finished(runId);
+  return { clarify, resolved, reply: finalText(runId) };
+}
+
 /** Both clients' frames matching `pred`, checked to be the same. */
 function onBoth(pred: (m: ServerMessage) => boolean): ServerMessage[] {
   const mine = a.frames.filter(pred);
@@ -324,23 +335,12 @@ describe("choices the agent does not offer", () => {
 
   it("/sim clarify choices (allow_free_text false) still accepts free text, which reaches the agent verbatim", async () => {
     const id = await createConversation(a);
-    const pick = await clarifyRun(id, "/sim clarify choices");
+    const pick = await answerClarify(a, id, "/sim clarify choices", "staging");
     expect(pick.clarify).toMatchObject({ choices: SIM_CLARIFY.choices, allow_free_text: false });
-    await a.ok(
-      { type: "clarify.respond", clarify_id: pick.clarify.clarify_id, response: "staging" },
-      "clarify.resolved",
-    );
-    await finished(pick.runId);
-    expect(finalText(pick.runId)).toBe('You answered: "staging".');
-
-    const other = await clarifyRun(id, "/sim clarify choices");
-    const resolved = await b.ok(
-      { type: "clarify.respond", clarify_id: other.clarify.clarify_id, response: "the canary cluster" },
-      "clarify.resolved",
-    );
-    expect(resolved).toMatchObject({ clarify_id: other.clarify.clarify_id, accepted: true });
-    await finished(other.runId);
-    expect(finalText(other.runId)).toBe('You answered in your own words: "the canary cluster".');
+    expect(pick.reply).toBe('You answered: "staging".');
+    const other = await answerClarify(b, id, "/sim clarify choices", "the canary cluster");
+    expect(other.resolved).toMatchObject({ clarify_id: other.clarify.clarify_id, accepted: true });
+    expect(other.reply).toBe('You answered in your own words: "the canary cluster".');
   });
 });
 
@@ -382,13 +382,8 @@ describe("clarifications", () => {
 
   it("free text is accepted next to choices; /sim clarify free has choices null", async () => {
     const id = await createConversation(a);
-    const first = await clarifyRun(id, "/sim clarify");
-    await a.ok(
-      { type: "clarify.respond", clarify_id: first.clarify.clarify_id, response: "the canary cluster" },
-      "clarify.resolved",
-    );
-    await finished(first.runId);
-    expect(finalText(first.runId)).toBe('You answered: "the canary cluster".');
+    const first = await answerClarify(a, id, "/sim clarify", "the canary cluster");
+    expect(first.reply).toBe('You answered: "the canary cluster".');
 
     const free = await clarifyRun(id, "/sim clarify free");
     expect(free.clarify).toMatchObject({ question: SIM_CLARIFY_FREE, choices: null, allow_free_text: true });
