@@ -212,6 +212,66 @@ export const decisionChecks: Check[] = [
     },
   },
   {
+    id: "approvals.any_choice",
+    section: APPROVALS,
+    title:
+      "/sim approval limited: a choice the agent does not offer (always) is still accepted, resolved as sent, and applied as the nearest the agent offers",
+    needs: { simulator: true },
+    async run(ctx) {
+      const probe = await ctx.connect();
+      const conversation_id = await ctx.createConversation(probe);
+      const trace = await ctx.chat(probe, conversation_id, "/sim approval limited", {
+        onAccepted: async () => {
+          const request = await waitApproval(probe, conversation_id);
+          expect(!request.choices.includes("always"), 'the question offers "always" after all', request);
+          const resolved = await probe.request(
+            { type: "approval.respond", approval_id: request.approval_id, choice: "always" },
+            "approval.resolved",
+          );
+          expect(
+            resolved.choice === "always" && resolved.accepted,
+            "approval.resolved is not the accepted choice the client sent",
+            resolved,
+          );
+        },
+      });
+      expectFinished(trace, "completed");
+      expect(
+        checkLifecycle(trace).startsWith("Approved (once"),
+        "the agent did not apply the nearest choice it offers (once)",
+        trace.frames.at(-2),
+      );
+    },
+  },
+  {
+    id: "clarify.other_always",
+    section: CLARIFY,
+    title:
+      '/sim clarify choices: free text ("Other") is accepted even with allow_free_text false, and reaches the agent',
+    needs: { simulator: true },
+    async run(ctx) {
+      const probe = await ctx.connect();
+      const conversation_id = await ctx.createConversation(probe);
+      const answer = "conformance other answer";
+      const trace = await ctx.chat(probe, conversation_id, "/sim clarify choices", {
+        onAccepted: async () => {
+          const request = await waitClarify(probe, conversation_id);
+          expect(!request.allow_free_text, "the question allows free text after all", request);
+          await probe.request(
+            { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
+            "clarify.resolved",
+          );
+        },
+      });
+      expectFinished(trace, "completed");
+      expect(
+        checkLifecycle(trace).includes(answer),
+        "the reply does not echo the free-text answer",
+        trace.frames.at(-2),
+      );
+    },
+  },
+  {
     id: "clarify.free_text",
     section: CLARIFY,
     title: "/sim clarify free: choices null, free text allowed, and the text reaches the agent",
