@@ -1,5 +1,5 @@
 import type { ServerMessage } from "@pheby/protocol";
-import { expectFinished } from "../context.js";
+import { type CheckContext, expectFinished } from "../context.js";
 import { expect } from "../failure.js";
 import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
@@ -26,6 +26,33 @@ const waitApproval = (probe: Probe, conversationId: string) =>
   waitQuestion(probe, "approval.request", conversationId);
 const waitClarify = (probe: Probe, conversationId: string) =>
   waitQuestion(probe, "clarify.request", conversationId);
+
+/** Run a clarify scenario, check its question, answer it with free text, and expect the reply to echo it. */
+async function freeTextAnswer(
+  ctx: CheckContext,
+  text: string,
+  answer: string,
+  checkQuestion: (request: Of<"clarify.request">) => void,
+): Promise<void> {
+  const probe = await ctx.connect();
+  const conversation_id = await ctx.createConversation(probe);
+  const trace = await ctx.chat(probe, conversation_id, text, {
+    onAccepted: async () => {
+      const request = await waitClarify(probe, conversation_id);
+      checkQuestion(request);
+      await probe.request(
+        { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
+        "clarify.resolved",
+      );
+    },
+  });
+  expectFinished(trace, "completed");
+  expect(
+    checkLifecycle(trace).includes(answer),
+    "the reply does not echo the free-text answer",
+    trace.frames.at(-2),
+  );
+}
 
 export const decisionChecks: Check[] = [
   {
@@ -249,57 +276,19 @@ export const decisionChecks: Check[] = [
     title:
       '/sim clarify choices: free text ("Other") is accepted even with allow_free_text false, and reaches the agent',
     needs: { simulator: true },
-    async run(ctx) {
-      const probe = await ctx.connect();
-      const conversation_id = await ctx.createConversation(probe);
-      const answer = "conformance other answer";
-      const trace = await ctx.chat(probe, conversation_id, "/sim clarify choices", {
-        onAccepted: async () => {
-          const request = await waitClarify(probe, conversation_id);
-          expect(!request.allow_free_text, "the question allows free text after all", request);
-          await probe.request(
-            { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
-            "clarify.resolved",
-          );
-        },
-      });
-      expectFinished(trace, "completed");
-      expect(
-        checkLifecycle(trace).includes(answer),
-        "the reply does not echo the free-text answer",
-        trace.frames.at(-2),
-      );
-    },
+    run: (ctx) =>
+      freeTextAnswer(ctx, "/sim clarify choices", "conformance other answer", (request) =>
+        expect(!request.allow_free_text, "the question allows free text after all", request),
+      ),
   },
   {
     id: "clarify.free_text",
     section: CLARIFY,
     title: "/sim clarify free: choices null, free text allowed, and the text reaches the agent",
     needs: { simulator: true },
-    async run(ctx) {
-      const probe = await ctx.connect();
-      const conversation_id = await ctx.createConversation(probe);
-      const answer = "conformance free text answer";
-      const trace = await ctx.chat(probe, conversation_id, "/sim clarify free", {
-        onAccepted: async () => {
-          const request = await waitClarify(probe, conversation_id);
-          expect(
-            request.choices === null && request.allow_free_text,
-            "not a free-text-only question",
-            request,
-          );
-          await probe.request(
-            { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
-            "clarify.resolved",
-          );
-        },
-      });
-      expectFinished(trace, "completed");
-      expect(
-        checkLifecycle(trace).includes(answer),
-        "the reply does not echo the free-text answer",
-        trace.frames.at(-2),
-      );
-    },
+    run: (ctx) =>
+      freeTextAnswer(ctx, "/sim clarify free", "conformance free text answer", (request) =>
+        expect(request.choices === null && request.allow_free_text, "not a free-text-only question", request),
+      ),
   },
 ];
