@@ -14,7 +14,7 @@ import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
-import { RunEngine } from "./runs/engine.js";
+import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Settings } from "./settings/settings.js";
 import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
@@ -40,6 +40,12 @@ export interface PhebyServerOptions {
   heartbeatIntervalMs?: number;
   /** Failed-hello lockout: `maxFailures` (5) within `windowMs` (60,000) lock the address for `durationMs` (300,000). */
   lockout?: { maxFailures?: number; windowMs?: number; durationMs?: number };
+  /**
+   * After `run.cancel`, how long the agent gets to stop before the run is reported `cancelled` anyway,
+   * in ms (default 5,000). The conversation takes new messages from then on; a new turn waits for the
+   * agent's previous one to end before it reaches the agent (see docs/protocol.md, Cancellation).
+   */
+  cancelGraceMs?: number;
   /** Per-client send-buffer cap in bytes (default 8 MiB); a client over it is closed with 4503. */
   maxBufferedBytes?: number;
   /**
@@ -130,6 +136,11 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (typeof options.secret !== "string" || options.secret === "") {
     throw new Error("createPhebyServer: a non-empty secret is required");
   }
+  // Checked before the store opens, so a bad option leaves nothing open.
+  const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
+  if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
+    throw new Error("createPhebyServer: deltaIntervalMs must be a number >= 0");
+  }
   // Before the store opens, so a missing console build fails without side effects.
   const consoleFiles = options.staticConsoleDir ? loadConsoleFiles(options.staticConsoleDir) : undefined;
   const clock = options.clock ?? systemClock;
@@ -140,10 +151,6 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
-  const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
-  if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
-    throw new Error("createPhebyServer: deltaIntervalMs must be a number >= 0");
-  }
   const retentionDays = options.attachmentRetentionDays ?? DEFAULT_ATTACHMENT_RETENTION_DAYS;
   if (!Number.isInteger(retentionDays) || retentionDays < 0) {
     throw new Error("createPhebyServer: attachmentRetentionDays must be a whole number >= 0");
@@ -171,6 +178,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     log,
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
+    cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
   });
   const ctx: ServerContext = {
     store,

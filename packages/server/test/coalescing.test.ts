@@ -113,3 +113,12 @@ it("a reader that stalls mid-stream (compressed) gets every delta in order, then
   driver.close();
   stalled.close();
 });
+
+it("deltaIntervalMs must be a number >= 0 (0 accepted, -1 and NaN refused)", async () => {
+  for (const bad of [-1, Number.NaN]) {
+    await expect(startServer({ deltaIntervalMs: bad })).rejects.toThrow(
+      /deltaIntervalMs must be a number >= 0/,
+    );
+  }
+  ts = await startServer({ deltaIntervalMs: 0 });
+});
