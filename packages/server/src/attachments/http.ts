@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -121,7 +121,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
       "Content-Length": end - start + 1,
       ...(range ? { "Content-Range": `bytes ${start}-${end}/${blob.size}` } : {}),
     });
-    await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, incoming);
+    await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, blob.row.id);
     return RESPONSE_ALREADY_SENT;
   });
 
@@ -135,16 +135,20 @@ function tooLarge(c: Context<Env>): Response {
   return fail(c, 413, "too_large", `Attachment exceeds ${LIMITS.uploadBytes} bytes`);
 }
 
-/** Pipe a blob to the response; a client that goes away mid-download only ends that response. */
+/**
+ * Pipe a blob to the response; a client that goes away mid-download only ends
+ * that response. Logged by attachment ID, never by URL: a client may have put
+ * its secret in the query string.
+ */
 async function stream(
   source: NodeJS.ReadableStream,
   outgoing: ServerResponse,
   log: Logger,
-  incoming: IncomingMessage,
+  attachmentId: string,
 ): Promise<void> {
   try {
     await pipeline(source, outgoing);
   } catch (err) {
-    log.debug({ err: (err as Error).message, url: incoming.url }, "download ended early");
+    log.debug({ err: (err as Error).message, attachment: attachmentId }, "download ended early");
   }
 }
