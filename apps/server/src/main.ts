@@ -77,6 +77,7 @@ async function main(): Promise<void> {
     logChatContent: config.log_chat_content,
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
+    httpIdleTimeoutMs: config.http_idle_timeout_seconds * 1000,
     allowedFileRoots: config.agent.allowed_file_roots,
     corsOrigins: config.cors_origins,
   });

@@ -9,6 +9,7 @@ import { clientAddress } from "../auth/address.js";
 import { presentedSecrets } from "../auth/http.js";
 import type { Lockout } from "../auth/lockout.js";
 import type { Store } from "../store/store.js";
+import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
 import { parseRange } from "./range.js";
 import { AttachmentRejected, type AttachmentStore } from "./store.js";
@@ -20,6 +21,8 @@ export interface AttachmentRouteDeps {
   checkSecret(candidate: string): boolean;
   lockout: Lockout;
   log: Logger;
+  /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
+  idleTimeoutMs: number;
 }
 
 type Env = { Bindings: HttpBindings };
@@ -27,7 +30,7 @@ type Env = { Bindings: HttpBindings };
 /** The spec's exact body for an unknown, expired or malformed attachment ID. */
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
-const fail = (c: Context<Env>, status: 400 | 401 | 413 | 429, code: ErrorCode, message: string) =>
+const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorCode, message: string) =>
   c.json({ error: { code, message } }, status);
 
 /**
@@ -71,8 +74,14 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     const declared = Number(incoming.headers["content-length"] ?? Number.NaN);
     if (declared > LIMITS.uploadBytes) return tooLarge(c);
     if (declared === 0) return fail(c, 400, "bad_request", "empty body");
+    // An idle timeout, not a total one: a slow but steady upload (a phone link) takes as long as it
+    // needs; one that sends nothing for idleTimeoutMs is abandoned. The socket's timeout is re-armed
+    // by every byte; a listener on the request keeps Node from destroying the socket, so we can answer.
+    const stalled = new AbortController();
+    incoming.setTimeout(deps.idleTimeoutMs, () => stalled.abort(new Error("upload stalled")));
     try {
-      const row = await deps.attachments.receive(incoming.iterator({ destroyOnReturn: false }), {
+      const body = abortable(incoming.iterator({ destroyOnReturn: false }), stalled.signal);
+      const row = await deps.attachments.receive(body, {
         conversationId,
         filename,
         declaredType: incoming.headers["content-type"],
@@ -81,6 +90,12 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     } catch (err) {
       if (err instanceof AttachmentRejected) {
         return err.reason === "too_large" ? tooLarge(c) : fail(c, 400, "bad_request", "empty body");
+      }
+      if (stalled.signal.aborted) {
+        deps.log.info({ conversation: conversationId }, "upload stalled; partial file removed");
+        c.header("Connection", "close");
+        const seconds = deps.idleTimeoutMs / 1000;
+        return fail(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
       }
       if (incoming.errored || incoming.destroyed) {
         deps.log.debug(
