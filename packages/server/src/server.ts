@@ -73,6 +73,13 @@ export interface PhebyServerOptions {
    * download over a slow phone link completes as long as bytes keep flowing.
    */
   httpIdleTimeoutMs?: number;
+  /**
+   * Bound on the message text of one `conversation.history` page, in UTF-8
+   * bytes (default 2 MiB). A page holds at most `limit` messages and at most
+   * this much text, but always at least one message; `has_more` says when to
+   * page on. Keeps one reply from growing with the size of the transcript.
+   */
+  historyPageBytes?: number;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -107,6 +114,8 @@ export const DEFAULT_LOCKOUT = { maxFailures: 5, windowMs: 60_000, durationMs: 3
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
 /** Default HTTP idle timeout (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
 export const DEFAULT_HTTP_IDLE_TIMEOUT_MS = 60_000;
+/** Default bound on one history page's message text (see {@link PhebyServerOptions.historyPageBytes}). */
+export const DEFAULT_HISTORY_PAGE_BYTES = 2 * 1024 * 1024;
 /** Default attachment retention, in days. */
 export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
 /** How often the attachment sweep runs. */
@@ -138,6 +147,10 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const httpIdleTimeoutMs = options.httpIdleTimeoutMs ?? DEFAULT_HTTP_IDLE_TIMEOUT_MS;
   if (!Number.isInteger(httpIdleTimeoutMs) || httpIdleTimeoutMs < 1) {
     throw new Error("createPhebyServer: httpIdleTimeoutMs must be a whole number of ms >= 1");
+  }
+  const historyPageBytes = options.historyPageBytes ?? DEFAULT_HISTORY_PAGE_BYTES;
+  if (!Number.isInteger(historyPageBytes) || historyPageBytes < 1) {
+    throw new Error("createPhebyServer: historyPageBytes must be a whole number >= 1");
   }
   const attachments = new AttachmentStore({
     dataDir: options.dataDir,
@@ -173,6 +186,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     history: new HistoryRefresh(),
+    historyPageBytes,
   };
   const host: AgentHost = {
     unsolicited(message) {
