@@ -79,6 +79,9 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     // by every byte; a listener on the request keeps Node from destroying the socket, so we can answer.
     const stalled = new AbortController();
     incoming.setTimeout(deps.idleTimeoutMs, () => stalled.abort(new Error("upload stalled")));
+    // Once the body is in, the wait is ours (fsync of up to 64 MiB on a slow disk), not the client's:
+    // no idle cut until the answer. Node re-arms the timeouts for the connection's next request.
+    incoming.once("end", () => incoming.setTimeout(0));
     try {
       const body = abortable(incoming.iterator({ destroyOnReturn: false }), stalled.signal);
       const row = await deps.attachments.receive(body, {
