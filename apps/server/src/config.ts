@@ -57,6 +57,8 @@ export const Config = z
     log_chat_content: bool.default(false),
     attachment_retention_days: int(0, 36_500).default(7),
     console: bool.default(false),
+    /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
+    heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
     cors_origins: z
       .union([
@@ -105,6 +107,7 @@ export const ENV_NAMES = {
   PHEBY_ATTACHMENT_RETENTION_DAYS: ["attachment_retention_days"],
   PHEBY_CONSOLE: ["console"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
+  PHEBY_HEARTBEAT_INTERVAL_MS: ["heartbeat_interval_ms"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],

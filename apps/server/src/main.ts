@@ -70,6 +70,7 @@ async function main(): Promise<void> {
     attachmentRetentionDays: config.attachment_retention_days,
     allowedFileRoots: config.agent.allowed_file_roots,
     corsOrigins: config.cors_origins,
+    heartbeatIntervalMs: config.heartbeat_interval_ms,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

@@ -71,6 +71,14 @@ describe("loadConfig", () => {
     }
   });
 
+  it("reads the heartbeat interval (default 30 s) and checks its bounds exactly", () => {
+    expect(loadConfig({}, dir()).heartbeat_interval_ms).toBe(30_000);
+    expect(loadConfig({ PHEBY_HEARTBEAT_INTERVAL_MS: "100" }, dir()).heartbeat_interval_ms).toBe(100);
+    expect(() => loadConfig({ PHEBY_HEARTBEAT_INTERVAL_MS: "99" }, dir())).toThrow(
+      /PHEBY_HEARTBEAT_INTERVAL_MS \(heartbeat_interval_ms\)/,
+    );
+  });
+
   it("checks port bounds exactly", () => {
     expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
     expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);
