@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { longText } from "../src/agent/simulator/index.js";
 import { clientAddress, isLoopback } from "../src/auth/address.js";
-import { Lockout } from "../src/auth/lockout.js";
+import { Lockout, MAX_TRACKED } from "../src/auth/lockout.js";
 import { createSecretCheck } from "../src/auth/secret.js";
 import { REDACTED, redactArgs, truncate } from "../src/runs/redact.js";
 
@@ -61,6 +61,22 @@ describe("Lockout", () => {
     lockout.fail("a");
     lockout.succeed("a");
     expect(lockout.fail("a")).toBe(false);
+  });
+
+  it("stays bounded when many source addresses get locked (issue 16: spoofed X-Forwarded-For flood)", () => {
+    let now = 0;
+    const lockout = new Lockout({ maxFailures: 2, windowMs: 60_000, durationMs: 300_000 }, { now: () => now });
+    const n = 3 * MAX_TRACKED;
+    for (let i = 0; i < n; i++) {
+      const addr = `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
+      lockout.fail(addr);
+      expect(lockout.fail(addr)).toBe(true);
+      now += 1;
+    }
+    expect(lockout.size).toBeLessThanOrEqual(MAX_TRACKED);
+    // The newest locks hold; the oldest were released to make room.
+    expect(lockout.isLocked(`10.${(n - 1) >> 16}.${((n - 1) >> 8) & 255}.${(n - 1) & 255}`)).toBe(true);
+    expect(lockout.isLocked("10.0.0.0")).toBe(false);
   });
 });
 
