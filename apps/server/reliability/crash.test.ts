@@ -7,8 +7,8 @@
 import { createHash } from "node:crypto";
 import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import type { ServerMessage } from "@pheby/protocol";
+import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   type App,

@@ -65,7 +65,10 @@ describe("Lockout", () => {
 
   it("stays bounded when many source addresses get locked (issue 16: spoofed X-Forwarded-For flood)", () => {
     let now = 0;
-    const lockout = new Lockout({ maxFailures: 2, windowMs: 60_000, durationMs: 300_000 }, { now: () => now });
+    const lockout = new Lockout(
+      { maxFailures: 2, windowMs: 60_000, durationMs: 300_000 },
+      { now: () => now },
+    );
     const n = 3 * MAX_TRACKED;
     for (let i = 0; i < n; i++) {
       const addr = `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
