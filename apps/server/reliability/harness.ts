@@ -184,6 +184,8 @@ export class Peer {
   closeCode: number | undefined;
   #waiters: { pred: (m: ServerMessage) => boolean; resolve: (m: ServerMessage) => void }[] = [];
   #listeners: ((m: ServerMessage) => void)[] = [];
+  /** Keep every frame in `frames` (default); long runs turn it off and use `on` instead. */
+  keepFrames = true;
 
   private constructor(readonly ws: WebSocket) {
     ws.on("error", () => {});
@@ -208,7 +210,7 @@ export class Peer {
         this.violations.push(raw.slice(0, 300));
         return;
       }
-      this.frames.push(msg);
+      if (this.keepFrames) this.frames.push(msg);
       for (const l of this.#listeners) l(msg);
       const i = this.#waiters.findIndex((w) => w.pred(msg));
       if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(msg);
@@ -240,9 +242,12 @@ export class Peer {
     return peer;
   }
 
-  /** Subscribe to every valid frame. */
-  on(listener: (m: ServerMessage) => void): void {
+  /** Subscribe to every valid frame; returns the unsubscribe function. */
+  on(listener: (m: ServerMessage) => void): () => void {
     this.#listeners.push(listener);
+    return () => {
+      this.#listeners = this.#listeners.filter((l) => l !== listener);
+    };
   }
 
   send(frame: unknown): void {
