@@ -312,6 +312,8 @@ let probing = true;
 let probeLoop: Promise<void>;
 const failures: string[] = [];
 let frames = 0;
+/** Frames per expected outcome, for the report. */
+const tally: Record<string, number> = {};
 let sourceCounter = 0;
 
 /** A fresh loopback source address per before-hello connection (127.9.x.y). */
@@ -350,6 +352,13 @@ afterAll(async () => {
 /** Run one case on `peer`; returns false when the connection ended (the caller opens a new one). */
 async function runOne(peer: Peer, c: FrameCase): Promise<boolean> {
   frames++;
+  const outcome =
+    c.expect.kind === "error"
+      ? c.expect.code
+      : c.expect.kind === "close"
+        ? `close ${c.expect.code}`
+        : "answered";
+  tally[outcome] = (tally[outcome] ?? 0) + 1;
   const before = peer.frames.length;
   const marker = `fz${frames}`;
   const closed = peer.closed.then(() => "closed" as const);
@@ -480,7 +489,8 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
     console.log(
       `[fuzz] seed ${SEED}: ${frames} frames (${batches} batches of ${BATCH_SIZE} + ${sequences} before-hello sequences); ` +
         `RSS ${rssStart.toFixed(0)} -> ${rssEnd.toFixed(0)} MiB (bound ${RSS_BOUND_MIB}); ` +
-        `probe: ${probeLatencies.length} pings, p99 ${p99.toFixed(1)} ms, ${probeFailures.length} failures`,
+        `probe: ${probeLatencies.length} pings, p99 ${p99.toFixed(1)} ms, ${probeFailures.length} failures; ` +
+        `expected outcomes ${JSON.stringify(tally)}`,
     );
     expect(failures.slice(0, 30)).toEqual([]);
     expect(peer.violations).toEqual([]);
