@@ -71,8 +71,8 @@ class Observer {
         this.#state.set(m.run_id, "accepted");
         break;
       case "message.start":
-        // run.accepted is the reply to the sender only; the others' first event of a run is message.start.
-        if (this.#state.has(m.run_id) && this.#state.get(m.run_id) !== "accepted")
+        // run.accepted reaches every connection before message.start (the sender's copy carries request_id).
+        if (this.#state.get(m.run_id) !== "accepted")
           this.#problem(`message.start out of order in ${m.run_id}`);
         this.#state.set(m.run_id, "started");
         this.#draft.set(m.message_id, "");
