@@ -5,7 +5,7 @@
 // visible, the temp files must be gone and the runs that were active must be recorded as failed.
 // Reproduce with PHEBY_CRASH_SEED; PHEBY_CRASH_RUNS sets the number of kills (default 20).
 import { createHash } from "node:crypto";
-import { existsSync, readdirSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, readdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ServerMessage } from "@pheby/protocol";
 import Database from "better-sqlite3";
@@ -189,6 +189,26 @@ function midSweep(): boolean {
   return left > 0 && left < pendingExpiry;
 }
 
+/**
+ * Runs left `running` by the kill, read from a copy of the database files so the server's own
+ * start-up does the WAL recovery on the originals.
+ */
+function runningAtDeath(): string[] {
+  const copy = tempDir("pheby-crash-copy-");
+  for (const suffix of ["", "-wal", "-shm"]) {
+    if (existsSync(dbPath + suffix)) copyFileSync(dbPath + suffix, join(copy, `pheby.sqlite${suffix}`));
+  }
+  const db = new Database(join(copy, "pheby.sqlite"));
+  try {
+    return (db.prepare("SELECT run_id FROM runs WHERE status = 'running'").all() as { run_id: string }[]).map(
+      (r) => r.run_id,
+    );
+  } finally {
+    db.close();
+    rmSync(copy, { recursive: true, force: true });
+  }
+}
+
 /** How many of the attachments expired on purpose still have their row. */
 function expiredLeft(): number {
   const db = new Database(dbPath, { readonly: true });
@@ -225,7 +245,7 @@ function isSubsequence(sub: { role: string; text: string }[], full: { role: stri
   return j === sub.length;
 }
 
-async function verify(peer: Peer, run: number, phase: Phase): Promise<void> {
+async function verify(peer: Peer, run: number, phase: Phase, atDeath: string[]): Promise<void> {
   const where = `run ${run} (${phase})`;
   const db = new Database(dbPath, { readonly: true });
   try {
@@ -244,11 +264,18 @@ async function verify(peer: Peer, run: number, phase: Phase): Promise<void> {
     ).toEqual([]);
     expect(readdirSync(join(dataDir, "attachments", "tmp")), `${where}: temp files`).toEqual([]);
     for (const id of ledger.expired) expect(indexed.has(id), `${where}: expired ${id} swept`).toBe(false);
-    // Runs that were active when the server died are recorded as failed; none is left running.
-    const status = db.prepare("SELECT status FROM runs WHERE run_id = ?");
+    // Runs that were running when the server died are recorded as failed; none is left running.
+    const run = db.prepare("SELECT status, error FROM runs WHERE run_id = ?");
+    for (const id of atDeath) {
+      expect(run.get(id), `${where}: run ${id} running at the kill`).toEqual({
+        status: "failed",
+        error: "The server stopped during this run",
+      });
+    }
+    // A run a client saw start but not finish may also have finished just before the kill.
     for (const id of ledger.interrupted) {
-      expect((status.get(id) as { status: string } | undefined)?.status, `${where}: run ${id}`).toBe(
-        "failed",
+      expect(["completed", "cancelled", "failed"], `${where}: run ${id}`).toContain(
+        (run.get(id) as { status: string } | undefined)?.status,
       );
     }
     expect(db.prepare("SELECT count(*) AS n FROM runs WHERE status = 'running'").get(), where).toEqual({
@@ -257,7 +284,7 @@ async function verify(peer: Peer, run: number, phase: Phase): Promise<void> {
   } finally {
     db.close();
   }
-  stats.interruptedRuns += ledger.interrupted.size;
+  stats.interruptedRuns += atDeath.length;
   ledger.interrupted.clear();
   // Every message a client saw confirmed is in history, in order.
   for (const [conversation, confirmed] of ledger.messages) {
@@ -318,6 +345,7 @@ describe("crash recovery under SIGKILL (issue 16 item 2)", () => {
       await app.kill();
       stats.kills++;
       if (phase === "sweep" && midSweep()) stats.midSweep++;
+      const atDeath = runningAtDeath();
       peer.close();
       await sleep(50);
       for (const m of ledger.messages.values())
@@ -327,14 +355,14 @@ describe("crash recovery under SIGKILL (issue 16 item 2)", () => {
       peer = await Peer.ready(app.wsUrl);
       track(peer);
       await waitFor(() => readdirSync(join(dataDir, "attachments", "tmp")).length === 0, 5_000, "temp sweep");
-      await verify(peer, run, phase);
+      await verify(peer, run, phase, atDeath);
       expect(peer.violations, `run ${run}: invalid frames`).toEqual([]);
     }
     stats.confirmedUploads = ledger.uploads.size;
     const total = [...ledger.messages.values()].reduce((n, m) => n + m.length, 0);
     console.log(
       `[crash] seed ${SEED}: ${stats.kills} SIGKILLs survived; ${total} confirmed messages and ${stats.confirmedUploads} ` +
-        `uploads intact; ${stats.interruptedRuns} interrupted runs recorded failed; ${ledger.expired.size} expired ` +
+        `uploads intact; ${stats.interruptedRuns} runs that were running at a kill recorded failed; ${ledger.expired.size} expired ` +
         `attachments swept (${stats.midSweep} kills landed mid-sweep); ${ledger.finished.size} runs finished`,
     );
     expect(stats.kills).toBe(RUNS);
