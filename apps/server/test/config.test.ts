@@ -17,6 +17,7 @@ describe("loadConfig", () => {
       debug: false,
       log_chat_content: false,
       attachment_retention_days: 7,
+      http_idle_timeout_seconds: 60,
       console: false,
       agent: { kind: "simulator" },
     });
@@ -77,6 +78,21 @@ describe("loadConfig", () => {
     expect(() => loadConfig({ PHEBY_HEARTBEAT_INTERVAL_MS: "99" }, dir())).toThrow(
       /PHEBY_HEARTBEAT_INTERVAL_MS \(heartbeat_interval_ms\)/,
     );
+  });
+
+  it("reads the HTTP idle timeout in whole seconds, 1..3600", () => {
+    expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "1" }, dir()).http_idle_timeout_seconds).toBe(1);
+    expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "3600" }, dir()).http_idle_timeout_seconds).toBe(
+      3600,
+    );
+    for (const bad of ["0", "3601", "1.5", "soon"]) {
+      expect(() => loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: bad }, dir())).toThrow(
+        /PHEBY_HTTP_IDLE_TIMEOUT_SECONDS \(http_idle_timeout_seconds\)/,
+      );
+    }
+    const cwd = dir();
+    writeFileSync(join(cwd, "pheby.yaml"), "http_idle_timeout_seconds: 300\n");
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).http_idle_timeout_seconds).toBe(300);
   });
 
   it("checks port bounds exactly", () => {

@@ -7,12 +7,8 @@ export interface LockoutSettings {
   durationMs: number;
 }
 
-/**
- * Bound on tracked addresses, for failures and for locks each, so a flood of
- * sources (e.g. spoofed `X-Forwarded-For` behind a proxy) cannot grow memory
- * without limit.
- */
-export const MAX_TRACKED = 10_000;
+/** Bound on tracked addresses so a flood of sources cannot grow memory without limit. */
+const MAX_TRACKED = 10_000;
 
 /**
  * Failed-hello lockout per source address: `maxFailures` failures within
@@ -44,9 +40,12 @@ export class Lockout {
     recent.push(now);
     if (recent.length >= this.settings.maxFailures) {
       this.#failures.delete(addr);
-      this.#lockedUntil.delete(addr); // re-inserted last: the map stays ordered by lock time
       this.#lockedUntil.set(addr, now + this.settings.durationMs);
-      if (this.#lockedUntil.size > MAX_TRACKED) this.#pruneLocks(now);
+      // Expired locks are otherwise removed only when their address comes back; live ones are kept
+      // whatever their number, or flooding from many addresses would unlock the earlier ones.
+      if (this.#lockedUntil.size > MAX_TRACKED) {
+        for (const [a, until] of this.#lockedUntil) if (until <= now) this.#lockedUntil.delete(a);
+      }
       return true;
     }
     this.#failures.set(addr, recent);
@@ -54,28 +53,14 @@ export class Lockout {
     return false;
   }
 
-  /** A successful hello forgets earlier failures of the address. */
-  succeed(addr: string): void {
-    this.#failures.delete(addr);
-  }
-
-  /** Addresses tracked now (failures plus locks); bounded by 2 × {@link MAX_TRACKED}. */
-  get size(): number {
+  /** How many addresses have failures or a lock on record (bounded memory; for tests). */
+  get tracked(): number {
     return this.#failures.size + this.#lockedUntil.size;
   }
 
-  /**
-   * Expired locks go first; if more than MAX_TRACKED are still locked, the
-   * oldest locks are released early. Holding that many locks means the attacker
-   * already controls that many addresses, each with its own 5 guesses, so an
-   * early release gives them little; unbounded memory would give them a crash.
-   */
-  #pruneLocks(now: number): void {
-    for (const [addr, until] of this.#lockedUntil) if (until <= now) this.#lockedUntil.delete(addr);
-    for (const addr of this.#lockedUntil.keys()) {
-      if (this.#lockedUntil.size <= MAX_TRACKED) break;
-      this.#lockedUntil.delete(addr);
-    }
+  /** A successful hello forgets earlier failures of the address. */
+  succeed(addr: string): void {
+    this.#failures.delete(addr);
   }
 
   #prune(now: number): void {
