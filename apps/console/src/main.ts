@@ -180,15 +180,34 @@ function startApp(client: PhebyClient): void {
     client.close();
     showConnect();
   });
-  replace(
-    root,
-    h("header", {}, h("strong", {}, "Pheby"), status, banner, signOut),
-    h("div", { class: "layout" }, conversations.el, main),
+  // On a narrow screen the conversation list is a drawer behind this button (CSS hides it on wide ones).
+  const layout = h("div", { class: "layout" });
+  const drawerToggle = h(
+    "button",
+    {
+      type: "button",
+      class: "icon drawer-toggle",
+      "aria-label": "Conversations",
+      "aria-expanded": "false",
+      "data-testid": "drawer-toggle",
+    },
+    "☰",
   );
+  const backdrop = h("div", { class: "backdrop", "data-testid": "drawer-backdrop" });
+  const setDrawer = (open: boolean) => {
+    layout.classList.toggle("drawer-open", open);
+    drawerToggle.setAttribute("aria-expanded", String(open));
+  };
+  drawerToggle.addEventListener("click", () => setDrawer(!layout.classList.contains("drawer-open")));
+  backdrop.addEventListener("click", () => setDrawer(false));
+  document.addEventListener("keydown", (event) => event.key === "Escape" && setDrawer(false));
+  layout.append(conversations.el, backdrop, main);
+  replace(root, h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, signOut), layout);
 
   async function openConversation(id: string): Promise<void> {
     if (current && current !== id) client.unfollow(current);
     current = id;
+    setDrawer(false);
     client.follow(id);
     conversations.select(id);
     title.textContent = conversations.name(id);

@@ -298,7 +298,25 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       "Approved (once): I ran rm -rf /tmp/pheby-sim-build.",
     );
-    expect(await page.getAttribute(`${lastAssistant} >> .pill`, "data-status")).toBe("completed");
+    // Where it happened: the tool asked, the card was answered, then the answer followed.
+    const around = await page.evaluate(() => {
+      const card = [...document.querySelectorAll(".card.approval")].at(-1)!;
+      const [before, after] = [card.previousElementSibling!, card.nextElementSibling!];
+      return {
+        before: {
+          pill: before.querySelector<HTMLElement>(".pill")?.dataset.status,
+          text: before.querySelector(".text")?.textContent,
+        },
+        after: {
+          pills: after.querySelectorAll(".pill").length,
+          text: after.querySelector(".text")?.textContent,
+        },
+      };
+    });
+    expect(around).toEqual({
+      before: { pill: "completed", text: "" },
+      after: { pills: 0, text: "Approved (once): I ran rm -rf /tmp/pheby-sim-build." },
+    });
   });
 
   it("answers /sim clarify with free text in the Other field", async () => {
@@ -457,6 +475,38 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.waitForSelector('[data-testid="uploads"] .error:has-text("At most 10 files")');
     expect(await page.isDisabled('[data-testid="send"]')).toBe(true);
     await page.setInputFiles('[data-testid="files"]', []);
+  });
+
+  it("reopening a conversation shows each file beside the message it came with", async () => {
+    const id = (await page.getAttribute(
+      '[data-testid="conversation-list"] li.selected',
+      "data-conversation-id",
+    ))!;
+    await page.click('[data-testid="new-conversation"]');
+    await page.waitForSelector(
+      `[data-testid="conversation-list"] li.selected:not([data-conversation-id="${id}"])`,
+    );
+    await page.waitForSelector(".attachment", { state: "detached" });
+    await page.click(`[data-conversation-id="${id}"] .open`);
+    await page.waitForSelector('.attachment.outbound img[alt="pheby-image.png"]');
+    // For each file: the text of the nearest message above it.
+    const owners = await page.evaluate(() =>
+      Object.fromEntries(
+        [...document.querySelectorAll(".attachment")].map((figure) => {
+          let el = figure.previousElementSibling;
+          while (el && !el.matches(".msg")) el = el.previousElementSibling;
+          const name =
+            figure.querySelector("img")?.alt ?? figure.querySelector("a")!.getAttribute("download");
+          return [name, el?.querySelector(".text")?.textContent?.slice(0, 25) ?? null];
+        }),
+      ),
+    );
+    expect(owners).toEqual({
+      "pixel.png": "two files",
+      "notes.md": "two files",
+      "pheby-image.png": "Here is your image: pheby",
+      "pheby-report.pdf": "Here is your document: ph",
+    });
   });
 
   it("reconnects by itself after a server restart and rebuilds the view from the snapshot", async () => {

@@ -80,14 +80,21 @@ export async function startServer(
   };
 }
 
-/** Chromium with a fresh profile directory; `close()` removes it. */
-export async function launchChromium(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+/** A phone: 390×844 CSS pixels (an iPhone 12–14), touch, mobile viewport meta honoured. */
+export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true } as const;
+
+/** Chromium with a fresh profile directory (a 1200×800 desktop unless `device` says otherwise); `close()` removes it. */
+export async function launchChromium(
+  device: { viewport: { width: number; height: number }; isMobile?: boolean; hasTouch?: boolean } = {
+    viewport: { width: 1200, height: 800 },
+  },
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const profile = mkdtempSync(join(tmpdir(), "pheby-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_FLAGS,
-    viewport: { width: 1200, height: 800 },
+    ...device,
   });
   return {
     context,
