@@ -349,7 +349,9 @@ export class ChatView {
     }
     if (text.length > flow.length) this.tail(flow);
     flow.length = text.length;
-    replace(flow.segment.querySelector(".text")!, renderMarkdown(text.slice(flow.from)));
+    // A continuation starts a new bubble: the space that joined it to the text above has no place there.
+    const shown = flow.from ? text.slice(flow.from).trimStart() : text;
+    replace(flow.segment.querySelector(".text")!, renderMarkdown(shown));
   }
 
   /** The segment new output of a run goes to: a fresh one below anything placed after the current one. */

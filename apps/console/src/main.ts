@@ -65,17 +65,21 @@ function showConnect(error?: string): void {
     message,
     h("p", { class: "hint" }, "The secret is kept in this tab's session storage only."),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
+  const attempt = (to: string, with_: string) => {
     button.disabled = true;
     message.textContent = "Connecting…";
-    connect(url.value.trim(), secret.value).catch((err: unknown) => {
+    connect(to, with_).catch((err: unknown) => {
       button.disabled = false;
       message.textContent = describe(err);
     });
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(url.value.trim(), secret.value);
   });
   replace(root, h("header", {}, h("strong", {}, "Pheby"), status), form);
-  if (saved.url && saved.secret && !error) form.requestSubmit();
+  // The saved secret is used directly, never copied into the form.
+  if (saved.url && saved.secret && !error) attempt(saved.url, saved.secret);
   else secret.focus();
 }
 

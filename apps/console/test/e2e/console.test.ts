@@ -3,6 +3,7 @@
 // one server for the whole file; the tests run in order and build on each other.
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PhebyClient } from "@pheby/client";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -574,6 +575,43 @@ describe.skipIf(!hasChromium)("web console from another origin (any static host)
       await browser.close();
       await server.stop();
       await host.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!hasChromium)("web console with an ACP agent that asks mid-answer", () => {
+  it("places the approval card after the text streamed before it and before the text that followed", async () => {
+    const dataDir = tempDataDir();
+    const agent = fileURLToPath(new URL("./fake-agent.mjs", import.meta.url));
+    const server = await startServer(dataDir, 0, {
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: `${process.execPath} ${agent}`,
+    });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.context.newPage();
+      page.setDefaultTimeout(12_000);
+      await page.goto(`${server.url}/console/`);
+      await page.fill('[data-testid="secret"]', SECRET);
+      await page.click('[data-testid="connect"]');
+      await page.click('[data-testid="new-conversation"]');
+      await page.fill('[data-testid="message"]', "clean up");
+      await page.click('[data-testid="send"]');
+      await page.click('.card.approval.open button[data-choice="once"]');
+      await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
+      await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
+      const timeline = await page.$$eval('[data-testid="timeline"] > *', (els) =>
+        els.map((el) => (el.matches(".card") ? "[card]" : (el.querySelector(".text")?.textContent ?? ""))),
+      );
+      expect(timeline).toEqual(["clean up", "Let me check first.", "[card]", "Then I removed it."]);
+      // A reload reconnects with the tab's saved secret; history keeps the whole answer as one message.
+      await page.reload();
+      await page.click('[data-testid="conversation-list"] li .open');
+      await page.waitForSelector('.msg.assistant .text:has-text("Let me check first. Then I removed it.")');
+    } finally {
+      await browser.close();
+      await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });
