@@ -130,6 +130,9 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
 
     // Choosing (here: creating) a conversation closes it and shows the chat.
     await toggle.click();
+    // A trial click waits until the drawer has stopped sliding.
+    await page.click('[data-testid="new-conversation"]', { trial: true });
+    await shot("phone-drawer");
     await page.click('[data-testid="new-conversation"]');
     await page.waitForSelector('[data-testid="conversation-list"] li.selected', { state: "attached" });
     await drawer.waitFor({ state: "hidden" });
@@ -142,7 +145,7 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
     await expectUsable(page.locator('[data-testid="message"]'));
     await expectUsable(page.locator('[data-testid="send"]'));
     await expectUsable(page.locator('[data-testid="files"]'));
-    await send(`A long word: ${"x".repeat(300)} and a path /${"very/long/".repeat(30)}`);
+    await send("Hello from my phone");
     await settled();
     await expectNoSidewaysScroll();
   });
@@ -199,7 +202,14 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
     await expectNoSidewaysScroll();
   });
 
-  it("keeps pictures within the width", async () => {
+  it("keeps long words, code and pictures within the width", async () => {
+    await send(`A long word: ${"x".repeat(300)} and a path /${"very/long/".repeat(30)}`);
+    await settled();
+    // The simulator echoes it (up to 80 characters) as inline code in its Markdown answer: 68 unbroken characters.
+    await send(`\`${"code".repeat(17)}\``);
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> code`)).toMatch(/^(code)+$/);
+    await expectNoSidewaysScroll();
     await send("/sim image");
     const img = page.locator('.attachment.outbound img[alt="pheby-image.png"]');
     await page.waitForFunction(
