@@ -4,12 +4,11 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer, STATUS_CODES } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusingUpgrades } from "../../client/test/peer.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
@@ -77,24 +76,9 @@ async function runPheby(
   return { code: await run.exit, output: run.output() };
 }
 
-/** An HTTP server on 127.0.0.1 that answers every request and WebSocket upgrade with `status`. */
-async function listening(status: number): Promise<{ port: number; close(): Promise<void> }> {
-  const server = createServer((_req, res) => res.writeHead(status).end());
-  server.on("upgrade", (_req, socket) =>
-    socket.end(
-      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
-    ),
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 /** A port on 127.0.0.1 that nothing listens on (it was just released), so connecting is refused. */
 async function freePort(): Promise<number> {
-  const server = await listening(200);
+  const server = await refusingUpgrades(200);
   await server.close();
   return server.port;
 }
@@ -299,7 +283,7 @@ describe.skipIf(unavailable !== undefined)(
     });
 
     it("says what failed when the server cannot be reached: refused, DNS, TLS, HTTP status of the upgrade", async () => {
-      const refusing = await listening(403);
+      const refusing = await refusingUpgrades(403);
       const closedPort = await freePort();
       try {
         const cases: [string, RegExp][] = [

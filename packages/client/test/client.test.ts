@@ -1,5 +1,3 @@
-import { createServer, STATUS_CODES } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
   backoffDelay,
@@ -9,7 +7,7 @@ import {
   PhebyError,
   type WebSocketConstructor,
 } from "../src/index.js";
-import { ScriptedPeer, TS } from "./peer.js";
+import { refusingUpgrades, ScriptedPeer, TS } from "./peer.js";
 
 let peer: ScriptedPeer;
 const clients: PhebyClient[] = [];
@@ -73,20 +71,6 @@ describe("PhebyClient handshake", () => {
 });
 
 describe("PhebyClient says why a connection could not be made", () => {
-  /** An HTTP server that answers every WebSocket upgrade with `status`. */
-  async function refusingUpgrades(status: number): Promise<{ port: number; close(): Promise<void> }> {
-    const server = createServer((_req, res) => res.writeHead(status).end());
-    server.on("upgrade", (_req, socket) =>
-      socket.end(
-        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
-      ),
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    return {
-      port: (server.address() as AddressInfo).port,
-      close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-    };
-  }
   const failure = (url: string) =>
     new PhebyClient({ url, secret: "s3cret", reconnect: false }).connect().then(
       () => expect.unreachable("connected"),

@@ -13,8 +13,10 @@ import {
   launchChromium,
   makePng,
   RESULTS,
+  runSettled,
   SECRET,
   type ServerProcess,
+  sendMessage,
   startProxy,
   startServer,
   startStaticHost,
@@ -48,18 +50,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     page.waitForSelector(`[data-testid="status"][data-state="${state}"]`, { timeout });
   const lastAssistant = ".msg.assistant >> nth=-1";
 
-  /** Send a message and wait until the server accepted it (the console then shows it). */
-  async function send(text: string): Promise<void> {
-    const before = await page.locator(".msg.user").count();
-    await page.fill('[data-testid="message"]', text);
-    await page.click('[data-testid="send"]');
-    await page.waitForFunction((n) => document.querySelectorAll(".msg.user").length > n, before);
-  }
-  /** Wait until the newest run is over (no stop button, no streaming bubble). */
-  async function settled(): Promise<void> {
-    await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
-    await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
-  }
+  const send = (text: string) => sendMessage(page, text);
+  const settled = () => runSettled(page);
 
   beforeAll(async () => {
     mkdirSync(RESULTS, { recursive: true });

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.PHEBY_CHROMIUM ?? "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -211,4 +211,18 @@ export async function startStaticHost(): Promise<{ origin: string; close(): Prom
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Send a message from the composer and wait until the server accepted it (the console then shows it). */
+export async function sendMessage(page: Page, text: string): Promise<void> {
+  const before = await page.locator(".msg.user").count();
+  await page.fill('[data-testid="message"]', text);
+  await page.click('[data-testid="send"]');
+  await page.waitForFunction((n) => document.querySelectorAll(".msg.user").length > n, before);
+}
+
+/** Wait until the newest run is over (no stop button, no streaming bubble). */
+export async function runSettled(page: Page): Promise<void> {
+  await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
+  await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
 }

@@ -12,8 +12,10 @@ import {
   launchChromium,
   PHONE,
   RESULTS,
+  runSettled,
   SECRET,
   type ServerProcess,
+  sendMessage,
   startServer,
   tempDataDir,
 } from "./harness.js";
@@ -52,16 +54,8 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
     await control.click({ trial: true, timeout: 5_000 });
   }
 
-  async function send(text: string): Promise<void> {
-    const before = await page.locator(".msg.user").count();
-    await page.fill('[data-testid="message"]', text);
-    await page.click('[data-testid="send"]');
-    await page.waitForFunction((n) => document.querySelectorAll(".msg.user").length > n, before);
-  }
-  async function settled(): Promise<void> {
-    await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
-    await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
-  }
+  const send = (text: string) => sendMessage(page, text);
+  const settled = () => runSettled(page);
   /** True when the last match of `first` comes before the last match of `second`. */
   const precedes = (first: string, second: string) =>
     page.evaluate(
