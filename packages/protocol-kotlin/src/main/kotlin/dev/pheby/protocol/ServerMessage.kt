@@ -317,15 +317,15 @@ data class ApprovalRequest(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property approvalId `approval_id`
- * @property choice `choice`: The choice applied; null when the agent withdrew the question. Always present; may be null.
- * @property accepted `accepted`: true when a response was applied; false when the question was withdrawn.
+ * @property choice `choice`: The choice applied; "deny" when the question was withdrawn (the agent fails it closed, accepted: false).
+ * @property accepted `accepted`: true when a client's response was applied; false when the question was withdrawn.
  */
 @Serializable
 @SerialName("approval.resolved")
 data class ApprovalResolved(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("approval_id") val approvalId: String,
-    val choice: ApprovalChoice?,
+    val choice: ApprovalChoice,
     val accepted: StrictBoolean,
 ) : ServerMessage
 
