@@ -80,18 +80,17 @@ export class ChatView {
     this.clear();
     if (snapshot.has_more)
       this.el.appendChild(h("div", { class: "more" }, "Older messages are not shown (console shows 200)."));
-    const owners = attachmentOwners(snapshot);
-    const unplaced = snapshot.attachments.filter((a) => !owners.has(a.attachment_id));
+    // Each file follows the message it belongs to; the active run's files go where its answer is.
     for (const m of snapshot.messages) {
       this.bubble(m.message_id, m.role, m.text);
-      for (const a of snapshot.attachments)
-        if (owners.get(a.attachment_id) === m.message_id) this.attachment(a);
+      for (const a of snapshot.attachments) if (a.message_id === m.message_id) this.attachment(a);
     }
     if (snapshot.run) {
       this.startRun(snapshot.run.run_id, snapshot.run.message_id);
       this.stream(snapshot.run.message_id, snapshot.run.text);
     }
-    for (const a of unplaced) this.attachment(a);
+    const placed = new Set(snapshot.messages.map((m) => m.message_id));
+    for (const a of snapshot.attachments) if (!a.message_id || !placed.has(a.message_id)) this.attachment(a);
     for (const t of snapshot.tools) this.tool(t);
     for (const a of snapshot.approvals) this.approval(a);
     for (const c of snapshot.clarifications) this.clarify(c);
@@ -442,27 +441,4 @@ export class ChatView {
   private scroll(): void {
     this.el.scrollTop = this.el.scrollHeight;
   }
-}
-
-/**
- * Which history message each attachment of a snapshot belongs to. A file the
- * agent delivered is recorded by servers before the message_id fix with the
- * run's draft ID ("draft-<run>"), which history does not list: it belongs to
- * the first assistant message completed at or after the file was stored.
- */
-function attachmentOwners(snapshot: History): Map<string, string> {
-  const ids = new Set(snapshot.messages.map((m) => m.message_id));
-  const owners = new Map<string, string>();
-  for (const a of snapshot.attachments) {
-    if (!a.message_id) continue;
-    if (ids.has(a.message_id)) owners.set(a.attachment_id, a.message_id);
-    else if (a.message_id.startsWith("draft-") && a.message_id !== snapshot.run?.message_id) {
-      const stored = Date.parse(a.created_at);
-      const answer = snapshot.messages.find(
-        (m) => m.role === "assistant" && m.ts !== null && Date.parse(m.ts) >= stored,
-      );
-      if (answer) owners.set(a.attachment_id, answer.message_id);
-    }
-  }
-  return owners;
 }

@@ -441,6 +441,14 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           ?.naturalWidth === 64,
     );
     await settled();
+    // Live, the image sits where it arrived: the simulator delivers it before it says anything.
+    expect(
+      await page.evaluate(() => {
+        const figure = document.querySelector('.attachment.outbound img[alt="pheby-image.png"]')!
+          .parentElement!;
+        return figure.nextElementSibling?.querySelector(".text")?.textContent;
+      }),
+    ).toMatch(/^Here is your image: pheby-image\.png/);
     await send("/sim file");
     const link = '.attachment.outbound a.download:has-text("pheby-report.pdf")';
     await page.waitForSelector(link);
