@@ -23,13 +23,23 @@ export interface Reply {
 }
 
 /** The scripted model: sees every request, returns the reply. */
-export type Script = (req: { messages: ChatMessage[]; tools: string[]; stream: boolean }) => Reply;
+/** One chat request as the fake model saw it. */
+export interface LlmRequest {
+  messages: ChatMessage[];
+  tools: string[];
+  stream: boolean;
+  model: string | null;
+  /** `reasoning_effort` of the request (OpenAI-compatible reasoning models), if sent. */
+  reasoningEffort: string | null;
+}
+
+export type Script = (req: LlmRequest) => Reply;
 
 export interface FakeLlm {
   /** Base URL ending in `/v1`. */
   baseUrl: string;
   /** Every chat request received. */
-  requests: Array<{ messages: ChatMessage[]; tools: string[]; stream: boolean }>;
+  requests: LlmRequest[];
   close(): Promise<void>;
 }
 
@@ -65,11 +75,15 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
       messages: ChatMessage[];
       tools?: Array<{ function: { name: string } }>;
       stream?: boolean;
+      model?: string;
+      reasoning_effort?: string;
     };
-    const call = {
+    const call: LlmRequest = {
       messages: payload.messages,
       tools: (payload.tools ?? []).map((t) => t.function.name),
       stream: payload.stream === true,
+      model: payload.model ?? null,
+      reasoningEffort: payload.reasoning_effort ?? null,
     };
     requests.push(call);
     const reply = script(call);

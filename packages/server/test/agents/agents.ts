@@ -7,12 +7,14 @@ import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
 
-const dir = process.env.PHEBY_AGENTS_DIR ?? join(homedir(), ".cache", "pheby-agents");
+/** Where `scripts/install-agents.sh` installs the agents. */
+export const AGENTS_DIR = process.env.PHEBY_AGENTS_DIR ?? join(homedir(), ".cache", "pheby-agents");
 
 /** Installed agent binaries. */
 export const AGENT_BINS = {
-  qwen: join(dir, "qwen", "node_modules", ".bin", "qwen"),
-  hermes: join(dir, "hermes", "bin", "hermes"),
+  qwen: join(AGENTS_DIR, "qwen", "node_modules", ".bin", "qwen"),
+  hermes: join(AGENTS_DIR, "hermes", "bin", "hermes"),
+  opencode: join(AGENTS_DIR, "opencode", "node_modules", ".bin", "opencode"),
 };
 
 /** Why the suite of `agent` does not run, or null when it does. Requested but missing agents fail. */

@@ -21,6 +21,8 @@ export interface ThroughPhebySpec {
   toolPrompt: string;
   /** The tool's name as `tool.event` shows it. */
   toolName: string;
+  /** The command the tool's last `running` event must carry in `args_redacted.command`, if checked. */
+  toolCommand?: () => string;
   toolFile(): string;
   /** The approval choices the agent offers. */
   choices: string[];
@@ -73,6 +75,12 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       const events = framesOf(p.frames, "tool.event").filter((e) => e.run_id === run_id);
       const started = events.find((e) => e.status === "running" && e.tool_name === spec.toolName);
       expect(started, JSON.stringify(events)).toBeDefined();
+      if (spec.toolCommand) {
+        const running = events.filter(
+          (e) => e.tool_call_id === started!.tool_call_id && e.status === "running",
+        );
+        expect(running.at(-1)?.args_redacted).toMatchObject({ command: spec.toolCommand() });
+      }
       expect(
         events.find((e) => e.tool_call_id === started!.tool_call_id && e.status === "completed")?.duration_ms,
       ).toEqual(expect.any(Number));
