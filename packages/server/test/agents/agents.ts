@@ -15,6 +15,7 @@ export const AGENT_BINS = {
   qwen: join(AGENTS_DIR, "qwen", "node_modules", ".bin", "qwen"),
   hermes: join(AGENTS_DIR, "hermes", "bin", "hermes"),
   opencode: join(AGENTS_DIR, "opencode", "node_modules", ".bin", "opencode"),
+  codex: join(AGENTS_DIR, "codex", "node_modules", ".bin", "codex-acp"),
 };
 
 /** Why the suite of `agent` does not run, or null when it does. Requested but missing agents fail. */
