@@ -697,6 +697,14 @@ describe("ACP backend: other agents' behaviour (issue 13)", () => {
     ]);
   });
 
+  it("names a tool by its call ID's prefix, not by a title that is the command (Gemini CLI)", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "geminiTool"), sink, never());
+    expect(sink.of("toolStart").map((t) => t.toolName)).toEqual(["run_shell_command"]);
+  });
+
   it("keeps the agent's own error text behind a bare 'Internal error', redacted and truncated (Gemini CLI)", async () => {
     const { backend, turn } = await setup();
     const { sessionId } = await backend.createSession("c1");

@@ -478,6 +478,18 @@ const SCRIPTS: Record<string, Script> = {
     await say("listed");
     return done();
   },
+  async geminiTool({ update, say }) {
+    // Gemini CLI 0.61: no tool_call, only updates; the title is the command, the name is in the ID.
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "run_shell_command__run_shell_command_1_0",
+      status: "completed",
+      title: "rm -rf build",
+      kind: "execute",
+    });
+    await say("done");
+    return done();
+  },
   async permission({ args, update, client, params, say, cancel }) {
     await update({
       sessionUpdate: "tool_call",

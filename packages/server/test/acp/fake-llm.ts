@@ -1,7 +1,9 @@
 /**
  * A fake OpenAI-compatible LLM server for driving real agents offline: streaming
  * (SSE) and plain `POST /v1/chat/completions` with scripted text and tool calls,
- * and `GET /v1/models`. Listens on 127.0.0.1 only.
+ * and `GET /v1/models`. It also speaks the Gemini API's `generateContent` /
+ * `streamGenerateContent` (for Gemini CLI with `GOOGLE_GEMINI_BASE_URL`), with the
+ * same script. Listens on 127.0.0.1 only.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -65,6 +67,10 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
     if (req.method === "GET" && url.endsWith("/models")) {
       res.writeHead(200, { "content-type": "application/json" });
       res.end(JSON.stringify({ object: "list", data: [{ id: model, object: "model", owned_by: "fake" }] }));
+      return;
+    }
+    if (req.method === "POST" && /:(stream)?generateContent\b/i.test(url)) {
+      await gemini(url, JSON.parse(await body(req)) as GeminiRequest, script, requests, res);
       return;
     }
     if (req.method !== "POST" || !url.endsWith("/chat/completions")) {
@@ -155,4 +161,63 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
         server.close(() => resolve());
       }),
   };
+}
+
+interface GeminiPart {
+  text?: string;
+  functionCall?: { name: string; args?: unknown };
+  functionResponse?: { name: string; response?: unknown };
+}
+interface GeminiRequest {
+  contents: Array<{ role?: string; parts?: GeminiPart[] }>;
+  tools?: Array<{ functionDeclarations?: Array<{ name: string }> }>;
+}
+
+/** The Gemini API's dialect of the same script: `contents` in, `candidates` out (SSE when streaming). */
+async function gemini(
+  url: string,
+  payload: GeminiRequest,
+  script: Script,
+  requests: LlmRequest[],
+  res: import("node:http").ServerResponse,
+): Promise<void> {
+  const messages: ChatMessage[] = payload.contents.map((c) => {
+    const parts = c.parts ?? [];
+    const text = parts.map((p) => p.text ?? "").join("");
+    if (parts.some((p) => p.functionResponse)) return { role: "tool", content: text };
+    return { role: c.role === "model" ? "assistant" : "user", content: text };
+  });
+  const call: LlmRequest = {
+    messages,
+    tools: (payload.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name)),
+    stream: /:streamGenerateContent/i.test(url),
+    model: /models\/([^:/]+):/.exec(url)?.[1] ?? null,
+    reasoningEffort: null,
+  };
+  requests.push(call);
+  const reply = script(call);
+  const usageMetadata = { promptTokenCount: 10, candidatesTokenCount: 5, totalTokenCount: 15 };
+  const chunk = (parts: GeminiPart[], finishReason?: string) => ({
+    candidates: [{ content: { role: "model", parts }, index: 0, ...(finishReason ? { finishReason } : {}) }],
+    ...(finishReason ? { usageMetadata } : {}),
+  });
+  const calls: GeminiPart[] = (reply.toolCalls ?? []).map((t) => ({
+    functionCall: { name: t.name, args: t.arguments },
+  }));
+  if (!call.stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(JSON.stringify(chunk([...(reply.text ? [{ text: reply.text }] : []), ...calls], "STOP")));
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  let closed = false;
+  res.on("close", () => {
+    closed = true;
+  });
+  for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
+    if (closed) return;
+    res.write(`data: ${JSON.stringify(chunk([{ text: piece }]))}\n\n`);
+    if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+  }
+  res.end(`data: ${JSON.stringify(chunk(calls.length ? calls : [{ text: "" }], "STOP"))}\n\n`);
 }

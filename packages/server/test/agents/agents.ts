@@ -16,6 +16,7 @@ export const AGENT_BINS = {
   hermes: join(AGENTS_DIR, "hermes", "bin", "hermes"),
   opencode: join(AGENTS_DIR, "opencode", "node_modules", ".bin", "opencode"),
   codex: join(AGENTS_DIR, "codex", "node_modules", ".bin", "codex-acp"),
+  gemini: join(AGENTS_DIR, "gemini", "node_modules", ".bin", "gemini"),
 };
 
 /** Why the suite of `agent` does not run, or null when it does. Requested but missing agents fail. */

@@ -126,14 +126,18 @@ export class Turn {
   }
 }
 
-/** The tool's own name: the `name` field, else a `toolName` an agent put in `_meta` (Claude Code). */
+/**
+ * The tool's own name: the `name` field, else a `toolName` an agent put in `_meta` (Claude Code),
+ * else the `<tool>__` prefix of the call ID (Gemini CLI: `run_shell_command__…`, whose titles are
+ * the command itself).
+ */
 function explicitName(update: ToolUpdate): string | null {
   if (update.name) return update.name;
   for (const value of Object.values(update._meta ?? {})) {
     const name = (value as { toolName?: unknown } | null)?.toolName;
     if (typeof name === "string" && name.trim()) return clip(name.trim());
   }
-  return null;
+  return /^([A-Za-z][\w.-]*)__./.exec(update.toolCallId)?.[1] ?? null;
 }
 
 /**
