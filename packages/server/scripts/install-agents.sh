@@ -7,6 +7,8 @@
 #   Codex      -> $PHEBY_AGENTS_DIR/codex (npm @zed-industries/codex-acp: a Node shim around the native
 #                 binary of @zed-industries/codex-acp-linux-x64, the shim case of issue 13)
 #   Gemini CLI -> $PHEBY_AGENTS_DIR/gemini (npm @google/gemini-cli, pinned)
+#   Claude Code-> $PHEBY_AGENTS_DIR/claude (npm @zed-industries/claude-code-acp; the Claude Code CLI
+#                 comes inside its npm dependency @anthropic-ai/claude-agent-sdk)
 # Idempotent: an agent already installed is left alone.
 # Network calls carry timeouts and few retries, so an unreachable registry fails the run loudly
 # within minutes instead of hanging it.
@@ -17,6 +19,7 @@ HERMES_VERSION="0.19.0"
 OPENCODE_VERSION="1.18.33"
 CODEX_ACP_VERSION="0.16.0"
 GEMINI_VERSION="0.61.0"
+CLAUDE_ACP_VERSION="0.16.2"
 mkdir -p "$DIR"
 
 # One pinned npm package into its own prefix, unless already there.
@@ -31,6 +34,7 @@ npm_agent qwen @qwen-code/qwen-code "$QWEN_VERSION" qwen
 npm_agent opencode opencode-ai "$OPENCODE_VERSION" opencode
 npm_agent codex @zed-industries/codex-acp "$CODEX_ACP_VERSION" codex-acp
 npm_agent gemini @google/gemini-cli "$GEMINI_VERSION" gemini
+npm_agent claude @zed-industries/claude-code-acp "$CLAUDE_ACP_VERSION" claude-code-acp
 
 if [ "${SKIP_HERMES:-}" != "1" ] && ! "$DIR/hermes/bin/python" -c "import acp" 2>/dev/null; then
   echo "installing hermes-agent into $DIR/hermes"

@@ -2,8 +2,9 @@
  * A fake OpenAI-compatible LLM server for driving real agents offline: streaming
  * (SSE) and plain `POST /v1/chat/completions` with scripted text and tool calls,
  * and `GET /v1/models`. It also speaks the Gemini API's `generateContent` /
- * `streamGenerateContent` (for Gemini CLI with `GOOGLE_GEMINI_BASE_URL`), with the
- * same script. Listens on 127.0.0.1 only.
+ * `streamGenerateContent` (for Gemini CLI with `GOOGLE_GEMINI_BASE_URL`) and the
+ * Anthropic Messages API's `POST /v1/messages` (for Claude Code with `ANTHROPIC_BASE_URL`),
+ * with the same script. Listens on 127.0.0.1 only.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -71,6 +72,10 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
     }
     if (req.method === "POST" && /:(stream)?generateContent\b/i.test(url)) {
       await gemini(url, JSON.parse(await body(req)) as GeminiRequest, script, requests, res);
+      return;
+    }
+    if (req.method === "POST" && /\/v1\/messages(\?|$)/.test(url)) {
+      await anthropic(JSON.parse(await body(req)) as AnthropicRequest, script, requests, res);
       return;
     }
     if (req.method !== "POST" || !url.endsWith("/chat/completions")) {
@@ -220,4 +225,91 @@ async function gemini(
     if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
   }
   res.end(`data: ${JSON.stringify(chunk(calls.length ? calls : [{ text: "" }], "STOP"))}\n\n`);
+}
+
+type AnthropicBlock = { type: string; text?: string };
+interface AnthropicRequest {
+  model?: string;
+  messages: Array<{ role: string; content: string | AnthropicBlock[] }>;
+  tools?: Array<{ name: string }>;
+  stream?: boolean;
+}
+
+/** The Anthropic Messages API's dialect of the same script (SSE events when streaming). */
+async function anthropic(
+  payload: AnthropicRequest,
+  script: Script,
+  requests: LlmRequest[],
+  res: import("node:http").ServerResponse,
+): Promise<void> {
+  const messages: ChatMessage[] = payload.messages.map((m) => {
+    const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
+    const text = blocks.map((b) => (b.type === "text" ? (b.text ?? "") : "")).join("");
+    if (blocks.some((b) => b.type === "tool_result")) return { role: "tool", content: text };
+    return { role: m.role, content: text };
+  });
+  const call: LlmRequest = {
+    messages,
+    tools: (payload.tools ?? []).map((t) => t.name),
+    stream: payload.stream === true,
+    model: payload.model ?? null,
+    reasoningEffort: null,
+  };
+  requests.push(call);
+  const reply = script(call);
+  const n = requests.length;
+  const uses = (reply.toolCalls ?? []).map((t, i) => ({
+    type: "tool_use",
+    id: `toolu_${n}_${i}`,
+    name: t.name,
+    input: t.arguments,
+  }));
+  const stop = uses.length > 0 ? "tool_use" : "end_turn";
+  const usage = { input_tokens: 10, output_tokens: 5 };
+  const message = { id: `msg_${n}`, type: "message", role: "assistant", model: call.model ?? "fake" };
+  if (!call.stream) {
+    res.writeHead(200, { "content-type": "application/json" });
+    const content = [...(reply.text ? [{ type: "text", text: reply.text }] : []), ...uses];
+    res.end(JSON.stringify({ ...message, content, stop_reason: stop, stop_sequence: null, usage }));
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  let closed = false;
+  res.on("close", () => {
+    closed = true;
+  });
+  const event = (type: string, data: object) =>
+    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event("message_start", {
+    message: {
+      ...message,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { ...usage, output_tokens: 1 },
+    },
+  });
+  let index = 0;
+  if (reply.text) {
+    event("content_block_start", { index, content_block: { type: "text", text: "" } });
+    for (const piece of reply.text.split(/(?<= )/).filter(Boolean)) {
+      if (closed) return;
+      event("content_block_delta", { index, delta: { type: "text_delta", text: piece } });
+      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+    }
+    event("content_block_stop", { index });
+    index++;
+  }
+  for (const use of uses) {
+    event("content_block_start", { index, content_block: { ...use, input: {} } });
+    event("content_block_delta", {
+      index,
+      delta: { type: "input_json_delta", partial_json: JSON.stringify(use.input) },
+    });
+    event("content_block_stop", { index });
+    index++;
+  }
+  event("message_delta", { delta: { stop_reason: stop, stop_sequence: null }, usage });
+  event("message_stop", {});
+  res.end();
 }

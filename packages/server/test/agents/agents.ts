@@ -17,6 +17,7 @@ export const AGENT_BINS = {
   opencode: join(AGENTS_DIR, "opencode", "node_modules", ".bin", "opencode"),
   codex: join(AGENTS_DIR, "codex", "node_modules", ".bin", "codex-acp"),
   gemini: join(AGENTS_DIR, "gemini", "node_modules", ".bin", "gemini"),
+  claude: join(AGENTS_DIR, "claude", "node_modules", ".bin", "claude-code-acp"),
 };
 
 /** Why the suite of `agent` does not run, or null when it does. Requested but missing agents fail. */
