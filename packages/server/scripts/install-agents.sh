@@ -5,7 +5,7 @@
 #   OpenCode   -> $PHEBY_AGENTS_DIR/opencode (npm opencode-ai, pinned; its native binary comes in the
 #                 npm package opencode-linux-x64 and friends, nothing is downloaded from elsewhere)
 #   Codex      -> $PHEBY_AGENTS_DIR/codex (npm @zed-industries/codex-acp: a Node shim around the native
-#                 binary of @zed-industries/codex-acp-linux-x64, the shim case of issue 13)
+#                 binary from @zed-industries/codex-acp-linux-x64: the shim case of issue 13)
 #   Gemini CLI -> $PHEBY_AGENTS_DIR/gemini (npm @google/gemini-cli, pinned)
 #   Claude Code-> $PHEBY_AGENTS_DIR/claude (npm @zed-industries/claude-code-acp; the Claude Code CLI
 #                 comes inside its npm dependency @anthropic-ai/claude-agent-sdk)

@@ -3,8 +3,8 @@
  * (SSE) and plain `POST /v1/chat/completions` with scripted text and tool calls,
  * and `GET /v1/models`. It also speaks the Gemini API's `generateContent` /
  * `streamGenerateContent` (for Gemini CLI with `GOOGLE_GEMINI_BASE_URL`) and the
- * Anthropic Messages API's `POST /v1/messages` (for Claude Code with `ANTHROPIC_BASE_URL`),
- * with the same script. Listens on 127.0.0.1 only.
+ * Anthropic Messages API's `POST /v1/messages` (for Claude Code with `ANTHROPIC_BASE_URL`)
+ * and OpenAI's Responses API `POST /v1/responses` (for Codex), with the same script. Listens on 127.0.0.1 only.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -74,6 +74,10 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
       await gemini(url, JSON.parse(await body(req)) as GeminiRequest, script, requests, res);
       return;
     }
+    if (req.method === "POST" && /\/responses(\?|$)/.test(url)) {
+      await responses(JSON.parse(await body(req)) as ResponsesRequest, script, requests, res);
+      return;
+    }
     if (req.method === "POST" && /\/v1\/messages(\?|$)/.test(url)) {
       await anthropic(JSON.parse(await body(req)) as AnthropicRequest, script, requests, res);
       return;
@@ -132,25 +136,19 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
       );
       return;
     }
-    res.writeHead(200, {
-      "content-type": "text/event-stream",
-      "cache-control": "no-cache",
-      connection: "keep-alive",
-    });
-    let closed = false;
-    res.on("close", () => {
-      closed = true;
-    });
+    const out = sse(res);
     const send = (delta: object, finishReason: string | null = null, extra: object = {}) =>
-      res.write(
-        `data: ${JSON.stringify({ id, object: "chat.completion.chunk", created, model, choices: [{ index: 0, delta, finish_reason: finishReason }], ...extra })}\n\n`,
-      );
+      out.send({
+        id,
+        object: "chat.completion.chunk",
+        created,
+        model,
+        choices: [{ index: 0, delta, finish_reason: finishReason }],
+        ...extra,
+      });
     send({ role: "assistant", content: "" });
-    for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
-      if (closed) return;
-      send({ content: piece });
-      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
-    }
+    for await (const piece of out.pieces(reply)) send({ content: piece });
+    if (out.closed) return;
     if (toolCalls.length > 0) send({ tool_calls: toolCalls });
     send({}, finish, { usage });
     res.end("data: [DONE]\n\n");
@@ -214,17 +212,11 @@ async function gemini(
     res.end(JSON.stringify(chunk([...(reply.text ? [{ text: reply.text }] : []), ...calls], "STOP")));
     return;
   }
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  let closed = false;
-  res.on("close", () => {
-    closed = true;
-  });
-  for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
-    if (closed) return;
-    res.write(`data: ${JSON.stringify(chunk([{ text: piece }]))}\n\n`);
-    if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
-  }
-  res.end(`data: ${JSON.stringify(chunk(calls.length ? calls : [{ text: "" }], "STOP"))}\n\n`);
+  const out = sse(res);
+  for await (const piece of out.pieces(reply)) out.send(chunk([{ text: piece }]));
+  if (out.closed) return;
+  out.send(chunk(calls.length ? calls : [{ text: "" }], "STOP"));
+  res.end();
 }
 
 type AnthropicBlock = { type: string; text?: string };
@@ -273,13 +265,8 @@ async function anthropic(
     res.end(JSON.stringify({ ...message, content, stop_reason: stop, stop_sequence: null, usage }));
     return;
   }
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-  let closed = false;
-  res.on("close", () => {
-    closed = true;
-  });
-  const event = (type: string, data: object) =>
-    res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  const out = sse(res);
+  const event = (type: string, data: object) => out.send({ type, ...data }, type);
   event("message_start", {
     message: {
       ...message,
@@ -292,11 +279,10 @@ async function anthropic(
   let index = 0;
   if (reply.text) {
     event("content_block_start", { index, content_block: { type: "text", text: "" } });
-    for (const piece of reply.text.split(/(?<= )/).filter(Boolean)) {
-      if (closed) return;
+    for await (const piece of out.pieces(reply)) {
       event("content_block_delta", { index, delta: { type: "text_delta", text: piece } });
-      if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
     }
+    if (out.closed) return;
     event("content_block_stop", { index });
     index++;
   }
@@ -312,4 +298,114 @@ async function anthropic(
   event("message_delta", { delta: { stop_reason: stop, stop_sequence: null }, usage });
   event("message_stop", {});
   res.end();
+}
+
+interface ResponsesRequest {
+  model?: string;
+  input: Array<{
+    type?: string;
+    role?: string;
+    content?: string | Array<{ text?: string }>;
+    output?: unknown;
+  }>;
+  tools?: Array<{ name?: string; type?: string }>;
+  stream?: boolean;
+}
+
+/** OpenAI's Responses API dialect of the same script (always streamed, as Codex asks). */
+async function responses(
+  payload: ResponsesRequest,
+  script: Script,
+  requests: LlmRequest[],
+  res: import("node:http").ServerResponse,
+): Promise<void> {
+  const messages: ChatMessage[] = payload.input.flatMap((item): ChatMessage[] => {
+    if (item.type === "function_call_output") return [{ role: "tool", content: String(item.output ?? "") }];
+    if (item.type !== undefined && item.type !== "message") return [];
+    const content =
+      typeof item.content === "string"
+        ? item.content
+        : (item.content ?? []).map((c) => c.text ?? "").join("");
+    return [{ role: item.role ?? "user", content }];
+  });
+  const call: LlmRequest = {
+    messages,
+    tools: (payload.tools ?? []).map((t) => t.name ?? t.type ?? ""),
+    stream: true,
+    model: payload.model ?? null,
+    reasoningEffort: null,
+  };
+  requests.push(call);
+  const reply = script(call);
+  const n = requests.length;
+  const out = sse(res);
+  const event = (type: string, data: object) => out.send({ type, ...data }, type);
+  const id = `resp_${n}`;
+  event("response.created", { response: { id } });
+  let index = 0;
+  if (reply.text) {
+    const item = { type: "message", role: "assistant", id: `msg_${n}` };
+    event("response.output_item.added", { output_index: index, item: { ...item, content: [] } });
+    for await (const piece of out.pieces(reply)) {
+      event("response.output_text.delta", {
+        item_id: item.id,
+        output_index: index,
+        content_index: 0,
+        delta: piece,
+      });
+    }
+    if (out.closed) return;
+    event("response.output_item.done", {
+      output_index: index,
+      item: { ...item, content: [{ type: "output_text", text: reply.text, annotations: [] }] },
+    });
+    index++;
+  }
+  for (const [i, t] of (reply.toolCalls ?? []).entries()) {
+    const item = {
+      type: "function_call",
+      id: `fc_${n}_${i}`,
+      call_id: `call_${n}_${i}`,
+      name: t.name,
+      arguments: JSON.stringify(t.arguments),
+    };
+    event("response.output_item.added", { output_index: index, item });
+    event("response.output_item.done", { output_index: index, item });
+    index++;
+  }
+  const usage = {
+    input_tokens: 10,
+    input_tokens_details: { cached_tokens: 0 },
+    output_tokens: 5,
+    output_tokens_details: { reasoning_tokens: 0 },
+    total_tokens: 15,
+  };
+  event("response.completed", { response: { id, usage } });
+  res.end();
+}
+
+/** A server-sent-event response that notices when the client goes away (a cancelled turn). */
+function sse(res: import("node:http").ServerResponse) {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  let closed = false;
+  res.on("close", () => {
+    closed = true;
+  });
+  return {
+    get closed() {
+      return closed;
+    },
+    /** One event; `type` names it (Anthropic and Responses APIs), else a bare `data:` line. */
+    send(data: object, type?: string) {
+      res.write(`${type ? `event: ${type}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
+    },
+    /** The reply's text in word-sized pieces, paced by `chunkDelayMs`, until the client leaves. */
+    async *pieces(reply: Reply): AsyncGenerator<string> {
+      for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
+        if (closed) return;
+        yield piece;
+        if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);
+      }
+    },
+  };
 }

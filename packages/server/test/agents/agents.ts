@@ -6,6 +6,9 @@
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { expect } from "vitest";
+import type { AgentBackend } from "../../src/agent/port.js";
+import { RecordingSink, turnInput } from "../acp/harness.js";
 
 /** Where `scripts/install-agents.sh` installs the agents. */
 export const AGENTS_DIR = process.env.PHEBY_AGENTS_DIR ?? join(homedir(), ".cache", "pheby-agents");
@@ -31,4 +34,20 @@ export function skipReason(agent: keyof typeof AGENT_BINS): string | null {
     );
   }
   return null;
+}
+
+/**
+ * Run `text` as one turn (in `sessionId`, else a new session) and expect it to complete.
+ * Returns the sink, with what the agent streamed and asked.
+ */
+export async function completedTurn(
+  backend: AgentBackend,
+  text: string,
+  sink = new RecordingSink(),
+  sessionId?: string,
+): Promise<{ sink: RecordingSink; sessionId: string }> {
+  const id = sessionId ?? (await backend.createSession("c")).sessionId;
+  const result = await backend.prompt(turnInput(id, text), sink, new AbortController().signal);
+  expect(result).toEqual({ status: "completed" });
+  return { sink, sessionId: id };
 }

@@ -9,14 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
-import { RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
-import { AGENT_BINS, skipReason } from "./agents.js";
+import { RecordingHost, RecordingSink } from "../acp/harness.js";
+import { AGENT_BINS, completedTurn, skipReason } from "./agents.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("claude");
 if (reason) console.info(reason);
-
-const never = () => new AbortController().signal;
 
 describe.skipIf(reason !== null)("Claude Code over ACP", { timeout: 120_000 }, () => {
   let llm: FakeLlm;
@@ -63,20 +61,13 @@ describe.skipIf(reason !== null)("Claude Code over ACP", { timeout: 120_000 }, (
   });
 
   it("streams an answer", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink();
-    expect(await backend.prompt(turnInput(sessionId, "say hello"), sink, never())).toEqual({
-      status: "completed",
-    });
+    const { sink } = await completedTurn(backend, "say hello");
     expect(sink.answer).toContain("Hello from the fake model.");
   });
 
   it("asks for Bash; the tool is named from _meta and shows the command, not {} and 'Terminal'", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
-    expect(await backend.prompt(turnInput(sessionId, "please make the file"), sink, never())).toEqual({
-      status: "completed",
-    });
+    const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+    const { sink } = await completedTurn(backend, "please make the file", once);
     expect(sink.of("permission")[0]?.question.choices).toEqual(["once", "always", "deny"]);
     const starts = sink.of("toolStart");
     expect(new Set(starts.map((s) => s.toolName))).toEqual(new Set(["Bash"]));

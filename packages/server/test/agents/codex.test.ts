@@ -1,16 +1,18 @@
 /**
  * Codex through `@zed-industries/codex-acp`, launched the documented way: `node_modules/.bin/codex-acp`
  * is a Node shim that runs the native agent with `spawnSync` and dies on SIGTERM without passing it
- * on (issue 13, item 4). Only the process handling is checked here: the fake LLM speaks the Chat
- * Completions API and Codex needs the Responses API, so no turn is run (docs/agents.md).
+ * on (issue 13, item 4). Turns run against the fake LLM's Responses API dialect (`wire_api =
+ * "responses"` in `$CODEX_HOME/config.toml`).
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
-import { RecordingHost } from "../acp/harness.js";
-import { AGENT_BINS, skipReason } from "./agents.js";
+import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
+import { RecordingHost, RecordingSink } from "../acp/harness.js";
+import { AGENT_BINS, completedTurn, skipReason } from "./agents.js";
+import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("codex");
 if (reason) console.info(reason);
@@ -40,6 +42,30 @@ const running = (pid: number) => {
 };
 
 describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_000 }, () => {
+  let llm: FakeLlm;
+  let work: string;
+  /** The shell command the fake model asks Codex to run for `file`. */
+  const write = (file: string) => `echo pheby > ${join(work, file)}`;
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "pheby-codex-"));
+    llm = await startFakeLlm(({ messages, tools }) => {
+      const last = messages[messages.length - 1];
+      if (last?.role === "tool") return { text: "The command finished." };
+      const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+      const file = /approve the note|make the file/.exec(user)?.[0];
+      if (file && tools.includes("exec_command")) {
+        const cmd = write(file === "make the file" ? "made-by-codex.txt" : "note.txt");
+        // Escalation makes Codex ask, whatever its sandbox can do here.
+        const args = { cmd, justification: "Write a file", sandbox_permissions: "require_escalated" };
+        return { toolCalls: [{ name: "exec_command", arguments: args }] };
+      }
+      if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
+      return { text: "Hello from the fake model." };
+    });
+  });
+  afterAll(() => llm?.close());
+
   function options(): AcpBackendOptions {
     const home = mkdtempSync(join(tmpdir(), "pheby-codex-home-"));
     mkdirSync(join(home, ".codex"));
@@ -47,11 +73,11 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
     writeFileSync(
       join(home, ".codex", "config.toml"),
       [
-        'model = "fake-model"',
+        'model = "gpt-5.4-mini"', // a name Codex has metadata for (else it warns in the answer)
         'model_provider = "fake"',
         "[model_providers.fake]",
         'name = "Fake"',
-        'base_url = "http://127.0.0.1:9/v1"',
+        `base_url = "${llm.baseUrl}"`,
         'env_key = "FAKE_KEY"',
         'wire_api = "responses"',
         "",
@@ -59,9 +85,9 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
     );
     return {
       command: [AGENT_BINS.codex],
-      cwd: mkdtempSync(join(tmpdir(), "pheby-codex-")),
+      cwd: work,
       env: { HOME: home, CODEX_HOME: join(home, ".codex"), FAKE_KEY: "sk-fake" },
-      allowedFileRoots: [],
+      allowedFileRoots: [work],
       shutdownTimeoutMs: 3_000,
     };
   }
@@ -95,5 +121,34 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
     } finally {
       await backend.close();
     }
+  });
+
+  it("streams an answer; an escalated command asks (once, always, deny) and once runs it", async () => {
+    const backend = createAcpBackend(options());
+    await backend.start(new RecordingHost());
+    try {
+      const { sink: hello, sessionId } = await completedTurn(backend, "say hello");
+      expect(hello.answer).toBe("Hello from the fake model.");
+      const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+      const { sink } = await completedTurn(backend, "make the file", once, sessionId);
+      expect(sink.of("permission")[0]?.question).toMatchObject({
+        command: write("made-by-codex.txt"),
+        choices: ["once", "always", "deny"],
+      });
+      expect(readFileSync(join(work, "made-by-codex.txt"), "utf8").trim()).toBe("pheby");
+    } finally {
+      await backend.close();
+    }
+  });
+
+  describeThroughPheby({
+    options,
+    helloPrompt: "say hello",
+    slowPrompt: "talk slowly",
+    toolPrompt: "please approve the note",
+    // Codex names no tool: the title (the command itself) is all there is.
+    toolName: () => write("note.txt"),
+    toolFile: () => join(work, "note.txt"),
+    choices: ["once", "always", "deny"],
   });
 });

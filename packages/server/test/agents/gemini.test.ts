@@ -9,14 +9,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
-import { RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
-import { AGENT_BINS, skipReason } from "./agents.js";
+import { RecordingHost, RecordingSink } from "../acp/harness.js";
+import { AGENT_BINS, completedTurn, skipReason } from "./agents.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("gemini");
 if (reason) console.info(reason);
-
-const never = () => new AbortController().signal;
 
 describe.skipIf(reason !== null)("Gemini CLI over ACP", { timeout: 120_000 }, () => {
   let llm: FakeLlm;
@@ -71,27 +69,19 @@ describe.skipIf(reason !== null)("Gemini CLI over ACP", { timeout: 120_000 }, ()
   });
 
   it("streams an answer", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink();
-    expect(await backend.prompt(turnInput(sessionId, "say hello"), sink, never())).toEqual({
-      status: "completed",
-    });
+    const { sink } = await completedTurn(backend, "say hello");
     expect(sink.answer).toContain("Hello from the fake model.");
   });
 
   it("'Allow for this session' is the session choice: answered once, the next command is not asked", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "session" }) });
-    expect(await backend.prompt(turnInput(sessionId, "please make the file"), sink, never())).toEqual({
-      status: "completed",
+    const session = new RecordingSink({
+      permission: async () => ({ outcome: "selected", choice: "session" }),
     });
+    const { sink, sessionId } = await completedTurn(backend, "please make the file", session);
     expect(sink.of("permission")[0]?.question.choices).toEqual(["once", "session", "deny"]);
     // Gemini names the call `run_shell_command__…` and titles it with the command.
     expect(sink.of("toolStart").map((t) => t.toolName)).toEqual(["run_shell_command"]);
-    const again = new RecordingSink();
-    expect(await backend.prompt(turnInput(sessionId, "append again"), again, never())).toEqual({
-      status: "completed",
-    });
+    const again = (await completedTurn(backend, "append again", new RecordingSink(), sessionId)).sink;
     expect(again.of("permission")).toEqual([]); // the session grant holds
     expect(readFileSync(join(work, "made-by-gemini.txt"), "utf8")).toBe("pheby\npheby\n");
   });

@@ -13,7 +13,7 @@ import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
 import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { startPhebyAcp } from "../acp/pheby.js";
 import { tempDir } from "../helpers.js";
-import { AGENT_BINS, AGENTS_DIR, skipReason } from "./agents.js";
+import { AGENT_BINS, AGENTS_DIR, completedTurn, skipReason } from "./agents.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 const reason = skipReason("opencode");
@@ -89,20 +89,14 @@ describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () =
     await llm?.close();
   });
 
-  it("creates a session and streams an answer", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink();
-    expect(await backend.prompt(turnInput(sessionId, "say hello"), sink, never())).toEqual({
-      status: "completed",
-    });
+  it("streams an answer", async () => {
+    const { sink } = await completedTurn(backend, "say hello");
     expect(sink.answer).toContain("Hello from the fake model.");
   });
 
   it("asks permission for bash; once runs it; the tool event carries the late command", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
-    const result = await backend.prompt(turnInput(sessionId, "please make the file"), sink, never());
-    expect(result).toEqual({ status: "completed" });
+    const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+    const { sink } = await completedTurn(backend, "please make the file", once);
     expect(sink.of("permission")[0]?.question.choices).toEqual(["once", "always", "deny"]);
     expect(readFileSync(join(work, "made-by-opencode.txt"), "utf8").trim()).toBe("pheby");
     const starts = sink.of("toolStart");
