@@ -14,7 +14,7 @@ import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
-import { RunEngine } from "./runs/engine.js";
+import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Settings } from "./settings/settings.js";
 import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
@@ -41,6 +41,12 @@ export interface PhebyServerOptions {
   heartbeatIntervalMs?: number;
   /** Failed-hello lockout: `maxFailures` (5) within `windowMs` (60,000) lock the address for `durationMs` (300,000). */
   lockout?: { maxFailures?: number; windowMs?: number; durationMs?: number };
+  /**
+   * After `run.cancel`, how long the agent gets to stop before the run is reported `cancelled` anyway,
+   * in ms (default 5,000). The conversation takes new messages from then on; a new turn waits for the
+   * agent's previous one to end before it reaches the agent (see docs/protocol.md, Cancellation).
+   */
+  cancelGraceMs?: number;
   /** Per-client send-buffer cap in bytes (default 8 MiB); a client over it is closed with 4503. */
   maxBufferedBytes?: number;
   /** Injectable clock (ms since the epoch) for timestamps and lockout; default `Date.now`. */
@@ -149,6 +155,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     logChatContent: options.logChatContent ?? false,
+    cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
   });
   const ctx: ServerContext = {
     store,

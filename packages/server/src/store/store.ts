@@ -217,7 +217,10 @@ export class Store {
     return this.db.transaction(fn)();
   }
 
-  /** Record a run's end and, when non-empty, its assistant text. */
+  /**
+   * Record a run's end and its assistant message: when the text is non-empty, or when `keepEmpty`
+   * (the run delivered files, which need a message to belong to). Returns the message's row ID, or null.
+   */
   finishRun(
     runId: string,
     conversationId: string,
@@ -225,17 +228,19 @@ export class Store {
     ts: number,
     error: string | null,
     text: string,
-  ): void {
-    this.db.transaction(() => {
+    keepEmpty = false,
+  ): number | null {
+    return this.db.transaction(() => {
       this.db
         .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?")
         .run(status, ts, error, runId);
       this.db
         .prepare("UPDATE tool_calls SET status = 'cancelled', ts = ? WHERE run_id = ? AND status = 'running'")
         .run(ts, runId);
-      if (text !== "" && this.getConversation(conversationId)) {
-        this.addMessage(conversationId, "assistant", text, ts, runId);
+      if ((text !== "" || keepEmpty) && this.getConversation(conversationId)) {
+        return this.addMessage(conversationId, "assistant", text, ts, runId);
       }
+      return null;
     })();
   }
 

@@ -5,7 +5,7 @@
  * `allow_always`, since ACP has no session-scoped kind), then the kind, and for `allow_always`
  * the name decides between a session grant and a permanent one (Gemini CLI: "Allow for this
  * session" vs "Allow this command for all future sessions"). A client may answer any of the four
- * choices; one the agent does not offer goes to the nearest option it does offer (docs/agents.md).
+ * choices; the backend applies one the agent does not offer with `nearestChoice` (docs/protocol.md).
  */
 
 import type { PermissionOption } from "@agentclientprotocol/sdk";
@@ -44,26 +44,16 @@ function scopeOf(option: PermissionOption): Scope | null {
   }
 }
 
-/** For each choice, the scopes that may honour it, nearest first. */
-const NEAREST: Record<ApprovalChoice, Scope[]> = {
-  once: ["once", "session", "always"],
-  session: ["session", "once", "always"],
-  always: ["always", "session", "once"],
-  deny: ["deny", "deny_always"],
-};
-
 /** Pheby's display order of choices. */
 const ORDER: ApprovalChoice[] = ["once", "session", "always", "deny"];
 
-/** The choices the agent offered, and for every choice the option that honours it best. */
+/** The choices the agent offered, each bound to the option that honours it. */
 export interface PermissionMapping {
-  /** Choices the agent offers as such (what the client is shown). */
   choices: ApprovalChoice[];
-  /** Every choice the agent can honour at all → its option ID (nearest when not offered as such). */
   optionFor: Map<ApprovalChoice, string>;
 }
 
-/** Map the options of one `session/request_permission` to the choices Pheby may show and accept. */
+/** Map the options of one `session/request_permission` to the choices Pheby may show. */
 export function mapPermissionOptions(options: readonly PermissionOption[]): PermissionMapping {
   // The first option of each scope wins.
   const byScope = new Map<Scope, string>();
@@ -73,9 +63,9 @@ export function mapPermissionOptions(options: readonly PermissionOption[]): Perm
   }
   const optionFor = new Map<ApprovalChoice, string>();
   for (const choice of ORDER) {
-    const scope = NEAREST[choice].find((s) => byScope.has(s));
-    if (scope) optionFor.set(choice, byScope.get(scope)!);
+    // A deny is a one-time reject where the agent has one, else its lasting reject.
+    const option = byScope.get(choice) ?? (choice === "deny" ? byScope.get("deny_always") : undefined);
+    if (option) optionFor.set(choice, option);
   }
-  const offered = (c: ApprovalChoice) => byScope.has(c) || (c === "deny" && byScope.has("deny_always"));
-  return { choices: ORDER.filter(offered), optionFor };
+  return { choices: ORDER.filter((c) => optionFor.has(c)), optionFor };
 }
