@@ -193,6 +193,21 @@ describe("ACP backend: lifecycle and runs", () => {
     expect(agent.calls("initialize")).toHaveLength(2);
   });
 
+  it("a prompt sent while a cancelled turn is still stopping waits, and runs on the respawned agent if that one is killed", async () => {
+    const { agent, backend, turn } = await setup({ options: { cancelTimeoutMs: 500 } });
+    const { sessionId } = await backend.createSession("c1");
+    const ctl = new AbortController();
+    const sink = new RecordingSink();
+    sink.text = () => ctl.abort();
+    const first = backend.prompt(turn(sessionId, "hang"), sink, ctl.signal);
+    await new Promise<void>((resolve) => ctl.signal.addEventListener("abort", () => resolve()));
+    // Sent before the hung agent is killed (Claude Code stops only when the model's stream ends).
+    const next = await backend.prompt(turn(sessionId, "hi"), new RecordingSink(), never());
+    expect(await first).toEqual({ status: "cancelled" });
+    expect(next).toEqual({ status: "completed" }); // before: the killed process's error
+    expect(agent.calls("initialize")).toHaveLength(2);
+  });
+
   it("fails runs with a clear error when the agent cannot start, and retries on the next request", async () => {
     const { backend, turn, agent } = await setup({ env: { FAKE_EXIT_AT_START: "1" } });
     const first = await backend.prompt(turn("s", "hi"), new RecordingSink(), never());

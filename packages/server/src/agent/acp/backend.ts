@@ -161,12 +161,6 @@ class AcpBackend implements AgentBackend {
 
   async prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult> {
     if (signal.aborted) return { status: "cancelled" };
-    let proc: AgentProcess;
-    try {
-      proc = await this.process();
-    } catch (err) {
-      return { status: "failed", error: errorMessage(err) };
-    }
     const session = this.session(input.sessionId);
     // The server may report a cancelled run finished before the agent has stopped it (its cancel grace);
     // the next prompt then waits for the agent, which stops or is killed within cancelTimeoutMs.
@@ -176,6 +170,13 @@ class AcpBackend implements AgentBackend {
       await session.turnEnded;
     }
     if (signal.aborted) return { status: "cancelled" };
+    // Only now: an agent killed for ignoring that cancel is respawned here.
+    let proc: AgentProcess;
+    try {
+      proc = await this.process();
+    } catch (err) {
+      return { status: "failed", error: errorMessage(err) };
+    }
     this.flushUnsolicited(session);
     const turn = new Turn(sink, (file) => this.deliver(sink, file));
     session.turn = turn;
