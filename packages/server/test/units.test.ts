@@ -52,6 +52,16 @@ describe("Lockout", () => {
     expect(lockout.isLocked("a")).toBe(false);
   });
 
+  it("does not keep expired locks of many addresses forever", () => {
+    let now = 0;
+    const lockout = new Lockout({ maxFailures: 1, windowMs: 1_000, durationMs: 1_000 }, { now: () => now });
+    for (let i = 0; i <= 10_000; i++) lockout.fail(`10.0.${i >> 8}.${i & 255}`);
+    expect(lockout.tracked).toBe(10_001);
+    now += 1_000; // every lock has expired; none of those addresses comes back
+    expect(lockout.fail("192.0.2.1")).toBe(true);
+    expect(lockout.tracked).toBe(1);
+  });
+
   it("forgets failures outside the window and after a success", () => {
     let now = 0;
     const lockout = new Lockout({ maxFailures: 3, windowMs: 1_000, durationMs: 10 }, { now: () => now });

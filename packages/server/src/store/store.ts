@@ -183,19 +183,43 @@ export class Store {
     );
   }
 
-  /** The newest `limit` messages before `beforeId` (exclusive), in chronological order. */
+  /**
+   * The newest messages before `beforeId` (exclusive), in chronological order: at most `limit`
+   * of them and at most `maxBytes` of text (UTF-8), but always at least one, so paging progresses.
+   * Sizes are read first (SQLite computes them; no text reaches JS), then only the page's texts.
+   */
   messagePage(
     conversationId: string,
     limit: number,
     beforeId?: number,
+    maxBytes = Number.POSITIVE_INFINITY,
   ): { rows: MessageRow[]; hasMore: boolean } {
+    const before = beforeId ?? Number.MAX_SAFE_INTEGER;
+    const sizes = this.db
+      .prepare(
+        "SELECT id, length(CAST(text AS BLOB)) AS bytes FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+      )
+      .iterate(conversationId, before, limit + 1) as IterableIterator<{ id: number; bytes: number }>;
+    let oldest: number | undefined;
+    let taken = 0;
+    let bytes = 0;
+    let hasMore = false;
+    for (const row of sizes) {
+      if (taken === limit || (taken > 0 && bytes + row.bytes > maxBytes)) {
+        hasMore = true;
+        break; // ends the iteration and resets the statement
+      }
+      taken++;
+      bytes += row.bytes;
+      oldest = row.id;
+    }
+    if (oldest === undefined) return { rows: [], hasMore: false };
     const rows = this.db
       .prepare(
-        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id >= ? AND id < ? ORDER BY id",
       )
-      .all(conversationId, beforeId ?? Number.MAX_SAFE_INTEGER, limit + 1) as MessageRow[];
-    const hasMore = rows.length > limit;
-    return { rows: rows.slice(0, limit).reverse(), hasMore };
+      .all(conversationId, oldest, before) as MessageRow[];
+    return { rows, hasMore };
   }
 
   // ---- runs and tools ----

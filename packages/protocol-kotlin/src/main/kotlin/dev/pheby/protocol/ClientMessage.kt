@@ -116,7 +116,7 @@ data class ConversationCreate(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
- * @property limit `limit`: Page size, 1..500; defaults to 200. Schema: minimum 1, maximum 500 (checked by the server). May be absent.
+ * @property limit `limit`: Page size, at least 1; values over 500 are capped at 500; defaults to 200. Schema: minimum 1 (checked by the server). May be absent.
  * @property beforeMessageId `before_message_id`: Exclusive cursor: the first message ID of the previous page. May be absent.
  */
 @Serializable

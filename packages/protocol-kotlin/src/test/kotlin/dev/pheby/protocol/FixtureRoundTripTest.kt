@@ -126,7 +126,7 @@ class FixtureRoundTripTest {
         "chat-send-blank.json" to "non-blank (pattern \\S)",
         "chat-send-duplicate-attachments.json" to "uniqueItems",
         "chat-send-too-long.json" to "maxLength 64000",
-        "open-limit-501.json" to "maximum 500",
+        "open-limit-negative.json" to "minimum 1",
         "open-limit-zero.json" to "minimum 1",
         "reasoning-set-bad-effort.json" to "unknown ReasoningEffort",
         "rename-blank.json" to "non-blank (pattern \\S)",
