@@ -294,9 +294,11 @@ export class RunEngine {
       toolStart: (call) => {
         if (run.finished) return;
         this.#flushDelta(run);
+        // A repeated start (fuller arguments) keeps the first start time.
+        const known = run.tools.get(call.toolCallId);
         run.tools.set(call.toolCallId, {
           name: call.toolName,
-          startedAt: performance.now(),
+          startedAt: known?.startedAt ?? performance.now(),
           status: "running",
         });
         const args = call.args ? redactArgs(call.args) : undefined;
