@@ -63,6 +63,8 @@ export const Config = z
     delta_interval_ms: int(0, 10_000).default(100),
     /** Offer permessage-deflate on the WebSocket. */
     ws_compression: bool.default(true),
+    /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
+    heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
     cors_origins: z
       .union([
@@ -114,6 +116,7 @@ export const ENV_NAMES = {
   PHEBY_DELTA_INTERVAL_MS: ["delta_interval_ms"],
   PHEBY_WS_COMPRESSION: ["ws_compression"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
+  PHEBY_HEARTBEAT_INTERVAL_MS: ["heartbeat_interval_ms"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],

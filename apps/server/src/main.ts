@@ -82,6 +82,7 @@ async function main(): Promise<void> {
     corsOrigins: config.cors_origins,
     deltaIntervalMs: config.delta_interval_ms,
     compression: config.ws_compression,
+    heartbeatIntervalMs: config.heartbeat_interval_ms,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   logger.info(

@@ -82,6 +82,14 @@ describe("loadConfig", () => {
     expect(loadConfig({ PHEBY_WS_COMPRESSION: "off" }, dir()).ws_compression).toBe(false);
   });
 
+  it("reads the heartbeat interval (default 30 s) and checks its bounds exactly", () => {
+    expect(loadConfig({}, dir()).heartbeat_interval_ms).toBe(30_000);
+    expect(loadConfig({ PHEBY_HEARTBEAT_INTERVAL_MS: "100" }, dir()).heartbeat_interval_ms).toBe(100);
+    expect(() => loadConfig({ PHEBY_HEARTBEAT_INTERVAL_MS: "99" }, dir())).toThrow(
+      /PHEBY_HEARTBEAT_INTERVAL_MS \(heartbeat_interval_ms\)/,
+    );
+  });
+
   it("reads the HTTP idle timeout in whole seconds, 1..3600", () => {
     expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "1" }, dir()).http_idle_timeout_seconds).toBe(1);
     expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "3600" }, dir()).http_idle_timeout_seconds).toBe(

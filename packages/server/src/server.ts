@@ -18,6 +18,7 @@ import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Settings } from "./settings/settings.js";
 import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
+import { newId } from "./util/ids.js";
 import { type Clock, systemClock } from "./util/time.js";
 import { Hub } from "./ws/connection.js";
 import { SocketServer } from "./ws/socket-server.js";
@@ -232,6 +233,9 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     },
     sessionTitle(sessionId, title) {
       applySessionTitle(ctx, sessionId, title);
+    },
+    hideSession(sessionId) {
+      store.hideSession({ id: newId(), session_id: sessionId, source: backend.name, at: clock.now() });
     },
     log,
   };

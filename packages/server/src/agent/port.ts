@@ -56,6 +56,11 @@ export interface AgentCatalogue {
   reasoningEfforts: ReasoningEffort[];
   /** The agent's default effort; null means the provider default. */
   defaultEffort: ReasoningEffort | null;
+  /**
+   * Efforts per model ID, for agents whose efforts depend on the model (a model absent here is
+   * not known yet: `reasoningEfforts` applies). An empty list: the model takes no effort.
+   */
+  modelEfforts?: Record<string, ReasoningEffort[]>;
 }
 
 /** Effective settings for one turn, resolved by the server (conversation override, else global, else agent default). */
@@ -168,6 +173,11 @@ export interface AgentHost {
   unsolicited(message: UnsolicitedMessage): void;
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
+  /**
+   * Never import this agent session as a conversation, across restarts too: the backend opened
+   * it for itself (the ACP catalogue probe). It may still become a conversation's session.
+   */
+  hideSession(sessionId: string): void;
   /** Structured logger (pino-compatible subset). Never log chat text here. */
   log: {
     debug(obj: object, msg?: string): void;

@@ -35,7 +35,9 @@ export const modelHandlers: HandlerTable = {
       current_model: current.model,
       current_provider: current.provider,
       scope: current.scope,
-      supported_reasoning_efforts: ctx.backend.capabilities.reasoning ? catalogue.reasoningEfforts : [],
+      supported_reasoning_efforts: ctx.backend.capabilities.reasoning
+        ? ctx.settings.efforts(catalogue, current.model)
+        : [],
       ts: iso(ctx.clock.now()),
     });
   },
@@ -71,13 +73,15 @@ export const modelHandlers: HandlerTable = {
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
     const { effort, scope } = ctx.settings.effort(catalogue, id);
+    // The efforts of the model this scope runs on (OpenCode's differ per model).
+    const { model } = ctx.settings.model(catalogue, id);
     reply(req, {
       type: "reasoning.snapshot",
       effort,
       enabled: effort !== "none",
       scope,
       ...scoped(scope, id),
-      supported_efforts: catalogue.reasoningEfforts,
+      supported_efforts: ctx.settings.efforts(catalogue, model),
       ts: iso(ctx.clock.now()),
     });
   },

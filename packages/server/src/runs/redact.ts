@@ -37,3 +37,20 @@ function redactValue(value: unknown, depth: number): unknown {
 export function truncate(text: string, max = 500): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
+
+/** Secret-looking spans of free text: bearer tokens, `sk-…` style keys, `key=value` for secret-looking keys. */
+const SECRET_SPANS = [
+  /\b(bearer\s+)[\w.~+/=-]{8,}/gi,
+  /\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][\w-]{8,}/gi,
+  /\b((?:[\w-]*(?:token|secret|passw(?:or)?d|api[-_ ]?key|auth|cookie|credential))["']?\s*[:=]\s*["']?)[^\s"',;]{4,}/gi,
+];
+
+/**
+ * Redact secret-looking spans of a free text (an agent's error message) and cut it to `max`
+ * characters. Keeps the words around them, so the message stays useful.
+ */
+export function redactText(text: string, max = 500): string {
+  let out = text;
+  for (const re of SECRET_SPANS) out = out.replace(re, (_m, keep?: string) => `${keep ?? ""}${REDACTED}`);
+  return truncate(out, max);
+}

@@ -96,6 +96,14 @@ export class Settings {
     return { model, provider: owner.slug };
   }
 
+  /**
+   * The efforts that apply with `model`: its own when the agent told them (they can differ per
+   * model), else the catalogue's list.
+   */
+  efforts(catalogue: AgentCatalogue, model: string | null): ReasoningEffort[] {
+    return (model !== null ? catalogue.modelEfforts?.[model] : undefined) ?? catalogue.reasoningEfforts;
+  }
+
   /** Persist a reasoning effort for a scope; a level the agent does not list is `bad_request`. */
   setEffort(catalogue: AgentCatalogue, conversationId: string | undefined, effort: ReasoningEffort): void {
     if (!catalogue.reasoningEfforts.includes(effort)) {

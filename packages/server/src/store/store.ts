@@ -71,6 +71,18 @@ export class Store {
       .run(row);
   }
 
+  /**
+   * Record an agent session that must never be imported (a backend's own): a deleted conversation
+   * row, since deleted sessions are already kept out of the import (see {@link knownSessionIds}).
+   */
+  hideSession(row: { id: string; session_id: string; source: string; at: number }): void {
+    this.db
+      .prepare(
+        "INSERT INTO conversations (id, name, session_id, source, created_at, deleted_at) VALUES (@id, 'hidden agent session', @session_id, @source, @at, @at)",
+      )
+      .run(row);
+  }
+
   /** A live (not deleted) conversation. */
   getConversation(id: string): ConversationRow | undefined {
     return this.db.prepare("SELECT * FROM conversations WHERE id = ? AND deleted_at IS NULL").get(id) as

@@ -2,9 +2,11 @@
  * Port-level contract tests of the ACP backend against the scripted fake agent
  * (a real child process speaking ACP over stdio).
  */
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
@@ -191,6 +193,21 @@ describe("ACP backend: lifecycle and runs", () => {
     expect(agent.calls("initialize")).toHaveLength(2);
   });
 
+  it("a prompt sent while a cancelled turn is still stopping waits, and runs on the respawned agent if that one is killed", async () => {
+    const { agent, backend, turn } = await setup({ options: { cancelTimeoutMs: 500 } });
+    const { sessionId } = await backend.createSession("c1");
+    const ctl = new AbortController();
+    const sink = new RecordingSink();
+    sink.text = () => ctl.abort();
+    const first = backend.prompt(turn(sessionId, "hang"), sink, ctl.signal);
+    await new Promise<void>((resolve) => ctl.signal.addEventListener("abort", () => resolve()));
+    // Sent before the hung agent is killed (Claude Code stops only when the model's stream ends).
+    const next = await backend.prompt(turn(sessionId, "hi"), new RecordingSink(), never());
+    expect(await first).toEqual({ status: "cancelled" });
+    expect(next).toEqual({ status: "completed" }); // before: the killed process's error
+    expect(agent.calls("initialize")).toHaveLength(2);
+  });
+
   it("fails runs with a clear error when the agent cannot start, and retries on the next request", async () => {
     const { backend, turn, agent } = await setup({ env: { FAKE_EXIT_AT_START: "1" } });
     const first = await backend.prompt(turn("s", "hi"), new RecordingSink(), never());
@@ -329,6 +346,7 @@ describe("ACP backend: models, reasoning and modes", () => {
       defaultModel: { model: "small", provider: "cloud" },
       reasoningEfforts: ["none", "low", "medium", "high"],
       defaultEffort: "medium",
+      modelEfforts: { small: ["none", "low", "medium", "high"] },
     });
     expect(backend.capabilities).toMatchObject({ models: true, reasoning: true });
     // The probe session is hidden from the list.
@@ -595,5 +613,206 @@ describe("ACP backend: files", () => {
     expect(host.logs.filter((l) => l.msg === "refused an agent file outside the allowed roots")).toHaveLength(
       2,
     );
+  });
+});
+
+describe("ACP backend: other agents' behaviour (issue 13)", () => {
+  const opencode = { env: { FAKE_MODELS: "opencode" } };
+  const want = (model: string, effort: "high" | "low" | null) => ({
+    settings: { model: { model, provider: null }, effort, yolo: false },
+  });
+
+  it("applies the effort after the model switch, from the options the new model offers (OpenCode)", async () => {
+    const { agent, backend, turn } = await setup(opencode);
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "whoami", want("thinker", "high")), sink, never());
+    expect(sink.answer).toMatch(/^model=thinker effort=high /);
+    expect(sink.of("notice")).toEqual([]);
+    const sets = () =>
+      agent.calls("session/set_config_option").map((c) => [c.params.configId, c.params.value]);
+    expect(sets()).toEqual([
+      ["model", "thinker"],
+      ["effort", "high"],
+    ]);
+    // The catalogue now knows which efforts each model has.
+    expect((await backend.catalogue!()).modelEfforts).toEqual({
+      fast: [],
+      thinker: ["low", "medium", "high"],
+    });
+  });
+
+  it("drops an effort the new model lacks, says so in a notice, and the run completes (OpenCode)", async () => {
+    const { agent, backend, turn } = await setup(opencode);
+    const { sessionId } = await backend.createSession("c1");
+    await backend.prompt(turn(sessionId, "whoami", want("thinker", "high")), new RecordingSink(), never());
+    const sink = new RecordingSink();
+    const result = await backend.prompt(turn(sessionId, "whoami", want("fast", "high")), sink, never());
+    expect(result).toEqual({ status: "completed" });
+    expect(sink.answer).toMatch(/^model=fast effort=default /);
+    expect(sink.of("notice").map((n) => n.text)).toEqual([
+      "Setting skipped: reasoning effort high is not offered with the model fast; this turn uses the agent's current setting.",
+    ]);
+    expect(agent.calls("session/set_config_option").map((c) => c.params.configId)).toEqual([
+      "model",
+      "effort",
+      "model",
+    ]);
+  });
+
+  it("keeps the catalogue's probe session for the next conversation and hides it through the host", async () => {
+    const { agent, backend, host } = await setup(opencode);
+    await backend.catalogue!();
+    const probe = agent.calls("session/new");
+    expect(probe).toHaveLength(1);
+    expect(await backend.listSessions!()).toEqual([]);
+    const { sessionId } = await backend.createSession("c1");
+    // The probe became the conversation's session: no empty session is left behind…
+    expect(agent.calls("session/new")).toHaveLength(1);
+    expect(host.hidden).toEqual([sessionId]);
+    // …and the next conversation gets a new one.
+    const second = await backend.createSession("c2");
+    expect(second.sessionId).not.toBe(sessionId);
+    expect(agent.calls("session/close")).toEqual([]);
+  });
+
+  it("merges late tool arguments and repeats running with them (OpenCode: {cwd} first, the command in an update)", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "opencodeTool"), sink, never());
+    const tools = sink.events.filter((e) => e.type === "toolStart" || e.type === "toolEnd");
+    expect(tools).toEqual([
+      { type: "toolStart", toolCallId: "oc1", toolName: "bash", args: { cwd: "/work" } },
+      {
+        type: "toolStart",
+        toolCallId: "oc1",
+        toolName: "bash", // not the later title, which is the command itself
+        args: { cwd: "/work", command: "ls -la", description: "List files", token: "t-secret" },
+      },
+      { type: "toolEnd", toolCallId: "oc1", status: "completed" },
+    ]);
+  });
+
+  it("takes the tool name from _meta and the input from a repeated tool_call (Claude Code)", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "claudeTool"), sink, never());
+    const tools = sink.events.filter((e) => e.type === "toolStart" || e.type === "toolEnd");
+    expect(tools).toEqual([
+      { type: "toolStart", toolCallId: "cc1", toolName: "Bash", args: {} },
+      {
+        type: "toolStart",
+        toolCallId: "cc1",
+        toolName: "Bash",
+        args: { command: "ls -la", description: "List files" },
+      },
+      { type: "toolEnd", toolCallId: "cc1", status: "completed" },
+    ]);
+  });
+
+  it("names a tool by its call ID's prefix, not by a title that is the command (Gemini CLI)", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink();
+    await backend.prompt(turn(sessionId, "geminiTool"), sink, never());
+    expect(sink.of("toolStart").map((t) => t.toolName)).toEqual(["run_shell_command"]);
+  });
+
+  it("keeps the agent's own error text behind a bare 'Internal error', redacted and truncated (Gemini CLI)", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const result = await backend.prompt(turn(sessionId, "internal"), new RecordingSink(), never());
+    expect(result.status).toBe("failed");
+    const error = (result as { error: string }).error;
+    expect(error).toMatch(
+      /^the agent reported an error: Quota exceeded for api_key=\[REDACTED\], retry later x+…$/,
+    );
+    expect(error).not.toContain("sk-live");
+    expect(error.length).toBeLessThanOrEqual("the agent reported an error: ".length + 300);
+  });
+
+  it.each([
+    // [agent options, client choice, option the agent receives]
+    ["gemini", "once", "proceed_once"],
+    ["gemini", "session", "proceed_always"], // "Allow for this session" (kind allow_always)
+    ["gemini", "always", "proceed_always_and_save"],
+    ["gemini", "deny", "cancel"],
+    ["generic", "session", "proceed_once"], // no session grant: the narrower allow
+    ["generic", "always", "proceed_always"],
+    ["hermes", "deny", "deny"], // reject_once before reject_always
+    ["always", "once", "yes_forever"], // no narrower allow offered
+    ["always", "session", "yes_forever"],
+    ["always", "deny", "no_forever"],
+  ])("with %s options, the client's %s reaches the agent as %s", async (options, choice, optionId) => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const sink = new RecordingSink({
+      permission: async () => ({ outcome: "selected", choice: choice as "once" }),
+    });
+    await backend.prompt(turn(sessionId, `permission ${options}`), sink, never());
+    expect(sink.answer).toBe(`chose ${optionId}`);
+  });
+
+  it("shows the choices each option set really offers", async () => {
+    const { backend, turn } = await setup();
+    const { sessionId } = await backend.createSession("c1");
+    const offered: Record<string, string[]> = {};
+    for (const options of ["gemini", "generic", "always", "hermes"]) {
+      const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "deny" }) });
+      await backend.prompt(turn(sessionId, `permission ${options}`), sink, never());
+      offered[options] = sink.of("permission")[0]!.question.choices;
+    }
+    expect(offered).toEqual({
+      gemini: ["once", "session", "always", "deny"],
+      generic: ["once", "always", "deny"],
+      always: ["always", "deny"],
+      hermes: ["once", "session", "always", "deny"],
+    });
+  });
+});
+
+describe("ACP backend: agents launched through a shim (issue 13)", () => {
+  const shim = fileURLToPath(new URL("./shim.mjs", import.meta.url));
+  /** Running (a killed orphan may stay a zombie here: this container's PID 1 does not reap). */
+  const alive = (pid: number) => {
+    try {
+      return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+    } catch {
+      return false;
+    }
+  };
+  async function shimmed(env: Record<string, string> = {}) {
+    const pids = join(mkdtempSync(join(tmpdir(), "pheby-shim-")), "pids");
+    const s = await setup({
+      env: { FAKE_LINGER: "1", FAKE_PIDS: pids, ...env },
+      options: { command: [process.execPath, shim, ...FAKE_AGENT_COMMAND], shutdownTimeoutMs: 2_000 },
+    });
+    const agentPid = async () => Number((await readFile(pids, "utf8")).trim());
+    return { ...s, agentPid };
+  }
+
+  it("close() ends the agent behind the shim too, within the shutdown timeout", async () => {
+    const { backend, agentPid } = await shimmed();
+    await backend.createSession("c1");
+    const pid = await agentPid();
+    expect(alive(pid)).toBe(true);
+    await backend.close(); // before the fix: never resolved (the agent kept the pipes)
+    expect(alive(pid)).toBe(false);
+  });
+
+  it("sees the shim die even while the agent behind it keeps the pipes, fails the run and respawns", async () => {
+    const { backend, turn, agentPid } = await shimmed();
+    const { sessionId } = await backend.createSession("c1");
+    const pid = await agentPid();
+    const result = await backend.prompt(turn(sessionId, "orphan"), new RecordingSink(), never());
+    expect(result).toEqual({
+      status: "failed",
+      error: "the agent process exited unexpectedly (signal SIGKILL)",
+    });
+    expect(alive(pid)).toBe(false); // the orphan was killed with its group
+    const again = new RecordingSink();
+    expect(await backend.prompt(turn(sessionId, "hi"), again, never())).toEqual({ status: "completed" });
   });
 });

@@ -6,7 +6,11 @@
  * and per process through environment variables:
  * - `FAKE_STATE`: JSON file holding sessions, so a respawned agent can resume/load them.
  * - `FAKE_LOG`: JSON-lines file of every request/notification received (tests assert on it).
- * - `FAKE_MODELS`: `config` (config options, default), `legacy` (`models` + `session/set_model`) or `none`.
+ * - `FAKE_MODELS`: `config` (config options, default), `legacy` (`models` + `session/set_model`), `none`,
+ *   or `opencode` (like OpenCode 1.18: the effort option exists only for the reasoning model `thinker`,
+ *   its values change with the model, a value it lacks is refused, and every change is also
+ *   announced in a `config_option_update` before the response).
+ * - `FAKE_LINGER`: keep running after stdin closes (a native agent behind a launcher shim).
  * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities.
  * - `FAKE_HANG`: a method name this agent never answers.
  * - `FAKE_EXIT_AT_START`: exit before reading anything.
@@ -62,6 +66,7 @@ function settingsOf(s: Session) {
     };
   }
   if (modelsKind === "none") return { modes };
+  if (modelsKind === "opencode") return { modes, configOptions: openCodeOptions(s) };
   const configOptions: acp.SessionConfigOption[] = [
     {
       id: "model",
@@ -93,14 +98,42 @@ function settingsOf(s: Session) {
   return { modes, configOptions };
 }
 
+/** OpenCode's options: a reasoning effort only while the model has one. */
+function openCodeOptions(s: Session): acp.SessionConfigOption[] {
+  const options: acp.SessionConfigOption[] = [
+    {
+      id: "model",
+      name: "Model",
+      category: "model",
+      type: "select",
+      currentValue: s.model,
+      options: [
+        { value: "fast", name: "Fake/Fast" },
+        { value: "thinker", name: "Fake/Thinker" },
+      ],
+    },
+  ];
+  if (s.model === "thinker") {
+    options.push({
+      id: "effort",
+      name: "Effort",
+      category: "thought_level",
+      type: "select",
+      currentValue: s.effort,
+      options: ["low", "medium", "high", "default"].map((v) => ({ value: v, name: v })),
+    });
+  }
+  return options;
+}
+
 function newSession(cwd: string): string {
   const id = `sess-${process.pid}-${nextId++}`;
   sessions[id] = {
     cwd,
     title: null,
     history: [],
-    model: modelsKind === "legacy" ? "m-one" : "small",
-    effort: "medium",
+    model: modelsKind === "legacy" ? "m-one" : modelsKind === "opencode" ? "fast" : "small",
+    effort: modelsKind === "opencode" ? "default" : "medium",
     mode: "auto",
   };
   save();
@@ -192,11 +225,22 @@ const app = acp
     save();
     return {};
   })
-  .onRequest("session/set_config_option", ({ params }) => {
+  .onRequest("session/set_config_option", async ({ params, client }) => {
     log("session/set_config_option", params);
     const s = known(params.sessionId);
-    if (params.configId === "model") s.model = String(params.value);
-    else if (params.configId === "reasoning") s.effort = String(params.value);
+    const value = String(params.value);
+    if (modelsKind === "opencode") {
+      if (params.configId === "model") {
+        s.model = value;
+        s.effort = value === "thinker" ? "low" : "default";
+      } else if (params.configId === "effort" && s.model === "thinker" && value !== "bogus") s.effort = value;
+      else throw acp.RequestError.invalidParams({ effort: value }, `effort not found: ${value}`);
+      await client.notify("session/update", {
+        sessionId: params.sessionId,
+        update: { sessionUpdate: "config_option_update", configOptions: openCodeOptions(s) },
+      });
+    } else if (params.configId === "model") s.model = value;
+    else if (params.configId === "reasoning") s.effort = value;
     else throw acp.RequestError.invalidParams(params.configId);
     save();
     return { configOptions: settingsOf(s).configOptions ?? [] };
@@ -266,6 +310,22 @@ const HERMES_OPTIONS: acp.PermissionOption[] = [
   { optionId: "deny", kind: "reject_once", name: "Deny" },
   { optionId: "deny_always", kind: "reject_always", name: "Deny always" },
 ];
+/** Gemini CLI 0.61's options for a shell command (ids are its ToolConfirmationOutcome values). */
+const GEMINI_OPTIONS: acp.PermissionOption[] = [
+  { optionId: "proceed_once", kind: "allow_once", name: "Allow" },
+  { optionId: "proceed_always", kind: "allow_always", name: "Allow for this session" },
+  {
+    optionId: "proceed_always_and_save",
+    kind: "allow_always",
+    name: "Allow this command for all future sessions",
+  },
+  { optionId: "cancel", kind: "reject_once", name: "Reject" },
+];
+/** Only a permanent allow and a permanent reject. */
+const ALWAYS_ONLY_OPTIONS: acp.PermissionOption[] = [
+  { optionId: "yes_forever", kind: "allow_always", name: "Always allow" },
+  { optionId: "no_forever", kind: "reject_always", name: "Never allow" },
+];
 const GENERIC_OPTIONS: acp.PermissionOption[] = [
   { optionId: "proceed_once", kind: "allow_once", name: "Yes" },
   { optionId: "proceed_always", kind: "allow_always", name: "Always" },
@@ -296,6 +356,19 @@ const SCRIPTS: Record<string, Script> = {
   async error({ say }) {
     await say("about to fail");
     throw new acp.RequestError(-32000, "scripted failure");
+  },
+  async internal({ say }) {
+    await say("about to fail");
+    // Gemini CLI's way: the real message rides in `data.details` of a bare "Internal error".
+    throw acp.RequestError.internalError({
+      details: `Quota exceeded for api_key=sk-live-0123456789abcdef, retry later ${"x".repeat(400)}`,
+    });
+  },
+  async orphan({ say }) {
+    // A shim's child kills the shim and goes silent, keeping the pipes (see test/acp/shim.mjs).
+    await say("orphaning");
+    process.kill(process.ppid, "SIGKILL");
+    return never;
   },
   async crash({ say }) {
     await say("about to crash");
@@ -355,6 +428,78 @@ const SCRIPTS: Record<string, Script> = {
     await say("tools done");
     return done();
   },
+  async opencodeTool({ update, say }) {
+    // OpenCode 1.18: the first tool_call has only {cwd}; the command comes in an update.
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "oc1",
+      title: "bash",
+      kind: "execute",
+      status: "pending",
+      rawInput: { cwd: "/work" },
+    });
+    const input = { command: "ls -la", description: "List files", cwd: "/work", token: "t-secret" };
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "oc1",
+      status: "in_progress",
+      title: "ls -la",
+      rawInput: input,
+    });
+    // A repeat of the same state changes nothing.
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "oc1",
+      status: "in_progress",
+      rawInput: input,
+    });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "oc1",
+      status: "completed",
+      title: "ls -la",
+    });
+    await say("listed");
+    return done();
+  },
+  async claudeTool({ update, say }) {
+    // Claude Code ACP 0.16: tool_call twice (streamed start with {}, then the full input); the
+    // tool's name only in `_meta`, the title "Terminal", then the command.
+    const _meta = { claudeCode: { toolName: "Bash" } };
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "cc1",
+      _meta,
+      title: "Terminal",
+      kind: "execute",
+      status: "pending",
+      rawInput: {},
+    });
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "cc1",
+      _meta,
+      title: "`ls -la`",
+      kind: "execute",
+      status: "pending",
+      rawInput: { command: "ls -la", description: "List files" },
+    });
+    await update({ sessionUpdate: "tool_call_update", toolCallId: "cc1", _meta, status: "completed" });
+    await say("listed");
+    return done();
+  },
+  async geminiTool({ update, say }) {
+    // Gemini CLI 0.61: no tool_call, only updates; the title is the command, the name is in the ID.
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "run_shell_command__run_shell_command_1_0",
+      status: "completed",
+      title: "rm -rf build",
+      kind: "execute",
+    });
+    await say("done");
+    return done();
+  },
   async permission({ args, update, client, params, say, cancel }) {
     await update({
       sessionUpdate: "tool_call",
@@ -364,7 +509,9 @@ const SCRIPTS: Record<string, Script> = {
       status: "pending",
       rawInput: { command: "rm -rf build" },
     });
-    const options = args[0] === "generic" ? GENERIC_OPTIONS : HERMES_OPTIONS;
+    const options =
+      { generic: GENERIC_OPTIONS, gemini: GEMINI_OPTIONS, always: ALWAYS_ONLY_OPTIONS }[args[0] ?? ""] ??
+      HERMES_OPTIONS;
     const withdraw = new AbortController();
     if (args[1] === "withdraw") setTimeout(() => withdraw.abort(), 50);
     cancel.addEventListener("abort", () => withdraw.abort());
@@ -388,10 +535,7 @@ const SCRIPTS: Record<string, Script> = {
     await update({
       sessionUpdate: "tool_call_update",
       toolCallId: "p1",
-      status:
-        outcome.optionId?.startsWith("allow") || outcome.optionId?.startsWith("proceed")
-          ? "completed"
-          : "failed",
+      status: /^(allow|proceed|yes)/.test(outcome.optionId ?? "") ? "completed" : "failed",
     });
     return done(cancel.aborted ? "cancelled" : "end_turn");
   },
@@ -478,4 +622,8 @@ const stream = acp.ndJsonStream(
   Readable.toWeb(process.stdin) as ReadableStream<Uint8Array>,
 );
 const connection = app.connect(stream);
-void connection.closed.then(() => process.exit(0));
+if (process.env.FAKE_LINGER) {
+  // Like a native agent started by a shim: stays up after EOF until signalled.
+  setInterval(() => {}, 60_000);
+  process.stdout.on("error", () => {});
+} else void connection.closed.then(() => process.exit(0));

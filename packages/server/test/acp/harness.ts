@@ -123,6 +123,7 @@ export class RecordingSink implements TurnSink {
 export class RecordingHost implements AgentHost {
   readonly unsolicitedMessages: Array<{ sessionId: string; text: string; kind?: string }> = [];
   readonly titles: Array<{ sessionId: string; title: string }> = [];
+  readonly hidden: string[] = [];
   readonly logs: Array<{ level: string; obj: object; msg?: string }> = [];
   private waiters: Array<() => void> = [];
 
@@ -132,6 +133,9 @@ export class RecordingHost implements AgentHost {
   }
   sessionTitle(sessionId: string, title: string): void {
     this.titles.push({ sessionId, title });
+  }
+  hideSession(sessionId: string): void {
+    this.hidden.push(sessionId);
   }
   /** Resolves at the next unsolicited message. */
   nextUnsolicited(): Promise<void> {

@@ -603,3 +603,63 @@ describe("ACP through Pheby: files both ways", () => {
     expect(prompt[2].uri).toMatch(/^file:\/\/.+\/[0-9a-f]{32}$/);
   });
 });
+
+describe("ACP through Pheby: other agents' behaviour (issue 13)", () => {
+  const servers = closeAfterEach();
+  const names = async (p: PhebyAcp) =>
+    (await p.client.request({ type: "conversation.list" })).conversations.map((c) => c.name);
+
+  it("the catalogue's probe session never shows as a conversation, across a restart", async () => {
+    const fake = fakeAgentDir();
+    const dataDir = tempDir();
+    const first = await startPhebyAcp(agentOptions(fake), { dataDir });
+    await first.client.request({ type: "models.list" });
+    expect(await names(first)).toEqual([]);
+    first.client.close();
+    await first.ts.close(); // the data dir stays
+    const p = await startPhebyAcp(agentOptions(fake), { dataDir });
+    servers.push(p);
+    expect(await names(p)).toEqual([]); // before: one more empty "New chat" per restart
+    await p.create("Mine");
+    expect(await names(p)).toEqual(["Mine"]);
+  });
+
+  it("reasoning follows the model: efforts of the conversation's model, a stale one skipped with a notice (OpenCode)", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake, { env: { FAKE_MODELS: "opencode" } }));
+    servers.push(p);
+    const id = await p.create();
+    await p.client.request({ type: "model.set", conversation_id: id, model: "thinker" });
+    await p.chat(id, "whoami"); // the backend learns what `thinker` offers
+    const thinking = await p.client.request({ type: "reasoning.current", conversation_id: id });
+    expect(thinking.supported_efforts).toEqual(["low", "medium", "high"]);
+    await p.client.request({ type: "reasoning.set", conversation_id: id, effort: "high" });
+    expect((await p.chat(id, "whoami")).complete.text).toMatch(/^model=thinker effort=high /);
+
+    await p.client.request({ type: "model.set", conversation_id: id, model: "fast" });
+    const run = await p.chat(id, "whoami");
+    expect(run.finished.status).toBe("completed"); // before: the stale effort failed the run
+    expect(run.complete.text).toMatch(/^model=fast effort=default /);
+    const notice = framesOf(run.frames, "message.complete").find((m) => m.kind === "notice");
+    expect(notice?.text).toContain("reasoning effort high is not offered with the model fast");
+    const fast = await p.client.request({ type: "reasoning.current", conversation_id: id });
+    expect(fast.supported_efforts).toEqual([]);
+  });
+
+  it("late tool arguments: a second running tool.event with the merged, redacted args; one completed", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake));
+    servers.push(p);
+    const run = await p.chat(await p.create(), "opencodeTool");
+    const events = framesOf(run.frames, "tool.event").map((e) => [e.status, e.tool_name, e.args_redacted]);
+    expect(events).toEqual([
+      ["running", "bash", { cwd: "/work" }],
+      [
+        "running",
+        "bash",
+        { cwd: "/work", command: "ls -la", description: "List files", token: "[REDACTED]" },
+      ],
+      ["completed", "bash", undefined],
+    ]);
+  });
+});

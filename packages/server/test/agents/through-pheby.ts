@@ -19,8 +19,10 @@ export interface ThroughPhebySpec {
   slowPrompt: string;
   /** Prompt the fake LLM answers with one shell tool call that asks permission and writes `toolFile()`. */
   toolPrompt: string;
-  /** The tool's name as `tool.event` shows it. */
-  toolName: string;
+  /** The tool's name as `tool.event` shows it (a function when it depends on the suite's paths). */
+  toolName: string | (() => string);
+  /** The command the tool's last `running` event must carry in `args_redacted.command`, if checked. */
+  toolCommand?: () => string;
   toolFile(): string;
   /** The approval choices the agent offers. */
   choices: string[];
@@ -71,8 +73,15 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 90_000);
       expect(finished.status).toBe("completed");
       const events = framesOf(p.frames, "tool.event").filter((e) => e.run_id === run_id);
-      const started = events.find((e) => e.status === "running" && e.tool_name === spec.toolName);
+      const toolName = typeof spec.toolName === "function" ? spec.toolName() : spec.toolName;
+      const started = events.find((e) => e.status === "running" && e.tool_name === toolName);
       expect(started, JSON.stringify(events)).toBeDefined();
+      if (spec.toolCommand) {
+        const running = events.filter(
+          (e) => e.tool_call_id === started!.tool_call_id && e.status === "running",
+        );
+        expect(running.at(-1)?.args_redacted).toMatchObject({ command: spec.toolCommand() });
+      }
       expect(
         events.find((e) => e.tool_call_id === started!.tool_call_id && e.status === "completed")?.duration_ms,
       ).toEqual(expect.any(Number));

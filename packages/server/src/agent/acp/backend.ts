@@ -4,6 +4,7 @@
  * The mapping is documented in docs/agents.md.
  */
 import * as acp from "@agentclientprotocol/sdk";
+import type { ReasoningEffort } from "@pheby/protocol";
 import { nearestChoice } from "../../decisions/nearest.js";
 import type {
   AgentBackend,
@@ -20,14 +21,18 @@ import type {
 import { type FoundFile, insideRoots, promptBlocks, stripMediaLines } from "./content.js";
 import { mapElicitationForm } from "./elicitation.js";
 import { mapPermissionOptions } from "./permissions.js";
-import { AgentGoneError, AgentProcess, errorMessage } from "./process.js";
+import { AgentGoneError, AgentProcess, agentErrorText, errorMessage } from "./process.js";
 import {
   catalogueOf,
+  currentModelOf,
+  effortStep,
+  effortsOf,
   hasModels,
   hasReasoning,
   legacyModelsOf,
+  modelStep,
   type SessionSettingsState,
-  settingChanges,
+  type SettingStep,
 } from "./settings.js";
 import { Turn } from "./turn.js";
 
@@ -91,7 +96,13 @@ class AcpBackend implements AgentBackend {
   private readonly sessions = new Map<string, SessionState>();
   /** Settings of the latest fresh session: the agent's defaults, for the catalogue. */
   private fresh: SessionSettingsState | null = null;
-  private readonly probeSessions = new Set<string>();
+  /**
+   * The session opened to read the catalogue, until a conversation takes it. Hidden through the
+   * host (persisted), so an agent that keeps sessions never shows it as an empty conversation.
+   */
+  private spare: SessionState | null = null;
+  /** The efforts each model offered when a session used it (OpenCode's change with the model). */
+  private readonly modelEfforts = new Map<string, ReasoningEffort[]>();
   private readonly requestTimeoutMs: number;
 
   constructor(private readonly options: AcpBackendOptions) {
@@ -110,7 +121,9 @@ class AcpBackend implements AgentBackend {
       loadHistory: known ? Boolean(caps?.loadSession) : true,
       deleteSession: known ? Boolean(caps?.sessionCapabilities?.delete) : true,
       models: this.fresh ? hasModels(this.fresh) : true,
-      reasoning: this.fresh ? hasReasoning(this.fresh) : true,
+      reasoning: this.fresh
+        ? hasReasoning(this.fresh) || [...this.modelEfforts.values()].some((e) => e.length > 0)
+        : true,
       images: known ? Boolean(caps?.promptCapabilities?.image) : true,
     };
   }
@@ -127,6 +140,13 @@ class AcpBackend implements AgentBackend {
   }
 
   async createSession(_conversationId: string): Promise<{ sessionId: string }> {
+    const spare = this.spare;
+    this.spare = null;
+    if (spare?.openIn?.alive) return { sessionId: spare.id };
+    return { sessionId: (await this.newSession()).id };
+  }
+
+  private async newSession(): Promise<SessionState> {
     const proc = await this.process();
     const response = await proc.request<acp.NewSessionResponse>(
       "session/new",
@@ -136,17 +156,11 @@ class AcpBackend implements AgentBackend {
     const session = this.session(response.sessionId);
     await this.opened(proc, session, response);
     this.fresh = { ...session.settings };
-    return { sessionId: response.sessionId };
+    return session;
   }
 
   async prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult> {
     if (signal.aborted) return { status: "cancelled" };
-    let proc: AgentProcess;
-    try {
-      proc = await this.process();
-    } catch (err) {
-      return { status: "failed", error: errorMessage(err) };
-    }
     const session = this.session(input.sessionId);
     // The server may report a cancelled run finished before the agent has stopped it (its cancel grace);
     // the next prompt then waits for the agent, which stops or is killed within cancelTimeoutMs.
@@ -156,6 +170,13 @@ class AcpBackend implements AgentBackend {
       await session.turnEnded;
     }
     if (signal.aborted) return { status: "cancelled" };
+    // Only now: an agent killed for ignoring that cancel is respawned here.
+    let proc: AgentProcess;
+    try {
+      proc = await this.process();
+    } catch (err) {
+      return { status: "failed", error: errorMessage(err) };
+    }
     this.flushUnsolicited(session);
     const turn = new Turn(sink, (file) => this.deliver(sink, file));
     session.turn = turn;
@@ -189,7 +210,7 @@ class AcpBackend implements AgentBackend {
     };
     try {
       await this.open(proc, session);
-      await this.applySettings(proc, session, input.settings);
+      await this.applySettings(proc, session, input.settings, turn.sink);
       if (signal.aborted) return { status: "cancelled" };
       const prompt = await promptBlocks(
         input.text,
@@ -208,7 +229,7 @@ class AcpBackend implements AgentBackend {
     } catch (err) {
       if (turn.cancelled || signal.aborted) return { status: "cancelled" };
       if (err instanceof acp.RequestError)
-        return { status: "failed", error: `the agent reported an error: ${err.message}` };
+        return { status: "failed", error: `the agent reported an error: ${agentErrorText(err)}` };
       return { status: "failed", error: errorMessage(err) };
     } finally {
       signal.removeEventListener("abort", onAbort);
@@ -228,7 +249,7 @@ class AcpBackend implements AgentBackend {
         this.requestTimeoutMs,
       );
       for (const s of response.sessions) {
-        if (this.probeSessions.has(s.sessionId)) continue;
+        if (s.sessionId === this.spare?.id) continue;
         out.push({ sessionId: s.sessionId, title: s.title ?? null, updatedAt: s.updatedAt ?? null });
       }
       cursor = response.nextCursor;
@@ -261,15 +282,17 @@ class AcpBackend implements AgentBackend {
   async catalogue(): Promise<AgentCatalogue> {
     const proc = await this.process();
     if (!this.fresh) {
-      // Models are per session in ACP: open one to learn the agent's defaults, and hide it.
-      const { sessionId } = await this.createSession("");
-      this.probeSessions.add(sessionId);
-      if (proc.init.agentCapabilities?.sessionCapabilities?.close) {
-        await proc.request("session/close", { sessionId }, this.requestTimeoutMs).catch(() => {});
-      }
-      this.sessions.delete(sessionId);
+      // Models are per session in ACP: open one to learn the agent's defaults. It is kept for
+      // the next conversation rather than left behind empty, and hidden until then.
+      const spare = await this.newSession();
+      this.host.hideSession(spare.id);
+      this.spare = spare;
     }
-    return catalogueOf(this.fresh ?? { configOptions: [], legacyModels: null }, proc.agentName);
+    return catalogueOf(
+      this.fresh ?? { configOptions: [], legacyModels: null },
+      proc.agentName,
+      this.modelEfforts,
+    );
   }
 
   async close(): Promise<void> {
@@ -407,10 +430,10 @@ class AcpBackend implements AgentBackend {
   /** Record what a session/new|load|resume response said, and put the session in the configured mode. */
   private async opened(proc: AgentProcess, session: SessionState, response: SessionResponse): Promise<void> {
     session.openIn = proc;
-    session.settings = {
+    this.setSettings(session, {
       configOptions: response.configOptions ?? [],
       legacyModels: legacyModelsOf(response),
-    };
+    });
     session.modes = response.modes ?? null;
     const mode = this.options.mode;
     if (mode) await this.setMode(proc, session, mode);
@@ -429,11 +452,23 @@ class AcpBackend implements AgentBackend {
     }
   }
 
-  /** Apply model, effort and YOLO mode before a prompt; only what differs is sent. */
+  /** Record what the agent says a session's settings are, and what its model offers. */
+  private setSettings(session: SessionState, state: SessionSettingsState): void {
+    session.settings = state;
+    const model = currentModelOf(state);
+    if (model) this.modelEfforts.set(model, effortsOf(state).efforts);
+  }
+
+  /**
+   * Apply YOLO mode, model and effort before a prompt; only what differs is sent. The effort is
+   * judged after the model is switched (it may appear, vanish or change values with the model);
+   * a setting the agent does not offer is dropped and the user told in a notice.
+   */
   private async applySettings(
     proc: AgentProcess,
     session: SessionState,
     settings: TurnSettings,
+    sink: TurnSink,
   ): Promise<void> {
     const modes = session.modes;
     const yoloMode = modes?.availableModes.find((m) => YOLO_MODE.test(m.id))?.id;
@@ -442,25 +477,52 @@ class AcpBackend implements AgentBackend {
       const back = this.options.mode ?? modes.availableModes.find((m) => m.id !== yoloMode)?.id;
       if (back) await this.setMode(proc, session, back);
     }
-    const { changes, unavailable } = settingChanges(session.settings, settings);
-    if (unavailable.length > 0)
-      this.host.log.info({ unavailable }, "agent does not offer a requested setting");
-    for (const change of changes) {
+    await this.applyStep(proc, session, modelStep(session.settings, settings.model), sink);
+    await this.applyStep(proc, session, effortStep(session.settings, settings.effort), sink);
+  }
+
+  private async applyStep(
+    proc: AgentProcess,
+    session: SessionState,
+    step: SettingStep,
+    sink: TurnSink,
+  ): Promise<void> {
+    if (step.unavailable) {
+      sink.notice(`Setting skipped: ${step.unavailable}; this turn uses the agent's current setting.`);
+      return;
+    }
+    const change = step.change;
+    if (!change) return;
+    try {
       if (change.kind === "config") {
         const response = await proc.request<acp.SetSessionConfigOptionResponse>(
           "session/set_config_option",
           { sessionId: session.id, configId: change.configId, value: change.value },
           this.requestTimeoutMs,
         );
-        session.settings.configOptions = response.configOptions ?? session.settings.configOptions;
+        // The response is the whole new state; updates queued before it say the same or less.
+        await this.drain(session);
+        if (response.configOptions) {
+          this.setSettings(session, { ...session.settings, configOptions: response.configOptions });
+        }
       } else {
         await proc.request(
           "session/set_model",
           { sessionId: session.id, modelId: change.modelId },
           this.requestTimeoutMs,
         );
-        if (session.settings.legacyModels) session.settings.legacyModels.currentModelId = change.modelId;
+        const legacy = session.settings.legacyModels;
+        if (legacy)
+          this.setSettings(session, {
+            ...session.settings,
+            legacyModels: { ...legacy, currentModelId: change.modelId },
+          });
       }
+    } catch (err) {
+      if (!(err instanceof acp.RequestError)) throw err;
+      const what =
+        change.kind === "config" ? `${change.configId} ${change.value}` : `model ${change.modelId}`;
+      sink.notice(`Setting skipped: the agent refused ${what} (${agentErrorText(err)}).`);
     }
   }
 
@@ -500,7 +562,7 @@ class AcpBackend implements AgentBackend {
           this.host.sessionTitle(session.id, update.title.trim());
         return;
       case "config_option_update":
-        session.settings.configOptions = update.configOptions;
+        this.setSettings(session, { ...session.settings, configOptions: update.configOptions });
         return;
       case "current_mode_update":
         if (session.modes) session.modes.currentModeId = update.currentModeId;

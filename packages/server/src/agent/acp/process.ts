@@ -11,6 +11,7 @@ import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import * as acp from "@agentclientprotocol/sdk";
+import { redactText } from "../../runs/redact.js";
 import type { AgentHost } from "../port.js";
 
 /** Handlers for what the agent calls on us. */
@@ -44,6 +45,13 @@ export class AgentGoneError extends Error {
 /** How long a closed connection waits for the process exit before killing it. */
 const EXIT_GRACE_MS = 2_000;
 
+/**
+ * After the agent's own process exits, how long its pipes may stay open. A launcher shim
+ * (`npx`, `node_modules/.bin/*`) can die while the native agent it started keeps the pipes:
+ * past this, the whole process group is killed so the exit is seen.
+ */
+const PIPE_GRACE_MS = 2_000;
+
 const CLIENT_INFO = { name: "pheby", title: "Pheby", version: "1" };
 
 /** A running agent process with an initialized ACP connection. */
@@ -67,10 +75,22 @@ export class AgentProcess {
         this.gone = true;
         resolve(this.deathReason ?? why);
       };
+      const why = (code: number | null, signal: NodeJS.Signals | null) =>
+        `the agent process exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`})`;
       child.once("error", (err) => done(`the agent could not be started: ${err.message}`));
-      child.once("close", (code, signal) =>
-        done(`the agent process exited unexpectedly (${signal ? `signal ${signal}` : `exit code ${code}`})`),
-      );
+      child.once("close", (code, signal) => {
+        this.signalGroup("SIGKILL"); // nothing of the agent outlives it
+        done(why(code, signal));
+      });
+      child.once("exit", (code, signal) => {
+        // "close" follows once the pipes drain (the last updates still arrive); a descendant
+        // holding them open must not hide the exit.
+        setTimeout(() => {
+          if (this.gone) return;
+          this.signalGroup("SIGKILL");
+          done(why(code, signal));
+        }, PIPE_GRACE_MS).unref();
+      });
     });
     // Writes after the child died must not surface as an uncaught EPIPE.
     child.stdin?.on("error", (err) => log.debug({ err: err.message }, "agent stdin error"));
@@ -99,7 +119,13 @@ export class AgentProcess {
   ): Promise<AgentProcess> {
     const [file, ...args] = spec.command;
     if (!file) throw new AgentGoneError("no agent command is configured");
-    const child = spawn(file, args, { cwd: spec.cwd, env: spec.env, stdio: ["pipe", "pipe", "pipe"] });
+    // Its own process group: signals reach the agent's whole tree, shims and their children alike.
+    const child = spawn(file, args, {
+      cwd: spec.cwd,
+      env: spec.env,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: true,
+    });
     const proc = new AgentProcess(child, handlers, log);
     try {
       proc.init = await proc.request(
@@ -178,19 +204,19 @@ export class AgentProcess {
   /** Kill the process now; `reason` becomes the error of every run it ends. */
   kill(reason: string): void {
     this.deathReason ??= reason;
-    if (!this.gone) this.child.kill("SIGKILL");
+    if (!this.gone) this.signalGroup("SIGKILL");
   }
 
-  /** End the process cleanly (EOF + SIGTERM), then SIGKILL after `timeoutMs`. */
+  /** End the process group cleanly (EOF + SIGTERM), then SIGKILL after `timeoutMs`. */
   async shutdown(timeoutMs: number): Promise<void> {
     this.deathReason ??= "the Pheby server is shutting down";
     if (this.gone) return;
     this.child.stdin?.end();
-    this.child.kill("SIGTERM");
+    this.signalGroup("SIGTERM");
     let timer: NodeJS.Timeout | undefined;
     const forced = new Promise<void>((resolve) => {
       timer = setTimeout(() => {
-        this.child.kill("SIGKILL");
+        this.signalGroup("SIGKILL");
         resolve();
       }, timeoutMs);
     });
@@ -199,9 +225,46 @@ export class AgentProcess {
     await this.exited;
     this.connection.close();
   }
+
+  /** Signal the agent's process group (it leads one, see `start`); the agent alone if that fails. */
+  private signalGroup(signal: NodeJS.Signals): void {
+    const pid = this.child.pid;
+    if (pid === undefined) return;
+    try {
+      process.kill(-pid, signal);
+    } catch {
+      // ESRCH: the group is already gone.
+      if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    }
+  }
 }
 
 /** A short, log-safe message of any thrown value. */
 export function errorMessage(err: unknown): string {
   return err instanceof Error ? err.message : String(err);
+}
+
+/** Longest agent error text passed on to a client. */
+const AGENT_ERROR_CHARS = 300;
+
+/**
+ * The words of an agent's JSON-RPC error, fit for a client: the message, with the details an
+ * agent puts in `data` (Gemini CLI answers "Internal error" with `data.details`), secret-looking
+ * spans redacted and the whole truncated.
+ */
+export function agentErrorText(err: acp.RequestError): string {
+  const data = err.data as { details?: unknown; message?: unknown } | string | null | undefined;
+  const detail =
+    typeof data === "string"
+      ? data
+      : typeof data?.details === "string"
+        ? data.details
+        : typeof data?.message === "string"
+          ? data.message
+          : null;
+  let text = err.message.trim();
+  if (detail?.trim() && !text.includes(detail.trim())) {
+    text = /^internal error$/i.test(text) ? detail.trim() : `${text}: ${detail.trim()}`;
+  }
+  return redactText(text, AGENT_ERROR_CHARS);
 }

@@ -59,8 +59,38 @@ export function effortOf(value: string): ReasoningEffort | null {
   return EFFORT_ALIASES[v] ?? null;
 }
 
-/** Build the catalogue of one session. `agentName` names the provider of ungrouped models. */
-export function catalogueOf(state: SessionSettingsState, agentName: string): AgentCatalogue {
+/** The model a session currently uses, if it says. */
+export function currentModelOf(state: SessionSettingsState): string | null {
+  const modelOption = select(state, "model");
+  if (modelOption) return modelOption.currentValue;
+  return state.legacyModels?.currentModelId ?? null;
+}
+
+/** The Pheby efforts a session offers now (they can change with its model), and the current one. */
+export function effortsOf(state: SessionSettingsState): {
+  efforts: ReasoningEffort[];
+  current: ReasoningEffort | null;
+} {
+  const thought = select(state, "thought_level");
+  const efforts: ReasoningEffort[] = [];
+  let current: ReasoningEffort | null = null;
+  for (const v of thought ? values(thought) : []) {
+    const effort = effortOf(v.value) ?? effortOf(v.name);
+    if (effort && !efforts.includes(effort)) efforts.push(effort);
+    if (effort && v.value === thought?.currentValue) current = effort;
+  }
+  return { efforts, current };
+}
+
+/**
+ * Build the catalogue of one session. `agentName` names the provider of ungrouped models;
+ * `modelEfforts` are the efforts seen per model so far (see {@link AgentCatalogue.modelEfforts}).
+ */
+export function catalogueOf(
+  state: SessionSettingsState,
+  agentName: string,
+  modelEfforts: ReadonlyMap<string, ReasoningEffort[]> = new Map(),
+): AgentCatalogue {
   const providers: AgentModelProvider[] = [];
   let defaultModel: AgentCatalogue["defaultModel"] = null;
   const modelOption = select(state, "model");
@@ -83,17 +113,16 @@ export function catalogueOf(state: SessionSettingsState, agentName: string): Age
     });
     defaultModel = { model: state.legacyModels.currentModelId, provider: agentName };
   }
-  const thought = select(state, "thought_level");
-  const reasoningEfforts: ReasoningEffort[] = [];
-  let defaultEffort: ReasoningEffort | null = null;
-  if (thought) {
-    for (const v of values(thought)) {
-      const effort = effortOf(v.value) ?? effortOf(v.name);
-      if (effort && !reasoningEfforts.includes(effort)) reasoningEfforts.push(effort);
-      if (effort && v.value === thought.currentValue) defaultEffort = effort;
-    }
-  }
-  return { providers, defaultModel, reasoningEfforts, defaultEffort };
+  const { efforts, current } = effortsOf(state);
+  // Every effort some model offers may be chosen; per model, `modelEfforts` says which apply.
+  const all = new Set([...efforts, ...[...modelEfforts.values()].flat()]);
+  return {
+    providers,
+    defaultModel,
+    reasoningEfforts: REASONING_EFFORTS.filter((e) => all.has(e)),
+    defaultEffort: current,
+    modelEfforts: Object.fromEntries(modelEfforts),
+  };
 }
 
 /** Whether a session offers model selection. */
@@ -111,43 +140,53 @@ export type SettingChange =
   | { kind: "config"; configId: string; value: string }
   | { kind: "legacyModel"; modelId: string };
 
-/**
- * The changes needed so the session matches the wanted model and effort. Only
- * differences are returned; values the agent does not offer are reported in `unavailable`.
- */
-export function settingChanges(
+/** What to do for one wanted setting: nothing, a change, or tell the user it is not offered. */
+export type SettingStep = { change: SettingChange | null; unavailable: string | null };
+
+const NOTHING: SettingStep = { change: null, unavailable: null };
+
+/** The change that puts the session on the wanted model, judged from the session's current state. */
+export function modelStep(
   state: SessionSettingsState,
-  want: { model: { model: string; provider: string | null } | null; effort: ReasoningEffort | null },
-): { changes: SettingChange[]; unavailable: string[] } {
-  const changes: SettingChange[] = [];
-  const unavailable: string[] = [];
-  if (want.model) {
-    const modelOption = select(state, "model");
-    if (modelOption) {
-      const match = values(modelOption).find(
-        (v) =>
-          v.value === want.model?.model &&
-          (v.group === null || !want.model.provider || v.group === want.model.provider),
-      );
-      if (!match) unavailable.push(`model ${want.model.model}`);
-      else if (match.value !== modelOption.currentValue) {
-        changes.push({ kind: "config", configId: modelOption.id, value: match.value });
-      }
-    } else if (state.legacyModels) {
-      const known = state.legacyModels.availableModels.some((m) => m.modelId === want.model?.model);
-      if (!known) unavailable.push(`model ${want.model.model}`);
-      else if (state.legacyModels.currentModelId !== want.model.model) {
-        changes.push({ kind: "legacyModel", modelId: want.model.model });
-      }
-    } else unavailable.push(`model ${want.model.model}`);
+  want: { model: string; provider: string | null } | null,
+): SettingStep {
+  if (!want) return NOTHING;
+  const missing = { change: null, unavailable: `the model ${want.model} is not offered by the agent` };
+  const modelOption = select(state, "model");
+  if (modelOption) {
+    const match = values(modelOption).find(
+      (v) => v.value === want.model && (v.group === null || !want.provider || v.group === want.provider),
+    );
+    if (!match) return missing;
+    return match.value === modelOption.currentValue
+      ? NOTHING
+      : { change: { kind: "config", configId: modelOption.id, value: match.value }, unavailable: null };
   }
-  if (want.effort) {
-    const thought = select(state, "thought_level");
-    const match =
-      thought && values(thought).find((v) => (effortOf(v.value) ?? effortOf(v.name)) === want.effort);
-    if (!thought || !match) unavailable.push(`reasoning effort ${want.effort}`);
-    else if (match.value !== thought.currentValue)
-      changes.push({ kind: "config", configId: thought.id, value: match.value });
+  if (state.legacyModels) {
+    if (!state.legacyModels.availableModels.some((m) => m.modelId === want.model)) return missing;
+    return state.legacyModels.currentModelId === want.model
+      ? NOTHING
+      : { change: { kind: "legacyModel", modelId: want.model }, unavailable: null };
   }
-  return { changes, unavailable };
+  return missing;
+}
+
+/**
+ * The change that sets the wanted effort, judged from the session's current state: efforts come
+ * and go with the model, so this must run after the model is switched.
+ */
+export function effortStep(state: SessionSettingsState, want: ReasoningEffort | null): SettingStep {
+  if (!want) return NOTHING;
+  const thought = select(state, "thought_level");
+  const match = thought && values(thought).find((v) => (effortOf(v.value) ?? effortOf(v.name)) === want);
+  if (!thought || !match) {
+    const model = currentModelOf(state);
+    return {
+      change: null,
+      unavailable: `reasoning effort ${want} is not offered${model ? ` with the model ${model}` : ""}`,
+    };
+  }
+  return match.value === thought.currentValue
+    ? NOTHING
+    : { change: { kind: "config", configId: thought.id, value: match.value }, unavailable: null };
 }

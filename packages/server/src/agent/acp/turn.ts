@@ -15,10 +15,19 @@ const TOOL_NAME_CHARS = 60;
 
 type ToolUpdate = (ToolCall | ToolCallUpdate) & { sessionUpdate: "tool_call" | "tool_call_update" };
 
+/** A tool call as shown so far: its best name and the arguments merged from every update. */
+interface ToolState {
+  ended: boolean;
+  name: string;
+  /** The name came from an explicit field (`name`, `_meta.*.toolName`), not a title. */
+  named: boolean;
+  args: Record<string, unknown> | undefined;
+}
+
 export class Turn {
   /** The user cancelled (the run's signal aborted). */
   cancelled = false;
-  private readonly tools = new Map<string, { ended: boolean }>();
+  private readonly tools = new Map<string, ToolState>();
   private readonly questions = new Set<AbortController>();
   private readonly media: string[] = [];
   private readonly filter = new MediaLineFilter((path) => this.media.push(path));
@@ -40,27 +49,42 @@ export class Turn {
     }
   }
 
-  /** `tool_call` / `tool_call_update` → toolStart/toolEnd. Results are never relayed. */
+  /**
+   * `tool_call` / `tool_call_update` → toolStart/toolEnd. Results are never relayed.
+   *
+   * Agents fill a call in over several updates (OpenCode sends `{cwd}` first and the command
+   * later; Claude Code repeats `tool_call` with the input and names the tool in `_meta`), so
+   * arguments are merged and an explicit name beats a title. While the call runs, each update
+   * that makes the name or arguments fuller is reported as another `toolStart` of the same ID.
+   */
   tool(update: ToolUpdate): void {
     const id = update.toolCallId;
     let tool = this.tools.get(id);
+    const explicit = explicitName(update);
+    const raw = update.rawInput;
+    const args =
+      raw && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
     if (!tool) {
-      tool = { ended: false };
+      tool = { ended: false, name: explicit ?? titleName(update), named: explicit !== null, args };
       this.tools.set(id, tool);
-      const args = update.rawInput;
-      this.sink.toolStart({
-        toolCallId: id,
-        toolName: toolName(update),
-        args:
-          args && typeof args === "object" && !Array.isArray(args)
-            ? (args as Record<string, unknown>)
-            : undefined,
-      });
+      this.start(id, tool);
+    } else if (!tool.ended) {
+      const before = JSON.stringify([tool.name, tool.args]);
+      if (explicit && !tool.named) {
+        tool.name = explicit;
+        tool.named = true;
+      }
+      if (args) tool.args = { ...tool.args, ...args };
+      if (JSON.stringify([tool.name, tool.args]) !== before) this.start(id, tool);
     }
     if (tool.ended || (update.status !== "completed" && update.status !== "failed")) return;
     tool.ended = true;
     if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed" });
     else this.sink.toolEnd({ toolCallId: id, status: "failed", error: failureText(update) });
+  }
+
+  private start(toolCallId: string, tool: ToolState): void {
+    this.sink.toolStart({ toolCallId, toolName: tool.name, args: tool.args });
   }
 
   /** Ask the user through the sink; withdrawn when the turn ends, is cancelled, or the agent withdraws. */
@@ -103,19 +127,34 @@ export class Turn {
 }
 
 /**
- * A short tool name. Titles often embed arguments ("terminal: rm -rf …"), which are not
- * redacted as `args` are, so keep only a leading identifier, else a clipped first line.
+ * The tool's own name: the `name` field, else a `toolName` an agent put in `_meta` (Claude Code),
+ * else the `<tool>__` prefix of the call ID (Gemini CLI: `run_shell_command__…`, whose titles are
+ * the command itself).
  */
-function toolName(update: ToolUpdate): string {
+function explicitName(update: ToolUpdate): string | null {
   if (update.name) return update.name;
+  for (const value of Object.values(update._meta ?? {})) {
+    const name = (value as { toolName?: unknown } | null)?.toolName;
+    if (typeof name === "string" && name.trim()) return clip(name.trim());
+  }
+  return /^([A-Za-z][\w.-]*)__./.exec(update.toolCallId)?.[1] ?? null;
+}
+
+/**
+ * A short tool name from the title. Titles often embed arguments ("terminal: rm -rf …"), which are
+ * not redacted as `args` are, so keep only a leading identifier, else a clipped first line.
+ */
+function titleName(update: ToolUpdate): string {
   const title = update.title?.trim();
   if (title) {
     const prefix = /^([\w.-]+):\s/.exec(title)?.[1];
-    if (prefix) return prefix;
-    const line = title.split("\n")[0]!;
-    return line.length > TOOL_NAME_CHARS ? `${line.slice(0, TOOL_NAME_CHARS)}…` : line;
+    return prefix ?? clip(title.split("\n")[0]!);
   }
   return update.kind ?? "tool";
+}
+
+function clip(text: string): string {
+  return text.length > TOOL_NAME_CHARS ? `${text.slice(0, TOOL_NAME_CHARS)}…` : text;
 }
 
 function failureText(update: ToolUpdate): string {

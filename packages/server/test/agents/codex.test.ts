@@ -1,0 +1,154 @@
+/**
+ * Codex through `@zed-industries/codex-acp`, launched the documented way: `node_modules/.bin/codex-acp`
+ * is a Node shim that runs the native agent with `spawnSync` and dies on SIGTERM without passing it
+ * on (issue 13, item 4). Turns run against the fake LLM's Responses API dialect (`wire_api =
+ * "responses"` in `$CODEX_HOME/config.toml`).
+ */
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
+import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
+import { RecordingHost, RecordingSink } from "../acp/harness.js";
+import { AGENT_BINS, completedTurn, skipReason } from "./agents.js";
+import { describeThroughPheby } from "./through-pheby.js";
+
+const reason = skipReason("codex");
+if (reason) console.info(reason);
+
+/** PIDs of the running children of `pid` (zombies excluded). */
+function childrenOf(pid: number): number[] {
+  const out: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const [, state, ppid] = /\) (\S) (\d+)/.exec(stat) ?? [];
+      if (Number(ppid) === pid && state !== "Z") out.push(Number(entry));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
+const running = (pid: number) => {
+  try {
+    return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+};
+
+describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_000 }, () => {
+  let llm: FakeLlm;
+  let work: string;
+  /** The shell command the fake model asks Codex to run for `file`. */
+  const write = (file: string) => `echo pheby > ${join(work, file)}`;
+
+  beforeAll(async () => {
+    work = mkdtempSync(join(tmpdir(), "pheby-codex-"));
+    llm = await startFakeLlm(({ messages, tools }) => {
+      const last = messages[messages.length - 1];
+      if (last?.role === "tool") return { text: "The command finished." };
+      const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+      const file = /approve the note|make the file/.exec(user)?.[0];
+      if (file && tools.includes("exec_command")) {
+        const cmd = write(file === "make the file" ? "made-by-codex.txt" : "note.txt");
+        // Escalation makes Codex ask, whatever its sandbox can do here.
+        const args = { cmd, justification: "Write a file", sandbox_permissions: "require_escalated" };
+        return { toolCalls: [{ name: "exec_command", arguments: args }] };
+      }
+      if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
+      return { text: "Hello from the fake model." };
+    });
+  });
+  afterAll(() => llm?.close());
+
+  function options(): AcpBackendOptions {
+    const home = mkdtempSync(join(tmpdir(), "pheby-codex-home-"));
+    mkdirSync(join(home, ".codex"));
+    // A provider on a closed loopback port: nothing may leave the machine.
+    writeFileSync(
+      join(home, ".codex", "config.toml"),
+      [
+        'model = "gpt-5.4-mini"', // a name Codex has metadata for (else it warns in the answer)
+        'model_provider = "fake"',
+        "[model_providers.fake]",
+        'name = "Fake"',
+        `base_url = "${llm.baseUrl}"`,
+        'env_key = "FAKE_KEY"',
+        'wire_api = "responses"',
+        "",
+      ].join("\n"),
+    );
+    return {
+      command: [AGENT_BINS.codex],
+      cwd: work,
+      env: { HOME: home, CODEX_HOME: join(home, ".codex"), FAKE_KEY: "sk-fake" },
+      allowedFileRoots: [work],
+      shutdownTimeoutMs: 3_000,
+    };
+  }
+
+  it("close() ends the native agent behind the shim (before: the server never finished shutting down)", async () => {
+    const backend = createAcpBackend(options());
+    await backend.start(new RecordingHost());
+    await backend.createSession("c");
+    const shim = (backend as unknown as { proc: { child: { pid: number } } }).proc.child.pid;
+    const native = childrenOf(shim);
+    expect(native).toHaveLength(1);
+    expect(readFileSync(`/proc/${native[0]}/cmdline`, "utf8")).toContain("codex-acp-linux");
+    await backend.close();
+    expect(running(native[0]!)).toBe(false);
+  });
+
+  it("a shim that dies is seen as a crash; the next request starts a new agent", async () => {
+    const host = new RecordingHost();
+    const backend = createAcpBackend(options());
+    await backend.start(host);
+    try {
+      await backend.createSession("c");
+      const shim = (backend as unknown as { proc: { child: { pid: number } } }).proc.child.pid;
+      const [native] = childrenOf(shim);
+      process.kill(shim, "SIGKILL"); // the native agent keeps the pipes
+      await expect
+        .poll(() => host.logs.some((l) => l.msg === "agent process exited"), { timeout: 30_000 })
+        .toBe(true);
+      expect(running(native!)).toBe(false);
+      await backend.createSession("c2");
+    } finally {
+      await backend.close();
+    }
+  });
+
+  it("streams an answer; an escalated command asks (once, always, deny) and once runs it", async () => {
+    const backend = createAcpBackend(options());
+    await backend.start(new RecordingHost());
+    try {
+      const { sink: hello, sessionId } = await completedTurn(backend, "say hello");
+      expect(hello.answer).toBe("Hello from the fake model.");
+      const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+      const { sink } = await completedTurn(backend, "make the file", once, sessionId);
+      expect(sink.of("permission")[0]?.question).toMatchObject({
+        command: write("made-by-codex.txt"),
+        choices: ["once", "always", "deny"],
+      });
+      expect(readFileSync(join(work, "made-by-codex.txt"), "utf8").trim()).toBe("pheby");
+    } finally {
+      await backend.close();
+    }
+  });
+
+  describeThroughPheby({
+    options,
+    helloPrompt: "say hello",
+    slowPrompt: "talk slowly",
+    toolPrompt: "please approve the note",
+    // Codex names no tool: the title (the command itself) is all there is.
+    toolName: () => write("note.txt"),
+    toolFile: () => join(work, "note.txt"),
+    choices: ["once", "always", "deny"],
+  });
+});
