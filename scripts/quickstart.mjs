@@ -103,7 +103,7 @@ async function run() {
 
 /** Run a command in bash in the clone; throws with its output unless it exits 0. */
 function sh(script) {
-  const r = spawnSync("bash", ["-euo", "pipefail", "-c", script], {
+  const r = spawnSync("bash", ["-eo", "pipefail", "-c", script], {
     cwd: clone,
     env,
     encoding: "utf8",
