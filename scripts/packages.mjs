@@ -11,10 +11,19 @@
 // - run the installed `pheby` CLI: a chat and `pheby conformance`.
 import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 
 const repo = new URL("..", import.meta.url).pathname;
 const LIBRARIES = ["protocol", "server", "client", "conformance"];
@@ -40,7 +49,9 @@ function run(file, args, options = {}) {
   return out;
 }
 
-async function step(name, fn) {
+/** Run one check; a failed `required` check skips the rest (they would only fail the same way). */
+async function step(name, fn, { required = false } = {}) {
+  if (aborted) return;
   const t0 = Date.now();
   try {
     await fn();
@@ -49,8 +60,28 @@ async function step(name, fn) {
   } catch (err) {
     results.failed++;
     log(`FAIL ${name}: ${err instanceof Error ? err.message : err}`);
+    if (required) aborted = true;
   }
 }
+let aborted = false;
+
+/**
+ * better-sqlite3's native addon. Compiling it from source (no prebuilt binary can be downloaded here)
+ * takes many minutes on a loaded CI machine, so by default the install skips install scripts and
+ * reuses the workspace's build of the same version for the same Node.js; `--compile` builds it.
+ */
+function reuseSqliteAddon() {
+  const fromWorkspace = createRequire(join(repo, "packages", "server", "package.json"));
+  const fromApp = createRequire(join(app, "package.json"));
+  const [ours, theirs] = [fromWorkspace, fromApp].map((r) => r.resolve("better-sqlite3/package.json"));
+  const version = (file) => JSON.parse(readFileSync(file, "utf8")).version;
+  if (version(ours) !== version(theirs))
+    throw new Error(`better-sqlite3 ${version(theirs)} != workspace ${version(ours)}`);
+  const addon = join("build", "Release", "better_sqlite3.node");
+  mkdirSync(join(dirname(theirs), "build", "Release"), { recursive: true });
+  copyFileSync(join(dirname(ours), addon), join(dirname(theirs), addon));
+}
+const compile = process.argv.includes("--compile");
 
 function expectIn(out, needle) {
   if (!out.includes(needle)) throw new Error(`expected ${JSON.stringify(needle)} in:\n${out}`);
@@ -92,50 +123,60 @@ const examples = [];
 const env = { ...process.env };
 for (const key of Object.keys(env)) if (key.startsWith("PHEBY_")) delete env[key];
 
-await step("pack the five packages with pnpm", () => {
-  run(
-    "pnpm",
-    [
-      "turbo",
-      "run",
-      "build",
-      "--output-logs=errors-only",
-      ...PACKAGES.flatMap((n) => ["--filter", `@pheby/${n}`]),
-    ],
-    { cwd: repo },
-  );
-  mkdirSync(tarballs);
-  for (const name of PACKAGES) {
-    run("pnpm", ["pack", "--pack-destination", tarballs], { cwd: join(repo, "packages", name) });
-  }
-  if (readdirSync(tarballs).length !== PACKAGES.length) throw new Error(`${readdirSync(tarballs)}`);
-});
-
-await step("npm install the tarballs outside the workspace", () => {
-  mkdirSync(app);
-  writeFileSync(join(app, "package.json"), '{ "name": "pheby-packages-test", "private": true }\n');
-  const files = readdirSync(tarballs).map((f) => join(tarballs, f));
-  run("npm", [
-    "install",
-    "--no-audit",
-    "--no-fund",
-    "--loglevel=error",
-    ...files,
-    `typescript@${catalogVersion("typescript")}`,
-    `@types/node@${catalogVersion("@types/node")}`,
-  ]);
-  for (const name of PACKAGES) {
-    const readme = readFileSync(join(app, "node_modules", "@pheby", name, "README.md"), "utf8");
-    readFileSync(join(app, "node_modules", "@pheby", name, "LICENSE"), "utf8");
-    for (const example of readmeExamples(readme)) {
-      writeFileSync(join(app, example.file), example.code);
-      examples.push(example.file);
+await step(
+  "pack the five packages with pnpm",
+  () => {
+    run(
+      "pnpm",
+      [
+        "turbo",
+        "run",
+        "build",
+        "--output-logs=errors-only",
+        ...PACKAGES.flatMap((n) => ["--filter", `@pheby/${n}`]),
+      ],
+      { cwd: repo },
+    );
+    mkdirSync(tarballs);
+    for (const name of PACKAGES) {
+      run("pnpm", ["pack", "--pack-destination", tarballs], { cwd: join(repo, "packages", name) });
     }
-  }
-  for (const file of ["protocol.mjs", "server.mjs", "chat.mjs", "conformance.mjs"]) {
-    if (!examples.includes(file)) throw new Error(`no README example ${file} (found ${examples})`);
-  }
-});
+    if (readdirSync(tarballs).length !== PACKAGES.length) throw new Error(`${readdirSync(tarballs)}`);
+  },
+  { required: true },
+);
+
+await step(
+  "npm install the tarballs outside the workspace",
+  () => {
+    mkdirSync(app);
+    writeFileSync(join(app, "package.json"), '{ "name": "pheby-packages-test", "private": true }\n');
+    const files = readdirSync(tarballs).map((f) => join(tarballs, f));
+    run("npm", [
+      "install",
+      "--no-audit",
+      "--no-fund",
+      "--loglevel=error",
+      ...(compile ? [] : ["--ignore-scripts"]),
+      ...files,
+      `typescript@${catalogVersion("typescript")}`,
+      `@types/node@${catalogVersion("@types/node")}`,
+    ]);
+    if (!compile) reuseSqliteAddon();
+    for (const name of PACKAGES) {
+      const readme = readFileSync(join(app, "node_modules", "@pheby", name, "README.md"), "utf8");
+      readFileSync(join(app, "node_modules", "@pheby", name, "LICENSE"), "utf8");
+      for (const example of readmeExamples(readme)) {
+        writeFileSync(join(app, example.file), example.code);
+        examples.push(example.file);
+      }
+    }
+    for (const file of ["protocol.mjs", "server.mjs", "chat.mjs", "conformance.mjs"]) {
+      if (!examples.includes(file)) throw new Error(`no README example ${file} (found ${examples})`);
+    }
+  },
+  { required: true },
+);
 
 await step("typecheck imports and README examples: nodenext (ESM + CJS) and bundler", () => {
   writeFileSync(join(app, "check.mts"), IMPORTS);
@@ -210,7 +251,7 @@ await step("the installed pheby CLI chats and runs pheby conformance", () => {
   expectIn(run(pheby, ["conformance"], { env: clientEnv }), "passed");
 });
 
-if (server) {
+if (server && server.exitCode === null) {
   await step("the server example stops cleanly on SIGTERM", async () => {
     const code =
       server.exitCode ?? (await new Promise((r) => (server.once("exit", r), server.kill("SIGTERM"))));
