@@ -67,6 +67,8 @@ export const Config = z
     debug: bool.default(false),
     log_chat_content: bool.default(false),
     attachment_retention_days: int(0, 36_500).default(7),
+    /** HTTP idle timeout: a transfer moving no byte for this long is cut (no cap on total duration). */
+    http_idle_timeout_seconds: int(1, 3_600).default(60),
     console: bool.default(false),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
     cors_origins: list(",")
@@ -105,6 +107,7 @@ export const ENV_NAMES = {
   PHEBY_DEBUG: ["debug"],
   PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],
   PHEBY_ATTACHMENT_RETENTION_DAYS: ["attachment_retention_days"],
+  PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: ["http_idle_timeout_seconds"],
   PHEBY_CONSOLE: ["console"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
   PHEBY_AGENT: ["agent", "kind"],

@@ -28,6 +28,9 @@ function createAgent(config: Config): AgentBackend {
   });
 }
 
+/** Bound on a graceful shutdown; systemd's default stop timeout (90 s) is far longer. */
+const SHUTDOWN_DEADLINE_MS = 10_000;
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -51,15 +54,21 @@ async function main(): Promise<void> {
       process.exit(2);
     }
   }
-  const logger = pino({
-    level: config.debug ? "debug" : "info",
-    base: { service: "pheby" },
-    // Belt and braces: the server never logs these, but a stray object must not leak them either.
-    redact: {
-      paths: ["secret", "*.secret", "authorization", "*.authorization", "headers.authorization"],
-      censor: "[REDACTED]",
+  const logger = pino(
+    {
+      level: config.debug ? "debug" : "info",
+      base: { service: "pheby" },
+      // Belt and braces: the server never logs these, but a stray object must not leak them either.
+      redact: {
+        paths: ["secret", "*.secret", "authorization", "*.authorization", "headers.authorization"],
+        censor: "[REDACTED]",
+      },
     },
-  });
+    // Synchronous writes: a write that meets EPIPE (the reader of stdout is gone) fails at once and
+    // pino stops logging. pino's default asynchronous stream instead flushes synchronously at exit,
+    // and sonic-boom's flushSync retries EPIPE forever, so SIGTERM never finished.
+    pino.destination({ fd: 1, sync: true }),
+  );
   const { secret, file } = resolveSecret(config.secret, config.data_dir);
   if (file)
     logger.info({ secretFile: file }, "no PHEBY_SECRET set: using the generated secret stored in this file");
@@ -84,6 +93,7 @@ async function main(): Promise<void> {
     logChatContent: config.log_chat_content,
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
+    httpIdleTimeoutMs: config.http_idle_timeout_seconds * 1000,
     allowedFileRoots: config.agent.allowed_file_roots,
     corsOrigins: config.cors_origins,
   });
@@ -113,6 +123,11 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
+    // Whatever hangs (an agent that will not exit, a client that will not let go), shutdown ends.
+    setTimeout(() => {
+      logger.error({ ms: SHUTDOWN_DEADLINE_MS }, "shutdown took too long; exiting anyway");
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS).unref();
     logger.info({ signal }, "shutting down");
     server.close().then(
       () => process.exit(0),

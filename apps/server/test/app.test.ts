@@ -104,6 +104,23 @@ describe("pheby-server", () => {
     expect(await again.exited).toBe(0);
   });
 
+  it("still stops on SIGTERM when the reader of its stdout has gone away (EPIPE on the log)", async () => {
+    // Issue 12 item 3: pino's exit-time flush retried a broken pipe forever.
+    const dataDir = mkdtempSync(join(tmpdir(), "pheby-app-"));
+    const port = await freePort();
+    const app = start({ PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port) });
+    await app.listening;
+    // The log reader (a crashed log shipper, a closed terminal) is gone: the next log line, written
+    // during shutdown, meets EPIPE.
+    app.child.stdout!.destroy();
+    app.child.kill("SIGTERM");
+    const code = await Promise.race([
+      app.exited,
+      new Promise<string>((r) => setTimeout(() => r("still running 15 s after SIGTERM"), 15_000)),
+    ]);
+    expect(code).toBe(0);
+  }, 30_000);
+
   it("refuses bad configuration with exit code 2 and a readable message", async () => {
     const app = start({ PHEBY_PORT: "eighty", PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")) });
     await expect(app.listening).rejects.toThrow(/exited \(2\)/);

@@ -17,6 +17,7 @@ describe("loadConfig", () => {
       debug: false,
       log_chat_content: false,
       attachment_retention_days: 7,
+      http_idle_timeout_seconds: 60,
       console: false,
       agent: { kind: "simulator" },
     });
@@ -84,6 +85,21 @@ describe("loadConfig", () => {
         .allowed_file_roots,
     ).toEqual(["/c"]);
     expect(loadConfig({}, cwd).agent.allowed_file_roots).toEqual([]);
+  });
+
+  it("reads the HTTP idle timeout in whole seconds, 1..3600", () => {
+    expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "1" }, dir()).http_idle_timeout_seconds).toBe(1);
+    expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "3600" }, dir()).http_idle_timeout_seconds).toBe(
+      3600,
+    );
+    for (const bad of ["0", "3601", "1.5", "soon"]) {
+      expect(() => loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: bad }, dir())).toThrow(
+        /PHEBY_HTTP_IDLE_TIMEOUT_SECONDS \(http_idle_timeout_seconds\)/,
+      );
+    }
+    const cwd = dir();
+    writeFileSync(join(cwd, "pheby.yaml"), "http_idle_timeout_seconds: 300\n");
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).http_idle_timeout_seconds).toBe(300);
   });
 
   it("checks port bounds exactly", () => {

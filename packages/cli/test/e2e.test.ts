@@ -123,6 +123,9 @@ describe.skipIf(unavailable !== undefined)(
       const frames = jsonLines(output);
       const types = frames.map((f) => f.type);
       expect(types[0]).toBe("run.accepted");
+      // Exactly once, before message.start (it used to be printed twice, the second after message.start).
+      expect(types.filter((t) => t === "run.accepted")).toHaveLength(1);
+      expect(types[1]).toBe("message.start");
       expect(types.at(-1)).toBe("run.finished");
       const deltas = frames.filter((f) => f.type === "message.delta").map((f) => f.text as string);
       expect(deltas.length).toBeGreaterThan(3);

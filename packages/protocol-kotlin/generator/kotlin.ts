@@ -327,10 +327,39 @@ function renderModel(model: Model, shared: Set<string>): string {
   return `${kdoc(docLines)}\n${annotations.join("\n")}\ndata class ${model.name}(\n${params.join("\n")}\n)${parent}${body}\n`;
 }
 
+const kotlinString = (value: string): string => JSON.stringify(value).replaceAll("$", "\\$");
+
+/**
+ * An open string set: a sealed class (see OpenEnum in Open.kt) with one object per known value and an
+ * `Unknown` case for any other string, so a value from a newer peer decodes instead of failing the frame.
+ */
 function renderEnum(e: KotlinEnum): string {
-  const entries = e.values.map((v) => `    @SerialName("${v}") ${constant(v)},`);
-  const doc = kdoc([`Closed set: ${e.values.map((v) => `\`${v}\``).join(", ")}.`]);
-  return `${doc}\n@Serializable\nenum class ${e.name} {\n${entries.join("\n")}\n}\n`;
+  const names = e.values.map(constant);
+  names.forEach((name, i) => {
+    if (!/^[A-Z_][A-Z0-9_]*$/.test(name) || names.indexOf(name) !== i) {
+      throw new Error(`enum ${e.name}: value ${e.values[i]} has no unique Kotlin name (${name})`);
+    }
+  });
+  const objects = e.values.map((v, i) => `    object ${names[i]} : ${e.name}(${kotlinString(v)})`);
+  const doc = kdoc([
+    `Known values: ${e.values.map((v) => `\`${v}\``).join(", ")}.`,
+    "Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.",
+  ]);
+  return `${doc}
+@Serializable(with = ${e.name}.Serializer::class)
+sealed class ${e.name}(value: String) : OpenEnum(value) {
+${objects.join("\n")}
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ${e.name}(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<${e.name}>({ listOf(${names.join(", ")}) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<${e.name}>("${PACKAGE}.${e.name}", { of(it) })
+}
+`;
 }
 
 function file(imports: string[], body: string[]): string {
@@ -351,23 +380,55 @@ function renderDirection(gen: Generator, bundle: JsonSchema, parent: "ClientMess
   const members = (bundle.oneOf ?? []).map((ref) => gen.model(refName(ref.$ref ?? ""), parent));
   if (members.length === 0) throw new Error(`${parent}: the bundle has no oneOf`);
   const shared = sharedFields(members);
+  // `Unknown` implements the shared fields by reading the raw frame; it knows how for request_id only.
+  for (const f of shared) {
+    if (fieldDecl(f, false) !== "val requestId: String? = null") {
+      throw new Error(`${parent}.Unknown cannot implement the shared field ${f.json}`);
+    }
+  }
   const sharedNames = new Set(shared.map((f) => f.json));
   const docLines = [
     bundle.description ?? parent,
     "",
-    `Decode with \`PhebyJson.decodeFromString(${parent}.serializer(), text)\`; the \`type\` field selects the class.`,
+    `Decode with \`PhebyJson.decodeFromString(${parent}.serializer(), text)\`; the \`type\` field selects the class,`,
+    "and a `type` these models do not know decodes to [Unknown].",
   ];
   for (const f of shared) docLines.push(`@property ${f.kotlin} \`${f.json}\`: ${f.doc}`);
-  const iface = [
-    kdoc(docLines),
-    "@Serializable",
-    `sealed interface ${parent} {`,
-    ...shared.map((f) => `    ${fieldDecl(f, false).replace(/ = .*$/, "")}`),
-    "}\n",
-  ].join("\n");
-  const needsJson = members.some((m) => m.fields.some((f) => f.type.includes("JsonObject")));
-  const imports = ["kotlinx.serialization.SerialName", "kotlinx.serialization.Serializable"];
-  if (needsJson) imports.push("kotlinx.serialization.json.JsonObject");
+  const known = members.map((m) => `            ${m.name}::class to ${m.name}.serializer(),`);
+  const iface = `${kdoc(docLines)}
+@Serializable(with = ${parent}.Serializer::class)
+sealed interface ${parent} {
+${shared.map((f) => `    ${fieldDecl(f, false).replace(/ = .*$/, "")}`).join("\n")}
+
+    /**
+     * A message whose \`type\` these models do not know, e.g. from a newer ${parent === "ServerMessage" ? "server" : "client"}.
+     * [json] is the whole frame, \`type\` included; it re-encodes unchanged.
+     */
+    data class Unknown(val json: JsonObject) : ${parent} {
+        /** The frame's \`type\`, never one of the known ones. */
+        val type: String = requireNotNull(json.stringOrNull("type")) { "a message needs a string type" }
+
+        init {
+            require(type !in Serializer.types) { "$type is a known type; decode it instead" }
+        }
+${sharedNames.has("request_id") ? '\n        override val requestId: String? get() = json.stringOrNull("request_id")\n' : ""}    }
+
+    /** Selects the class by \`type\`; a type not listed here decodes to [Unknown]. */
+    object Serializer : OpenUnionSerializer<${parent}>(
+        "${PACKAGE}.${parent}",
+        listOf(
+${known.join("\n")}
+        ),
+        ::Unknown,
+        { (it as? Unknown)?.json },
+    )
+}
+`;
+  const imports = [
+    "kotlinx.serialization.SerialName",
+    "kotlinx.serialization.Serializable",
+    "kotlinx.serialization.json.JsonObject",
+  ];
   return file(imports, [iface, ...members.map((m) => renderModel(m, sharedNames))]);
 }
 
@@ -399,9 +460,6 @@ export function generateKotlin(bundles: SchemaBundles): GeneratedFiles {
       ),
       ...models.map((m) => renderModel(m, new Set())),
     ]),
-    "Enums.kt": file(
-      ["kotlinx.serialization.SerialName", "kotlinx.serialization.Serializable"],
-      enums.map(renderEnum),
-    ),
+    "Enums.kt": file(["kotlinx.serialization.Serializable"], enums.map(renderEnum)),
   };
 }

@@ -9,7 +9,8 @@ if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1; then
   exit 0
 fi
 
-# -q keeps CI logs short; Surefire's summary is printed below from its reports.
+# -q keeps CI logs short; Surefire's summary is printed below from its reports (this run's only).
+rm -rf target/surefire-reports
 mvn -q -B test
 summary=$(cat target/surefire-reports/*.txt | grep -E '^Tests run' || true)
 echo "Kotlin fixture round-trip: ${summary:-no Surefire report found}"

@@ -34,7 +34,7 @@ export const LIMITS = {
   chatTextChars: 64_000,
   /** Maximum inbound WebSocket frame, in bytes (2 MiB). */
   frameBytes: 2 * 1024 * 1024,
-  /** Maximum page size of `conversation.open`. */
+  /** Maximum page size of `conversation.open`; a larger `limit` is capped to it, not rejected. */
   historyPage: 500,
   /** Page size of `conversation.open` when `limit` is omitted. */
   historyPageDefault: 200,

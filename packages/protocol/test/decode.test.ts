@@ -78,12 +78,12 @@ describe("decodeClientFrame", () => {
     expect(code(send({ attachment_ids: ["../etc/passwd"] }))).toBe("bad_request");
   });
 
-  it("bounds conversation.open limit to 1..500 integers", () => {
+  it("accepts any positive integer conversation.open limit (the server caps it at 500)", () => {
     const open = (limit: unknown) =>
       code(decodeClientFrame(JSON.stringify({ type: "conversation.open", conversation_id: conv, limit })));
-    expect([open(1), open(500), open(0), open(501), open(1.5), open("5")]).toEqual([
-      "ok",
-      "ok",
+    expect([open(1), open(500), open(501), open(10_000)]).toEqual(["ok", "ok", "ok", "ok"]);
+    expect([open(0), open(-1), open(1.5), open("5"), open(null)]).toEqual([
+      "bad_request",
       "bad_request",
       "bad_request",
       "bad_request",

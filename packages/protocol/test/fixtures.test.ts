@@ -4,6 +4,7 @@ import {
   CLIENT_MESSAGE_TYPES,
   ClientMessage,
   decodeClientFrame,
+  decodeServerFrame,
   ErrorBody,
   SERVER_MESSAGE_TYPES,
   ServerMessage,
@@ -77,4 +78,25 @@ describe("invalid server fixtures", () => {
       expect(validate(frame)).toBe(false);
     },
   );
+});
+
+type FutureServer = { frame: Record<string, unknown>; strict_decode: string };
+
+// Frames from a newer server (new type, new enum values, new fields). The Kotlin models decode all of
+// them (packages/protocol-kotlin); v1's strict decoder accepts only the added fields, and this pins
+// exactly what a TypeScript client gets for each (see docs/kotlin.md, "Forward compatibility").
+describe("future server fixtures", () => {
+  const validate = ajvFor("server.schema.json");
+  it.each(fixtures("future/server"))("%s: decodeServerFrame gives strict_decode", (_name, value) => {
+    const { frame, strict_decode } = value as FutureServer;
+    const result = decodeServerFrame(JSON.stringify(frame));
+    if (strict_decode === "ok") {
+      expect(result.ok).toBe(true);
+      // The tolerant reader drops the added fields (all named x_*).
+      if (result.ok) expect(JSON.stringify(result.message)).not.toContain('"x_');
+    } else {
+      expect(result.ok ? "ok" : result.error.code).toBe(strict_decode);
+    }
+    expect(validate(frame)).toBe(strict_decode === "ok");
+  });
 });

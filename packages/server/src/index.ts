@@ -8,10 +8,13 @@
 export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
+export { nearestChoice } from "./decisions/nearest.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
+  DEFAULT_HISTORY_PAGE_BYTES,
   DEFAULT_HOST,
+  DEFAULT_HTTP_IDLE_TIMEOUT_MS,
   DEFAULT_LOCKOUT,
   DEFAULT_MAX_BUFFERED_BYTES,
   DEFAULT_PORT,

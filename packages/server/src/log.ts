@@ -12,6 +12,9 @@ const SECRET_PATHS = [
   "*.headers.cookie",
   'headers["x-pheby-secret"]',
   '*.headers["x-pheby-secret"]',
+  // A request URL may carry a secret a client put in its query string; log route parameters instead.
+  "url",
+  "*.url",
 ];
 /** Chat-text fields, censored unless the operator enabled `logChatContent`. */
 const CHAT_PATHS = ["text", "*.text", "response", "*.response"];

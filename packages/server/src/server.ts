@@ -14,7 +14,7 @@ import { HistoryRefresh } from "./handlers/history.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
-import { RunEngine } from "./runs/engine.js";
+import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Settings } from "./settings/settings.js";
 import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
@@ -40,6 +40,12 @@ export interface PhebyServerOptions {
   heartbeatIntervalMs?: number;
   /** Failed-hello lockout: `maxFailures` (5) within `windowMs` (60,000) lock the address for `durationMs` (300,000). */
   lockout?: { maxFailures?: number; windowMs?: number; durationMs?: number };
+  /**
+   * After `run.cancel`, how long the agent gets to stop before the run is reported `cancelled` anyway,
+   * in ms (default 5,000). The conversation takes new messages from then on; a new turn waits for the
+   * agent's previous one to end before it reaches the agent (see docs/protocol.md, Cancellation).
+   */
+  cancelGraceMs?: number;
   /** Per-client send-buffer cap in bytes (default 8 MiB); a client over it is closed with 4503. */
   maxBufferedBytes?: number;
   /** Injectable clock (ms since the epoch) for timestamps and lockout; default `Date.now`. */
@@ -66,6 +72,20 @@ export interface PhebyServerOptions {
    * only when the web console is served from another origin than this server.
    */
   corsOrigins?: readonly string[];
+  /**
+   * HTTP idle timeout in ms (default 60,000): a connection that moves no byte
+   * in either direction for this long is cut, and a stalled upload gets 408.
+   * There is no limit on a request's total duration, so a 64 MiB upload or
+   * download over a slow phone link completes as long as bytes keep flowing.
+   */
+  httpIdleTimeoutMs?: number;
+  /**
+   * Bound on the message text of one `conversation.history` page, in UTF-8
+   * bytes (default 2 MiB). A page holds at most `limit` messages and at most
+   * this much text, but always at least one message; `has_more` says when to
+   * page on. Keeps one reply from growing with the size of the transcript.
+   */
+  historyPageBytes?: number;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -98,6 +118,10 @@ export const DEFAULT_PORT = 8620;
 export const DEFAULT_LOCKOUT = { maxFailures: 5, windowMs: 60_000, durationMs: 300_000 } as const;
 /** Default per-client send-buffer cap. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 8 * 1024 * 1024;
+/** Default HTTP idle timeout (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
+export const DEFAULT_HTTP_IDLE_TIMEOUT_MS = 60_000;
+/** Default bound on one history page's message text (see {@link PhebyServerOptions.historyPageBytes}). */
+export const DEFAULT_HISTORY_PAGE_BYTES = 2 * 1024 * 1024;
 /** Default attachment retention, in days. */
 export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
 /** How often the attachment sweep runs. */
@@ -126,6 +150,14 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   if (!Number.isInteger(retentionDays) || retentionDays < 0) {
     throw new Error("createPhebyServer: attachmentRetentionDays must be a whole number >= 0");
   }
+  const httpIdleTimeoutMs = options.httpIdleTimeoutMs ?? DEFAULT_HTTP_IDLE_TIMEOUT_MS;
+  if (!Number.isInteger(httpIdleTimeoutMs) || httpIdleTimeoutMs < 1) {
+    throw new Error("createPhebyServer: httpIdleTimeoutMs must be a whole number of ms >= 1");
+  }
+  const historyPageBytes = options.historyPageBytes ?? DEFAULT_HISTORY_PAGE_BYTES;
+  if (!Number.isInteger(historyPageBytes) || historyPageBytes < 1) {
+    throw new Error("createPhebyServer: historyPageBytes must be a whole number >= 1");
+  }
   const attachments = new AttachmentStore({
     dataDir: options.dataDir,
     store,
@@ -148,6 +180,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     logChatContent: options.logChatContent ?? false,
+    cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
   });
   const ctx: ServerContext = {
     store,
@@ -160,6 +193,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     history: new HistoryRefresh(),
+    historyPageBytes,
   };
   const host: AgentHost = {
     unsolicited(message) {
@@ -190,7 +224,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   });
   const app = createHttpApp(
     log,
-    { attachments, store, checkSecret, lockout, log },
+    { attachments, store, checkSecret, lockout, log, idleTimeoutMs: httpIdleTimeoutMs },
     options.corsOrigins ?? [],
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
@@ -215,6 +249,10 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
       sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
       sweepTimer.unref();
       const server = createServer(getRequestListener(app.fetch));
+      // Node's requestTimeout (300 s for a whole request) cut slow phone uploads; an idle timeout
+      // bounds stalled peers instead. Upgraded sockets are exempt: ws clears the timeout.
+      server.requestTimeout = 0;
+      server.timeout = httpIdleTimeoutMs;
       http = server;
       server.on("upgrade", (req, socket, head) => sockets.handleUpgrade(req, socket, head));
       const wantHost = opts.host ?? DEFAULT_HOST;

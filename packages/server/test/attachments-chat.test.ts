@@ -9,6 +9,7 @@ import { createSimulatorBackend } from "../src/index.js";
 import {
   captureLogs,
   createConversation,
+  NO_CAPABILITIES,
   RawClient,
   send,
   startServer,
@@ -263,6 +264,67 @@ describe("agent deliverables", () => {
       expect(h.attachments.map((x) => x.attachment_id)).toEqual(added.map((m) => m.attachment.attachment_id));
       a.close();
       b.close();
+    } finally {
+      await ts.cleanup();
+    }
+  });
+
+  it("after the run, conversation.open places a deliverable on its final assistant message, not the draft", async () => {
+    const ts = await startServer();
+    try {
+      const a = await RawClient.connect(ts.wsUrl);
+      const conv = await createConversation(a);
+      const runId = await send(a, conv, "/sim image");
+      await a.run(runId);
+      // Live, the attachment names the draft bubble the run is streaming into.
+      const live = await a.next("attachment.added", (m) => m.conversation_id === conv);
+      expect(live.attachment.message_id).toBe(`draft-${runId}`);
+      const h = await a.ok({ type: "conversation.open", conversation_id: conv }, "conversation.history");
+      const answer = h.messages.at(-1)!;
+      expect(answer).toMatchObject({ role: "assistant", text: expect.stringContaining("pheby-image.png") });
+      expect(h.attachments).toHaveLength(1);
+      expect(h.attachments[0]).toMatchObject({
+        attachment_id: live.attachment.attachment_id,
+        message_id: answer.message_id,
+      });
+      expect(h.messages.map((m) => m.message_id)).toContain(h.attachments[0]!.message_id);
+      a.close();
+    } finally {
+      await ts.cleanup();
+    }
+  });
+
+  it("a run that delivers a file but no text still records an assistant message to carry it", async () => {
+    const agent: AgentBackend = {
+      name: "files-only",
+      capabilities: NO_CAPABILITIES,
+      async start() {},
+      async createSession(id) {
+        return { sessionId: `s-${id}` };
+      },
+      async prompt(_input, sink) {
+        await sink.file({
+          source: "bytes",
+          bytes: Buffer.from("plain"),
+          filename: "a.txt",
+          mimeType: "text/plain",
+        });
+        return { status: "completed" };
+      },
+      async close() {},
+    };
+    const ts = await startServer({ agent });
+    try {
+      const a = await RawClient.connect(ts.wsUrl);
+      const conv = await createConversation(a);
+      await a.run(await send(a, conv, "just the file"));
+      const h = await a.ok({ type: "conversation.open", conversation_id: conv }, "conversation.history");
+      expect(h.messages.map((m) => [m.role, m.text])).toEqual([
+        ["user", "just the file"],
+        ["assistant", ""],
+      ]);
+      expect(h.attachments.map((x) => x.message_id)).toEqual([h.messages[1]!.message_id]);
+      a.close();
     } finally {
       await ts.cleanup();
     }

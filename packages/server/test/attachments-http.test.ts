@@ -329,6 +329,9 @@ describe("HTTP auth and the lockout", () => {
       const locked = await http(ts.url, "GET", path);
       expect(locked.status).toBe(429);
       expect(JSON.parse(locked.body.toString()).error.code).toBe("rate_limited");
+      // Locked: no more comparisons, so a further guess is 429 too, never 401.
+      const guess = await http(ts.url, "GET", path, { auth: false, headers: { "x-pheby-secret": "nope" } });
+      expect(guess.status).toBe(429);
       const ws = await RawClient.open(ts.wsUrl);
       expect((await ws.next("error")).error.code).toBe("rate_limited");
       c.close();

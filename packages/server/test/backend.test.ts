@@ -73,7 +73,7 @@ let ts: TestServer;
 let c: RawClient;
 const backend = scripted();
 beforeAll(async () => {
-  ts = await startServer({ agent: backend });
+  ts = await startServer({ agent: backend, cancelGraceMs: 100 });
   c = await RawClient.connect(ts.wsUrl);
 });
 afterAll(async () => {
@@ -135,7 +135,7 @@ describe("the run engine holds the protocol whatever the backend does", () => {
     const runId = await send(c, id, "deaf");
     await c.next("message.delta", (m) => m.message_id === `draft-${runId}`);
     c.send({ type: "run.cancel", conversation_id: id, run_id: runId, request_id: "x" });
-    // Finished after the engine's cancel grace (5 s), not never.
+    // Finished after the engine's cancel grace (`cancelGraceMs`, 100 ms here; 5 s by default), not never.
     const finished = await c.next("run.finished", (m) => m.run_id === runId, 15_000);
     expect(finished).toMatchObject({ status: "cancelled", request_id: "x" });
     await c.run(await send(c, id, "free again"));

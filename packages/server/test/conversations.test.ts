@@ -167,6 +167,19 @@ describe("history paging across more than 500 messages", () => {
     expect(texts).toEqual(Array.from({ length: TOTAL }, (_, i) => `msg ${i}`));
   });
 
+  it("caps a limit over 500 at 500 instead of rejecting it; non-positive or fractional limits are bad_request", async () => {
+    for (const limit of [500, 501, 10_000]) {
+      const h = await open({ limit });
+      if (h.type !== "conversation.history") throw new Error(JSON.stringify(h));
+      expect(h.messages).toHaveLength(LIMITS.historyPage);
+      expect(h.messages.at(-1)!.text).toBe(`msg ${TOTAL - 1}`);
+      expect(h.has_more).toBe(true);
+    }
+    for (const limit of [0, -1, 2.5, "5"]) {
+      expect(await open({ limit })).toMatchObject({ type: "error", error: { code: "bad_request" } });
+    }
+  });
+
   it("exactly the last page has has_more false", async () => {
     const first = await open({ limit: 3 });
     if (first.type !== "conversation.history") throw new Error();
@@ -191,5 +204,80 @@ describe("history paging across more than 500 messages", () => {
         error: { code: "bad_request" },
       });
     }
+  });
+});
+
+describe("history pages are bounded by bytes as well as by count", () => {
+  const BOUND = 10_000;
+  // Sizes in UTF-8 bytes ("é" is 2 bytes): a mix under the bound, plus one message far over it.
+  const texts = Array.from({ length: 60 }, (_, i) =>
+    i === 31 ? "x".repeat(5 * BOUND) : `${i}:${"é".repeat(300 + ((i * 577) % 2_500))}`,
+  );
+  let ts: TestServer;
+  let c: RawClient;
+  const id = "c".repeat(32);
+
+  beforeAll(async () => {
+    const dataDir = tempDir();
+    const store = new Store(dataDir);
+    store.createConversation({
+      id,
+      name: "big",
+      session_id: `sim-${id}`,
+      source: "simulator",
+      created_at: 0,
+    });
+    store.db.transaction(() => {
+      for (const [i, text] of texts.entries()) {
+        store.addMessage(id, i % 2 ? "assistant" : "user", text, 1_000 + i, null);
+      }
+    })();
+    store.close();
+    ts = await startServer({ dataDir, historyPageBytes: BOUND });
+    c = await RawClient.connect(ts.wsUrl);
+  });
+  afterAll(async () => {
+    c.close();
+    await ts.cleanup();
+  });
+
+  it("cuts a page at the byte bound (at least one message each), and paging reaches every message once, in order", async () => {
+    const bytes = (list: readonly string[]) => list.reduce((n, t) => n + Buffer.byteLength(t), 0);
+    const pages: string[][] = [];
+    let before: string | undefined;
+    for (;;) {
+      const h = await c.ok(
+        {
+          type: "conversation.open",
+          conversation_id: id,
+          limit: 500,
+          ...(before ? { before_message_id: before } : {}),
+        },
+        "conversation.history",
+      );
+      const page = h.messages.map((m) => m.text);
+      expect(page.length).toBeGreaterThan(0);
+      // Within the bound, unless it is the single oversize message…
+      expect(page.length === 1 || bytes(page) <= BOUND).toBe(true);
+      const older = texts.slice(0, texts.indexOf(page[0]!));
+      expect(h.has_more).toBe(older.length > 0);
+      // …and full: the next older message would not have fitted.
+      if (h.has_more) expect(bytes([...page, older.at(-1)!])).toBeGreaterThan(BOUND);
+      pages.unshift(page);
+      if (!h.has_more) break;
+      before = h.messages[0]!.message_id;
+    }
+    expect(pages.flat()).toEqual(texts);
+    expect(pages.some((p) => p.length === 1 && p[0] === texts[31])).toBe(true);
+    expect(pages.length).toBeGreaterThan(5);
+  });
+
+  it("the count limit still applies inside the byte bound", async () => {
+    const h = await c.ok(
+      { type: "conversation.open", conversation_id: id, limit: 2 },
+      "conversation.history",
+    );
+    expect(h.messages.map((m) => m.text)).toEqual(texts.slice(-2));
+    expect(h.has_more).toBe(true);
   });
 });

@@ -101,19 +101,17 @@ afterAll(async () => {
 });
 
 describe("decisions against a scripted backend", () => {
-  it("offers only valid choices, in the spec's order; a choice not offered is bad_request and loses nothing", async () => {
+  it("offers only valid choices, in the spec's order; a choice outside the spec is bad_request and loses nothing", async () => {
     const id = await createConversation(a);
     const runId = await send(a, id, "limited");
     const approval = await b.next("approval.request", (m) => m.run_id === runId);
     expect(approval.choices).toEqual(["once", "deny"]);
     expect(approval.session_key).toBe(`s-${id}`);
-    for (const choice of ["session", "always"]) {
-      const r = await b.request(
-        { type: "approval.respond", approval_id: approval.approval_id, choice },
-        "approval.resolved",
-      );
-      expect(r).toMatchObject({ type: "error", error: { code: "bad_request" } });
-    }
+    const r = await b.request(
+      { type: "approval.respond", approval_id: approval.approval_id, choice: "forever" },
+      "approval.resolved",
+    );
+    expect(r).toMatchObject({ type: "error", error: { code: "bad_request" } });
     const open = await a.ok({ type: "conversation.open", conversation_id: id }, "conversation.history");
     expect(open.approvals.map((p) => p.approval_id)).toEqual([approval.approval_id]);
     // A reason with an approval means nothing and is not passed on.
@@ -124,6 +122,28 @@ describe("decisions against a scripted backend", () => {
     await a.run(runId);
     expect(answers.get("limited")).toEqual({ outcome: "selected", choice: "once" });
   });
+
+  it.each(["session", "always"] as const)(
+    "a choice the question does not offer (%s) is accepted and handed to the backend to map",
+    async (choice) => {
+      const id = await createConversation(a);
+      const runId = await send(a, id, "limited");
+      const approval = await b.next("approval.request", (m) => m.run_id === runId);
+      const resolved = await b.ok(
+        { type: "approval.respond", approval_id: approval.approval_id, choice },
+        "approval.resolved",
+      );
+      expect(resolved).toEqual({
+        type: "approval.resolved",
+        request_id: resolved.request_id,
+        approval_id: approval.approval_id,
+        choice,
+        accepted: true,
+      });
+      await a.run(runId);
+      expect(answers.get("limited")).toEqual({ outcome: "selected", choice });
+    },
+  );
 
   it("a question without a valid choice, or already withdrawn, is answered cancelled without a broadcast", async () => {
     const id = await createConversation(a);
@@ -136,22 +156,18 @@ describe("decisions against a scripted backend", () => {
     }
   });
 
-  it("a clarification with choices only refuses free text with bad_request, then takes a choice", async () => {
+  it("a clarification with choices only (allow_free_text false) still takes free text, passed on verbatim", async () => {
     const id = await createConversation(a);
     const runId = await send(a, id, "only-choices");
     const clarify = await b.next("clarify.request", (m) => m.run_id === runId);
     expect(clarify).toMatchObject({ choices: ["red", "blue"], allow_free_text: false });
-    const bad = await b.request(
-      { type: "clarify.respond", clarify_id: clarify.clarify_id, response: "green" },
+    const resolved = await b.ok(
+      { type: "clarify.respond", clarify_id: clarify.clarify_id, response: "green, please" },
       "clarify.resolved",
     );
-    expect(bad).toMatchObject({ type: "error", error: { code: "bad_request" } });
-    await b.ok(
-      { type: "clarify.respond", clarify_id: clarify.clarify_id, response: "blue" },
-      "clarify.resolved",
-    );
+    expect(resolved).toMatchObject({ clarify_id: clarify.clarify_id, accepted: true });
     await a.run(runId);
-    expect(answers.get("only-choices")).toEqual({ outcome: "answered", response: "blue" });
+    expect(answers.get("only-choices")).toEqual({ outcome: "answered", response: "green, please" });
   });
 
   it("the agent withdrawing a clarification broadcasts clarify.resolved accepted:false; a later answer is clarify_not_found", async () => {

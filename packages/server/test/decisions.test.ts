@@ -1,6 +1,11 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
 import { beforeAll, describe, expect, it } from "vitest";
-import { SIM_APPROVAL_COMMAND, SIM_CLARIFY, SIM_CLARIFY_FREE } from "../src/agent/simulator/index.js";
+import {
+  SIM_APPROVAL_COMMAND,
+  SIM_CLARIFY,
+  SIM_CLARIFY_FREE,
+  SIM_LIMITED_CHOICES,
+} from "../src/agent/simulator/index.js";
 import { createSimulatorBackend } from "../src/index.js";
 import {
   createConversation,
@@ -41,6 +46,17 @@ async function clarifyRun(conversationId: string, text: string) {
   );
   expect(seen[1]).toEqual(seen[0]);
   return { runId, clarify: seen[0] as Clarify };
+}
+
+/** Run a clarify scenario, answer it from `client`, and return the question, resolution and reply. */
+async function answerClarify(client: RawClient, conversationId: string, text: string, response: string) {
+  const { runId, clarify } = await clarifyRun(conversationId, text);
+  const resolved = await client.ok(
+    { type: "clarify.respond", clarify_id: clarify.clarify_id, response },
+    "clarify.resolved",
+  );
+  await finished(runId);
+  return { clarify, resolved, reply: finalText(runId) };
 }
 
 /** Both clients' frames matching `pred`, checked to be the same. */
@@ -239,7 +255,7 @@ describe("approvals on /sim approval", () => {
     expect(withdrawn).toEqual({
       type: "approval.resolved",
       approval_id: approval.approval_id,
-      choice: null,
+      choice: "deny",
       accepted: false,
     });
     expect(toolEnds(runId)).toEqual([expect.objectContaining({ status: "failed" })]);
@@ -266,7 +282,7 @@ describe("approvals on /sim approval", () => {
       expect(c.frames[withdrawnAt]).toEqual({
         type: "approval.resolved",
         approval_id: approval.approval_id,
-        choice: null,
+        choice: "deny",
         accepted: false,
       });
       expect(withdrawnAt).toBeLessThan(
@@ -290,8 +306,41 @@ describe("approvals on /sim approval", () => {
     await a.ok({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
     await b.nextAny((m) => m.type === "approval.resolved" && m.approval_id === approval.approval_id);
     expect(onBoth((m) => m.type === "approval.resolved" && m.approval_id === approval.approval_id)).toEqual([
-      { type: "approval.resolved", approval_id: approval.approval_id, choice: null, accepted: false },
+      { type: "approval.resolved", approval_id: approval.approval_id, choice: "deny", accepted: false },
     ]);
+  });
+});
+
+describe("choices the agent does not offer", () => {
+  it.each([
+    ["always", "Approved (once, the nearest I offer to your always)"],
+    ["session", "Approved (once, the nearest I offer to your session)"],
+    ["once", "Approved (once)"],
+    ["deny", "Denied"],
+  ] as const)(
+    "/sim approval limited offers once and deny; %s is accepted and applied as the nearest",
+    async (choice, said) => {
+      const id = await createConversation(a);
+      const { runId, approval } = await approvalRun(a, id, "/sim approval limited");
+      expect(approval.choices).toEqual(SIM_LIMITED_CHOICES);
+      const resolved = await b.ok(
+        { type: "approval.respond", approval_id: approval.approval_id, choice },
+        "approval.resolved",
+      );
+      expect(resolved).toMatchObject({ approval_id: approval.approval_id, choice, accepted: true });
+      expect((await finished(runId)).status).toBe("completed");
+      expect(finalText(runId)).toMatch(new RegExp(`^${said.replace(/[()]/g, "\\$&")}`));
+    },
+  );
+
+  it("/sim clarify choices (allow_free_text false) still accepts free text, which reaches the agent verbatim", async () => {
+    const id = await createConversation(a);
+    const pick = await answerClarify(a, id, "/sim clarify choices", "staging");
+    expect(pick.clarify).toMatchObject({ choices: SIM_CLARIFY.choices, allow_free_text: false });
+    expect(pick.reply).toBe('You answered: "staging".');
+    const other = await answerClarify(b, id, "/sim clarify choices", "the canary cluster");
+    expect(other.resolved).toMatchObject({ clarify_id: other.clarify.clarify_id, accepted: true });
+    expect(other.reply).toBe('You answered in your own words: "the canary cluster".');
   });
 });
 
@@ -333,13 +382,8 @@ describe("clarifications", () => {
 
   it("free text is accepted next to choices; /sim clarify free has choices null", async () => {
     const id = await createConversation(a);
-    const first = await clarifyRun(id, "/sim clarify");
-    await a.ok(
-      { type: "clarify.respond", clarify_id: first.clarify.clarify_id, response: "the canary cluster" },
-      "clarify.resolved",
-    );
-    await finished(first.runId);
-    expect(finalText(first.runId)).toBe('You answered: "the canary cluster".');
+    const first = await answerClarify(a, id, "/sim clarify", "the canary cluster");
+    expect(first.reply).toBe('You answered: "the canary cluster".');
 
     const free = await clarifyRun(id, "/sim clarify free");
     expect(free.clarify).toMatchObject({ question: SIM_CLARIFY_FREE, choices: null, allow_free_text: true });
@@ -446,7 +490,7 @@ describe("on their own server", () => {
     await first.close();
     await c.closed;
     expect(c.frames.filter((m) => m.type === "approval.resolved")).toEqual([
-      { type: "approval.resolved", approval_id: approval.approval_id, choice: null, accepted: false },
+      { type: "approval.resolved", approval_id: approval.approval_id, choice: "deny", accepted: false },
     ]);
     expect(c.frames.find((m) => m.type === "run.finished")).toMatchObject({
       run_id: runId,

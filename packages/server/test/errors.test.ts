@@ -40,7 +40,7 @@ describe("request errors keep the connection open", () => {
     await expectError(c, { type: "conversation.open", request_id: "b1" }, "bad_request", "b1");
     await expectError(
       c,
-      { type: "conversation.open", conversation_id: "x", limit: 501, request_id: "b2" },
+      { type: "conversation.open", conversation_id: "x", limit: 0, request_id: "b2" },
       "bad_request",
       "b2",
     );

@@ -133,6 +133,34 @@ describe("lockout", () => {
     again.close();
   });
 
+  it("sockets opened before the lockout get no comparison either: exactly 5 per address", async () => {
+    // Issue 12 item 1: open 200 sockets first, then guess on them. Only the first 5 hellos may
+    // be compared (`unauthorized`); every later one, the right secret included, is refused.
+    // Its own server: the shared one's 200 ms auth timeout would race 200 sequential hellos.
+    await ts.cleanup();
+    ts = await startServer({ clock, authTimeoutMs: 120_000, lockout: { durationMs: 60_000 } });
+    const sockets = await Promise.all(Array.from({ length: 200 }, () => RawClient.open(ts.wsUrl)));
+    const outcomes: string[] = [];
+    for (const c of sockets.slice(0, 199)) {
+      c.send(hello({ secret: "wrong" }));
+      const err = await c.next("error");
+      outcomes.push(err.error.code);
+      expect((await c.closed).code).toBe(
+        err.error.code === "rate_limited" ? CLOSE_CODES.lockedOut : CLOSE_CODES.unauthorized,
+      );
+    }
+    expect(outcomes.filter((code) => code === "unauthorized")).toHaveLength(5);
+    expect(outcomes.slice(5).every((code) => code === "rate_limited")).toBe(true);
+
+    const last = sockets[199]!;
+    last.send(hello({ request_id: "late" }));
+    const refused = await last.next("error");
+    expect(refused.error.code).toBe("rate_limited");
+    expect(refused.request_id).toBe("late");
+    expect((await last.closed).code).toBe(CLOSE_CODES.lockedOut);
+    expect(last.frames.some((f) => f.type === "ready")).toBe(false);
+  });
+
   it("failures spread beyond the window do not lock", async () => {
     for (let i = 0; i < 8; i++) {
       await failHello();

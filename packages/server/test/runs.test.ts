@@ -51,8 +51,20 @@ async function runOf(conversationId: string, text: string) {
   const theirs = checkRun(await b.run(runId), runId);
   expect(theirs.text).toBe(mine.text);
   expect(theirs.finished).toEqual(mine.finished);
-  // run.accepted is the direct reply: only the sender gets it.
-  expect(b.frames.some((m) => m.type === "run.accepted" && m.run_id === runId)).toBe(false);
+  // run.accepted reaches every client once, before message.start; only the sender's copy is the reply.
+  const accepted = (frames: ServerMessage[]) => {
+    const copies = frames.filter((m) => m.type === "run.accepted" && m.run_id === runId);
+    expect(copies).toHaveLength(1);
+    const start = frames.findIndex((m) => m.type === "message.start" && m.run_id === runId);
+    expect(frames.indexOf(copies[0]!)).toBeLessThan(start);
+    return copies[0]!;
+  };
+  expect(accepted(a.frames).request_id).toMatch(/^r/);
+  expect(accepted(b.frames)).toEqual({
+    type: "run.accepted",
+    conversation_id: conversationId,
+    run_id: runId,
+  });
   return { runId, ...mine };
 }
 
@@ -172,7 +184,7 @@ describe("runs on the simulator", () => {
     const id = await createConversation(a);
     const r = await runOf(id, "/sim later");
     expect(r.finished.status).toBe("completed");
-    const accepted = await b.next("run.accepted", (m) => m.conversation_id === id);
+    const accepted = await b.next("run.accepted", (m) => m.conversation_id === id && m.run_id !== r.runId);
     expect(accepted.request_id).toBeUndefined();
     const later = checkRun(await b.run(accepted.run_id), accepted.run_id);
     expect(later.text).toBe("This message arrived later, outside any run (/sim later).");

@@ -3,6 +3,7 @@ import { longText } from "../src/agent/simulator/index.js";
 import { clientAddress, isLoopback } from "../src/auth/address.js";
 import { Lockout } from "../src/auth/lockout.js";
 import { createSecretCheck } from "../src/auth/secret.js";
+import { nearestChoice } from "../src/decisions/nearest.js";
 import { REDACTED, redactArgs, truncate } from "../src/runs/redact.js";
 
 describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost entry)", () => {
@@ -49,6 +50,16 @@ describe("Lockout", () => {
     expect(lockout.isLocked("a")).toBe(true);
     now += 1;
     expect(lockout.isLocked("a")).toBe(false);
+  });
+
+  it("does not keep expired locks of many addresses forever", () => {
+    let now = 0;
+    const lockout = new Lockout({ maxFailures: 1, windowMs: 1_000, durationMs: 1_000 }, { now: () => now });
+    for (let i = 0; i <= 10_000; i++) lockout.fail(`10.0.${i >> 8}.${i & 255}`);
+    expect(lockout.tracked).toBe(10_001);
+    now += 1_000; // every lock has expired; none of those addresses comes back
+    expect(lockout.fail("192.0.2.1")).toBe(true);
+    expect(lockout.tracked).toBe(1);
   });
 
   it("forgets failures outside the window and after a success", () => {
@@ -124,5 +135,19 @@ describe("redactArgs", () => {
 describe("simulator longText", () => {
   it("has exactly N characters", () => {
     for (const n of [1, 27, 28, 29, 1_000_000]) expect(longText(n).length).toBe(n);
+  });
+});
+
+describe("nearestChoice (the documented mapping of a choice the agent does not offer)", () => {
+  it("keeps an offered choice, narrows an approval before widening it, and never turns deny into an approval", () => {
+    const all = ["once", "session", "always", "deny"] as const;
+    for (const c of all) expect(nearestChoice(c, all)).toBe(c);
+    expect(nearestChoice("session", ["once", "always", "deny"])).toBe("once");
+    expect(nearestChoice("always", ["once", "deny"])).toBe("once");
+    expect(nearestChoice("always", ["once", "session", "deny"])).toBe("session");
+    expect(nearestChoice("once", ["session", "always", "deny"])).toBe("session");
+    expect(nearestChoice("once", ["always", "deny"])).toBe("always");
+    expect(nearestChoice("deny", ["once", "session", "always"])).toBeUndefined();
+    expect(nearestChoice("once", ["deny"])).toBeUndefined();
   });
 });

@@ -206,7 +206,8 @@ class ChatSession {
       text,
       ...(attachmentIds.length ? { attachment_ids: attachmentIds } : {}),
     });
-    if (this.json) writeJson(this.io, accepted);
+    // No print here: run.accepted, like every event, reaches the output through onFrame, in arrival
+    // order (printing the reply too showed it twice, the second time after message.start).
     const runId = accepted.run_id;
     this.activeRun = runId;
     const status = new Promise<RunStatus>((resolve) => {

@@ -1,5 +1,5 @@
 import type { ServerMessage } from "@pheby/protocol";
-import { expectFinished } from "../context.js";
+import { type CheckContext, expectFinished } from "../context.js";
 import { expect } from "../failure.js";
 import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
@@ -26,6 +26,33 @@ const waitApproval = (probe: Probe, conversationId: string) =>
   waitQuestion(probe, "approval.request", conversationId);
 const waitClarify = (probe: Probe, conversationId: string) =>
   waitQuestion(probe, "clarify.request", conversationId);
+
+/** Run a clarify scenario, check its question, answer it with free text, and expect the reply to echo it. */
+async function freeTextAnswer(
+  ctx: CheckContext,
+  text: string,
+  answer: string,
+  checkQuestion: (request: Of<"clarify.request">) => void,
+): Promise<void> {
+  const probe = await ctx.connect();
+  const conversation_id = await ctx.createConversation(probe);
+  const trace = await ctx.chat(probe, conversation_id, text, {
+    onAccepted: async () => {
+      const request = await waitClarify(probe, conversation_id);
+      checkQuestion(request);
+      await probe.request(
+        { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
+        "clarify.resolved",
+      );
+    },
+  });
+  expectFinished(trace, "completed");
+  expect(
+    checkLifecycle(trace).includes(answer),
+    "the reply does not echo the free-text answer",
+    trace.frames.at(-2),
+  );
+}
 
 export const decisionChecks: Check[] = [
   {
@@ -212,34 +239,56 @@ export const decisionChecks: Check[] = [
     },
   },
   {
-    id: "clarify.free_text",
-    section: CLARIFY,
-    title: "/sim clarify free: choices null, free text allowed, and the text reaches the agent",
+    id: "approvals.any_choice",
+    section: APPROVALS,
+    title:
+      "/sim approval limited: a choice the agent does not offer (always) is still accepted, resolved as sent, and applied as the nearest the agent offers",
     needs: { simulator: true },
     async run(ctx) {
       const probe = await ctx.connect();
       const conversation_id = await ctx.createConversation(probe);
-      const answer = "conformance free text answer";
-      const trace = await ctx.chat(probe, conversation_id, "/sim clarify free", {
+      const trace = await ctx.chat(probe, conversation_id, "/sim approval limited", {
         onAccepted: async () => {
-          const request = await waitClarify(probe, conversation_id);
-          expect(
-            request.choices === null && request.allow_free_text,
-            "not a free-text-only question",
-            request,
+          const request = await waitApproval(probe, conversation_id);
+          expect(!request.choices.includes("always"), 'the question offers "always" after all', request);
+          const resolved = await probe.request(
+            { type: "approval.respond", approval_id: request.approval_id, choice: "always" },
+            "approval.resolved",
           );
-          await probe.request(
-            { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
-            "clarify.resolved",
+          expect(
+            resolved.choice === "always" && resolved.accepted,
+            "approval.resolved is not the accepted choice the client sent",
+            resolved,
           );
         },
       });
       expectFinished(trace, "completed");
       expect(
-        checkLifecycle(trace).includes(answer),
-        "the reply does not echo the free-text answer",
+        checkLifecycle(trace).startsWith("Approved (once"),
+        "the agent did not apply the nearest choice it offers (once)",
         trace.frames.at(-2),
       );
     },
+  },
+  {
+    id: "clarify.other_always",
+    section: CLARIFY,
+    title:
+      '/sim clarify choices: free text ("Other") is accepted even with allow_free_text false, and reaches the agent',
+    needs: { simulator: true },
+    run: (ctx) =>
+      freeTextAnswer(ctx, "/sim clarify choices", "conformance other answer", (request) =>
+        expect(!request.allow_free_text, "the question allows free text after all", request),
+      ),
+  },
+  {
+    id: "clarify.free_text",
+    section: CLARIFY,
+    title: "/sim clarify free: choices null, free text allowed, and the text reaches the agent",
+    needs: { simulator: true },
+    run: (ctx) =>
+      freeTextAnswer(ctx, "/sim clarify free", "conformance free text answer", (request) =>
+        expect(request.choices === null && request.allow_free_text, "not a free-text-only question", request),
+      ),
   },
 ];

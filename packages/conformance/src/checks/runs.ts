@@ -53,7 +53,7 @@ export const runChecks: Check[] = [
     id: "runs.lifecycle",
     section: LIFECYCLE,
     title:
-      "run.accepted → message.start → cumulative message.delta* → message.complete → one run.finished, seen by every client; the transcript records both turns",
+      "run.accepted → message.start → cumulative message.delta* → message.complete → one run.finished, seen by every client (run.accepted too, request_id only on the sender's copy); the transcript records both turns",
     async run(ctx) {
       const a = await ctx.connect("a");
       const b = await ctx.connect("b");
@@ -67,9 +67,19 @@ export const runChecks: Check[] = [
         (m) => m.type === "run.finished" && m.run_id === trace.runId,
         "run.finished on the other connection",
       );
+      // Events go to every connection: the other one learns of the run first, without the sender's request_id.
+      const seen = b.frames.filter(
+        (m) => (m.type === "run.accepted" || m.type === "message.start") && m.run_id === trace.runId,
+      );
       expect(
-        b.frames.some((m) => m.type === "message.start" && m.run_id === trace.runId),
-        "the other connection did not receive message.start",
+        seen[0]?.type === "run.accepted" && seen[1]?.type === "message.start" && seen.length === 2,
+        "the other connection did not receive run.accepted once, then message.start",
+        seen,
+      );
+      expect(
+        (seen[0] as { request_id?: string }).request_id === undefined,
+        "the other connection's run.accepted carries the sender's request_id",
+        seen[0],
       );
       const history = await a.request(
         { type: "conversation.open", conversation_id: id },

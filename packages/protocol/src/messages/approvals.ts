@@ -37,9 +37,12 @@ export const ApprovalResolved = event(
     approval_id: z.string(),
     choice: z
       .enum(APPROVAL_CHOICES)
-      .nullable()
-      .describe("The choice applied; null when the agent withdrew the question"),
-    accepted: z.boolean().describe("true when a response was applied; false when the question was withdrawn"),
+      .describe(
+        'The choice applied; "deny" when the question was withdrawn (the agent fails it closed, accepted: false)',
+      ),
+    accepted: z
+      .boolean()
+      .describe("true when a client's response was applied; false when the question was withdrawn"),
   },
   "An approval was resolved or withdrawn",
 );

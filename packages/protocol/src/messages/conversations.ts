@@ -66,13 +66,13 @@ export const ConversationOpen = request(
   "conversation.open",
   {
     conversation_id: OpaqueId,
+    // No maximum: the spec caps a larger limit at 500 (the server does), it does not reject it.
     limit: z
       .number()
       .int()
       .min(1)
-      .max(LIMITS.historyPage)
       .optional()
-      .describe("Page size, 1..500; defaults to 200"),
+      .describe("Page size, at least 1; values over 500 are capped at 500; defaults to 200"),
     before_message_id: OpaqueId.optional().describe(
       "Exclusive cursor: the first message ID of the previous page",
     ),

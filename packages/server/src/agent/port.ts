@@ -103,7 +103,12 @@ export interface PermissionQuestion {
   choices: ApprovalChoice[];
 }
 
-/** The answer to a permission question. `cancelled`: the run ended or was cancelled first. */
+/**
+ * The answer to a permission question. `cancelled`: the run ended or was cancelled first.
+ * `choice` is any of the four spec choices, whatever the question offered: the user may pick one the
+ * agent lacks, and the backend then applies the nearest one its agent offers ({@link nearestChoice}
+ * in `@pheby/server`; the table is in docs/protocol.md).
+ */
 export type PermissionAnswer =
   | { outcome: "selected"; choice: ApprovalChoice; reason?: string }
   | { outcome: "cancelled" };
@@ -115,7 +120,12 @@ export interface ClarifyQuestion {
   allowFreeText: boolean;
 }
 
-/** The answer to a clarification. */
+/**
+ * The answer to a clarification. `response` is one of the question's choices or the user's own
+ * text — even for a question with `allowFreeText: false` (clients always offer "Other"). A backend
+ * whose agent can only take a choice passes the text through its own "other" field where it has one,
+ * else declines the question.
+ */
 export type ClarifyAnswer = { outcome: "answered"; response: string } | { outcome: "cancelled" };
 
 /** A file the agent produced: a path on the host (copied only from allowed roots) or bytes. */
@@ -181,7 +191,12 @@ export interface AgentBackend {
   ensureReady?(): Promise<void>;
   /** Create the agent session of a new conversation. */
   createSession(conversationId: string): Promise<{ sessionId: string }>;
-  /** Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`. */
+  /**
+   * Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`.
+   * The server may report a cancelled run finished before this resolves (after its cancel grace) and
+   * then call `prompt` again for the same session: a backend whose agent is still stopping the
+   * cancelled turn must wait for it (bounded by its own stop timeout), not fail the new turn.
+   */
   prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult>;
   /** List sessions (when `capabilities.listSessions`). */
   listSessions?(): Promise<AgentSessionInfo[]>;

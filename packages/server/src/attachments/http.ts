@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
+import type { ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
@@ -9,6 +9,7 @@ import { clientAddress } from "../auth/address.js";
 import { presentedSecrets } from "../auth/http.js";
 import type { Lockout } from "../auth/lockout.js";
 import type { Store } from "../store/store.js";
+import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
 import { parseRange } from "./range.js";
 import { AttachmentRejected, type AttachmentStore } from "./store.js";
@@ -20,6 +21,8 @@ export interface AttachmentRouteDeps {
   checkSecret(candidate: string): boolean;
   lockout: Lockout;
   log: Logger;
+  /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
+  idleTimeoutMs: number;
 }
 
 type Env = { Bindings: HttpBindings };
@@ -27,7 +30,7 @@ type Env = { Bindings: HttpBindings };
 /** The spec's exact body for an unknown, expired or malformed attachment ID. */
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
-const fail = (c: Context<Env>, status: 400 | 401 | 413 | 429, code: ErrorCode, message: string) =>
+const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorCode, message: string) =>
   c.json({ error: { code, message } }, status);
 
 /**
@@ -71,8 +74,17 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     const declared = Number(incoming.headers["content-length"] ?? Number.NaN);
     if (declared > LIMITS.uploadBytes) return tooLarge(c);
     if (declared === 0) return fail(c, 400, "bad_request", "empty body");
+    // An idle timeout, not a total one: a slow but steady upload (a phone link) takes as long as it
+    // needs; one that sends nothing for idleTimeoutMs is abandoned. The socket's timeout is re-armed
+    // by every byte; a listener on the request keeps Node from destroying the socket, so we can answer.
+    const stalled = new AbortController();
+    incoming.setTimeout(deps.idleTimeoutMs, () => stalled.abort(new Error("upload stalled")));
+    // Once the body is in, the wait is ours (fsync of up to 64 MiB on a slow disk), not the client's:
+    // no idle cut until the answer. Node re-arms the timeouts for the connection's next request.
+    incoming.once("end", () => incoming.setTimeout(0));
     try {
-      const row = await deps.attachments.receive(incoming.iterator({ destroyOnReturn: false }), {
+      const body = abortable(incoming.iterator({ destroyOnReturn: false }), stalled.signal);
+      const row = await deps.attachments.receive(body, {
         conversationId,
         filename,
         declaredType: incoming.headers["content-type"],
@@ -81,6 +93,12 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     } catch (err) {
       if (err instanceof AttachmentRejected) {
         return err.reason === "too_large" ? tooLarge(c) : fail(c, 400, "bad_request", "empty body");
+      }
+      if (stalled.signal.aborted) {
+        deps.log.info({ conversation: conversationId }, "upload stalled; partial file removed");
+        c.header("Connection", "close");
+        const seconds = deps.idleTimeoutMs / 1000;
+        return fail(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
       }
       if (incoming.errored || incoming.destroyed) {
         deps.log.debug(
@@ -121,7 +139,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
       "Content-Length": end - start + 1,
       ...(range ? { "Content-Range": `bytes ${start}-${end}/${blob.size}` } : {}),
     });
-    await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, incoming);
+    await stream(blob.handle.createReadStream({ start, end }), outgoing, deps.log, blob.row.id);
     return RESPONSE_ALREADY_SENT;
   });
 
@@ -135,16 +153,20 @@ function tooLarge(c: Context<Env>): Response {
   return fail(c, 413, "too_large", `Attachment exceeds ${LIMITS.uploadBytes} bytes`);
 }
 
-/** Pipe a blob to the response; a client that goes away mid-download only ends that response. */
+/**
+ * Pipe a blob to the response; a client that goes away mid-download only ends
+ * that response. Logged by attachment ID, never by URL: a client may have put
+ * its secret in the query string.
+ */
 async function stream(
   source: NodeJS.ReadableStream,
   outgoing: ServerResponse,
   log: Logger,
-  incoming: IncomingMessage,
+  attachmentId: string,
 ): Promise<void> {
   try {
     await pipeline(source, outgoing);
   } catch (err) {
-    log.debug({ err: (err as Error).message, url: incoming.url }, "download ended early");
+    log.debug({ err: (err as Error).message, attachment: attachmentId }, "download ended early");
   }
 }

@@ -359,6 +359,16 @@ export class AttachmentStore {
     return rows.map((r) => this.descriptor(r));
   }
 
+  /**
+   * Move the attachments of a run's draft (`draft-<run_id>`) to the run's final message (`m<n>`),
+   * so snapshots place them beside the message `conversation.history` lists.
+   */
+  assignMessage(draftId: string, messageId: string): void {
+    this.opts.store.db
+      .prepare("UPDATE attachments SET message_id = ? WHERE message_id = ?")
+      .run(messageId, draftId);
+  }
+
   // ---- claims ----
 
   /**

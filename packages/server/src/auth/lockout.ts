@@ -41,11 +41,21 @@ export class Lockout {
     if (recent.length >= this.settings.maxFailures) {
       this.#failures.delete(addr);
       this.#lockedUntil.set(addr, now + this.settings.durationMs);
+      // Expired locks are otherwise removed only when their address comes back; live ones are kept
+      // whatever their number, or flooding from many addresses would unlock the earlier ones.
+      if (this.#lockedUntil.size > MAX_TRACKED) {
+        for (const [a, until] of this.#lockedUntil) if (until <= now) this.#lockedUntil.delete(a);
+      }
       return true;
     }
     this.#failures.set(addr, recent);
     if (this.#failures.size > MAX_TRACKED) this.#prune(now);
     return false;
+  }
+
+  /** How many addresses have failures or a lock on record (bounded memory; for tests). */
+  get tracked(): number {
+    return this.#failures.size + this.#lockedUntil.size;
   }
 
   /** A successful hello forgets earlier failures of the address. */

@@ -115,10 +115,11 @@ export class Decisions {
       deps.hub,
       (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
       CANCELLED,
+      // A withdrawn approval is failed closed: the agent is denied, and no client answered it.
       (approval_id) => ({
         type: "approval.resolved",
         approval_id,
-        choice: null,
+        choice: "deny",
         accepted: false,
       }),
     );
@@ -197,13 +198,14 @@ export class Decisions {
     return this.#clarifications.ask(id, wire, asker.runId, withdraw);
   }
 
-  /** `approval.respond`: unknown/answered/withdrawn → `approval_not_found`; a choice not offered → `bad_request`. */
+  /**
+   * `approval.respond`: unknown/answered/withdrawn → `approval_not_found`. Any of the four choices is
+   * accepted whatever the question offered; the backend maps one its agent lacks to the nearest it
+   * offers ({@link nearestChoice}).
+   */
   respondApproval(msg: ClientMessageOf<"approval.respond">): void {
-    const wire = this.#approvals.peek(msg.approval_id);
-    if (!wire) throw new ProtocolError("approval_not_found", "Approval not found");
-    if (!wire.choices.includes(msg.choice)) {
-      throw new ProtocolError("bad_request", "choice: not offered for this approval");
-    }
+    if (!this.#approvals.peek(msg.approval_id))
+      throw new ProtocolError("approval_not_found", "Approval not found");
     // The reason is free text for the agent with a deny; it means nothing with an approval.
     const reason = msg.choice === "deny" && msg.reason !== undefined ? { reason: msg.reason } : {};
     this.#approvals.answer(
@@ -219,13 +221,14 @@ export class Decisions {
     );
   }
 
-  /** `clarify.respond`: unknown/answered/withdrawn → `clarify_not_found`; free text where only choices are allowed → `bad_request`. */
+  /**
+   * `clarify.respond`: unknown/answered/withdrawn → `clarify_not_found`. Free text is accepted for
+   * every question ("always render an Other affordance"), even one with `allow_free_text: false`;
+   * the backend receives it verbatim.
+   */
   respondClarify(msg: ClientMessageOf<"clarify.respond">): void {
-    const wire = this.#clarifications.peek(msg.clarify_id);
-    if (!wire) throw new ProtocolError("clarify_not_found", "Clarification not found");
-    if (!wire.allow_free_text && !wire.choices?.includes(msg.response)) {
-      throw new ProtocolError("bad_request", "response: not one of the offered choices");
-    }
+    if (!this.#clarifications.peek(msg.clarify_id))
+      throw new ProtocolError("clarify_not_found", "Clarification not found");
     this.#clarifications.answer(
       msg.clarify_id,
       { outcome: "answered", response: msg.response },

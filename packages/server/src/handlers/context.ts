@@ -24,6 +24,8 @@ export interface ServerContext {
   log: Logger;
   /** Refreshes empty transcript mirrors from the agent's replay (see history.ts). */
   history: HistoryRefresh;
+  /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
+  historyPageBytes: number;
 }
 
 /** One decoded request from an authenticated connection. */

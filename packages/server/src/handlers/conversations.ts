@@ -82,10 +82,11 @@ export const conversationHandlers: HandlerTable = {
 
   "conversation.open": async (ctx, req) => {
     const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id } = req.msg;
+    const pageSize = Math.min(limit, LIMITS.historyPage); // the spec caps a larger limit, it does not reject it
     await ctx.history.refresh(ctx, requireConversation(ctx, id));
     requireConversation(ctx, id); // it may have been deleted while the agent replayed
     const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
-    const page = ctx.store.messagePage(id, limit, before);
+    const page = ctx.store.messagePage(id, pageSize, before, ctx.historyPageBytes);
     reply(req, {
       type: "conversation.history",
       conversation_id: id,

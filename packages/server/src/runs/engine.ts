@@ -18,8 +18,8 @@ import { redactArgs, truncate } from "./redact.js";
  * bandwidth; 40 ms still looks live.
  */
 const DELTA_INTERVAL_MS = 40;
-/** After `run.cancel`, how long the backend gets to confirm before the run is finished as cancelled anyway. */
-const CANCEL_GRACE_MS = 5_000;
+/** Default of {@link RunEngineDeps.cancelGraceMs}. */
+export const DEFAULT_CANCEL_GRACE_MS = 5_000;
 /** Error text of a run whose backend threw (details go to the log only). */
 export const BACKEND_FAILED = "The agent backend failed";
 
@@ -41,6 +41,10 @@ class Run {
   cancelRequested = false;
   cancelRequestId: string | undefined;
   notices = 0;
+  /** Files the agent delivered in this run (stored under the draft ID until the run ends). */
+  files = 0;
+  /** `m<n>` of the assistant message recorded at the end, once there is one. */
+  finalMessageId: string | undefined;
   readonly tools = new Map<string, ToolCall>();
   flushTimer: NodeJS.Timeout | undefined;
   lastDeltaAt = Number.NEGATIVE_INFINITY;
@@ -72,6 +76,8 @@ export interface RunEngineDeps {
   clock: Clock;
   log: Logger;
   logChatContent: boolean;
+  /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
+  cancelGraceMs: number;
 }
 
 /**
@@ -124,12 +130,12 @@ export class RunEngine {
     }
     const { run, claimed } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
-    from.send({
-      type: "run.accepted",
-      ...(requestId === undefined ? {} : { request_id: requestId }),
-      conversation_id: conv.id,
-      run_id: run.runId,
-    });
+    // Every device learns of the run before its message.start; only the sender's copy is the reply.
+    this.deps.hub.broadcastReply(
+      { type: "run.accepted", conversation_id: conv.id, run_id: run.runId },
+      from,
+      requestId,
+    );
     for (const { descriptor } of claimed) {
       this.deps.hub.broadcast({
         type: "attachment.added",
@@ -256,7 +262,7 @@ export class RunEngine {
     this.deps.decisions.withdrawRun(run.runId);
     run.controller.abort();
     // A backend that ignores the abort must not keep the conversation busy forever.
-    run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), CANCEL_GRACE_MS);
+    run.graceTimer = setTimeout(() => this.#finish(run, { status: "cancelled" }), this.deps.cancelGraceMs);
     run.graceTimer.unref();
   }
 
@@ -346,6 +352,12 @@ export class RunEngine {
     try {
       const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
       if (!row) return;
+      run.files += 1;
+      // A copy that outlived its run (cancel grace, shutdown) joins the final message directly.
+      if (run.finalMessageId) {
+        attachments.assignMessage(run.messageId, run.finalMessageId);
+        row.message_id = run.finalMessageId;
+      }
       hub.broadcast({
         type: "attachment.added",
         conversation_id: run.conversationId,
@@ -431,7 +443,21 @@ export class RunEngine {
     });
     try {
       // A partially streamed answer (cancel, failure) is recorded too, so history matches what the user saw.
-      store.finishRun(run.runId, run.conversationId, status, now, error ?? null, run.text);
+      // Delivered files move from the draft to the recorded message in the same transaction.
+      store.transaction(() => {
+        const row = store.finishRun(
+          run.runId,
+          run.conversationId,
+          status,
+          now,
+          error ?? null,
+          run.text,
+          run.files > 0,
+        );
+        if (row === null) return;
+        run.finalMessageId = `m${row}`;
+        this.deps.attachments.assignMessage(run.messageId, run.finalMessageId);
+      });
     } catch (err) {
       log.error({ err, run: run.runId }, "could not record the end of a run");
     }

@@ -171,19 +171,43 @@ export class Store {
     );
   }
 
-  /** The newest `limit` messages before `beforeId` (exclusive), in chronological order. */
+  /**
+   * The newest messages before `beforeId` (exclusive), in chronological order: at most `limit`
+   * of them and at most `maxBytes` of text (UTF-8), but always at least one, so paging progresses.
+   * Sizes are read first (SQLite computes them; no text reaches JS), then only the page's texts.
+   */
   messagePage(
     conversationId: string,
     limit: number,
     beforeId?: number,
+    maxBytes = Number.POSITIVE_INFINITY,
   ): { rows: MessageRow[]; hasMore: boolean } {
+    const before = beforeId ?? Number.MAX_SAFE_INTEGER;
+    const sizes = this.db
+      .prepare(
+        "SELECT id, length(CAST(text AS BLOB)) AS bytes FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+      )
+      .iterate(conversationId, before, limit + 1) as IterableIterator<{ id: number; bytes: number }>;
+    let oldest: number | undefined;
+    let taken = 0;
+    let bytes = 0;
+    let hasMore = false;
+    for (const row of sizes) {
+      if (taken === limit || (taken > 0 && bytes + row.bytes > maxBytes)) {
+        hasMore = true;
+        break; // ends the iteration and resets the statement
+      }
+      taken++;
+      bytes += row.bytes;
+      oldest = row.id;
+    }
+    if (oldest === undefined) return { rows: [], hasMore: false };
     const rows = this.db
       .prepare(
-        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id < ? ORDER BY id DESC LIMIT ?",
+        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id >= ? AND id < ? ORDER BY id",
       )
-      .all(conversationId, beforeId ?? Number.MAX_SAFE_INTEGER, limit + 1) as MessageRow[];
-    const hasMore = rows.length > limit;
-    return { rows: rows.slice(0, limit).reverse(), hasMore };
+      .all(conversationId, oldest, before) as MessageRow[];
+    return { rows, hasMore };
   }
 
   // ---- runs and tools ----
@@ -205,7 +229,10 @@ export class Store {
     return this.db.transaction(fn)();
   }
 
-  /** Record a run's end and, when non-empty, its assistant text. */
+  /**
+   * Record a run's end and its assistant message: when the text is non-empty, or when `keepEmpty`
+   * (the run delivered files, which need a message to belong to). Returns the message's row ID, or null.
+   */
   finishRun(
     runId: string,
     conversationId: string,
@@ -213,17 +240,19 @@ export class Store {
     ts: number,
     error: string | null,
     text: string,
-  ): void {
-    this.db.transaction(() => {
+    keepEmpty = false,
+  ): number | null {
+    return this.db.transaction(() => {
       this.db
         .prepare("UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE run_id = ?")
         .run(status, ts, error, runId);
       this.db
         .prepare("UPDATE tool_calls SET status = 'cancelled', ts = ? WHERE run_id = ? AND status = 'running'")
         .run(ts, runId);
-      if (text !== "" && this.getConversation(conversationId)) {
-        this.addMessage(conversationId, "assistant", text, ts, runId);
+      if ((text !== "" || keepEmpty) && this.getConversation(conversationId)) {
+        return this.addMessage(conversationId, "assistant", text, ts, runId);
       }
+      return null;
     })();
   }
 

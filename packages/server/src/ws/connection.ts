@@ -106,4 +106,17 @@ export class Hub {
     const data = JSON.stringify(msg);
     for (const conn of this.#clients) conn.sendRaw(data, msg.type);
   }
+
+  /**
+   * Send an event that is also the reply to `from`'s request: every
+   * connection gets it, and only `from`'s copy carries `requestId`. One
+   * event per connection, in the same order as any broadcast that follows.
+   */
+  broadcastReply(msg: ServerMessage, from: Connection, requestId: string | undefined): void {
+    const data = JSON.stringify(msg);
+    for (const conn of this.#clients) {
+      if (conn === from && requestId !== undefined) conn.send({ ...msg, request_id: requestId });
+      else conn.sendRaw(data, msg.type);
+    }
+  }
 }

@@ -101,12 +101,7 @@ export class SocketServer {
       log.debug({ conn: conn.id, code }, "connection closed");
     });
 
-    if (this.settings.lockout.isLocked(addr)) {
-      log.warn({ conn: conn.id, addr }, "refused: address locked out");
-      conn.error("rate_limited", "Too many failed hellos from this address; try again later");
-      conn.close(CLOSE_CODES.lockedOut, "locked out");
-      return;
-    }
+    if (this.#refuseIfLocked(conn)) return;
     authTimer = setTimeout(() => {
       if (conn.authenticated || !conn.open) return;
       log.debug({ conn: conn.id }, "auth timeout");
@@ -143,10 +138,25 @@ export class SocketServer {
     void dispatch(this.ctx, conn, decoded.message);
   }
 
+  /**
+   * Refuse a connection whose address is locked out (`rate_limited`, 4429).
+   * Checked when the socket opens and again at its first frame: sockets opened
+   * before the lockout must not keep comparing secrets, so an address gets
+   * exactly `maxFailures` comparisons per window however many sockets it holds.
+   */
+  #refuseIfLocked(conn: Connection, requestId?: string): boolean {
+    if (!this.settings.lockout.isLocked(conn.addr)) return false;
+    this.ctx.log.warn({ conn: conn.id, addr: conn.addr }, "refused: address locked out");
+    conn.error("rate_limited", "Too many failed hellos from this address; try again later", requestId);
+    conn.close(CLOSE_CODES.lockedOut, "locked out");
+    return true;
+  }
+
   /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
   #hello(conn: Connection, msg: ClientMessage | undefined, badRequestId: string | undefined): void {
     const { lockout } = this.settings;
     const log = this.ctx.log;
+    if (this.#refuseIfLocked(conn, msg?.request_id ?? badRequestId)) return;
     if (msg?.type !== "hello") {
       log.debug({ conn: conn.id, type: msg?.type }, "rejected: first frame is not a valid hello");
       conn.error("unauthorized", "The first frame must be hello", msg?.request_id ?? badRequestId);

@@ -312,6 +312,16 @@ const SCRIPTS: Record<string, Script> = {
     }
     return done("cancelled");
   },
+  /** Like `slow`, but keeps working for `args[0]` ms after session/cancel before it stops (a slow-to-stop agent). */
+  async stubborn({ args, say, cancel }) {
+    for (let i = 0; !cancel.aborted; i++) {
+      await say(`tick ${i} `);
+      await sleep(20);
+    }
+    await sleep(Number(args[0] ?? 1_000));
+    await say("stopped late");
+    return done("cancelled");
+  },
   async tools({ update, say }) {
     await update({
       sessionUpdate: "tool_call",

@@ -50,7 +50,7 @@ export interface RunOutcome {
 /** Start a server whose agent is `createAcpBackend(agent)`, and connect a client. */
 export async function startPhebyAcp(
   agent: AcpBackendOptions,
-  server: { dataDir?: string; logger?: Logger; allowedFileRoots?: string[] } = {},
+  server: { dataDir?: string; logger?: Logger; allowedFileRoots?: string[]; cancelGraceMs?: number } = {},
 ): Promise<PhebyAcp> {
   const backend = createAcpBackend(agent);
   const ts = await startServer({ agent: backend, ...server });

@@ -66,6 +66,7 @@ function closeAfterEach(): PhebyAcp[] {
 
 describe("ACP through Pheby: conversations and runs", () => {
   const env = useAcpServer();
+  const servers = closeAfterEach();
 
   it("conversation.create opens an ACP session in the configured cwd", async () => {
     expect(env.fake.calls()).toEqual([]); // the agent is spawned lazily
@@ -183,6 +184,30 @@ describe("ACP through Pheby: conversations and runs", () => {
     // A later run in the same conversation finishes after anything late from the cancelled one.
     expect((await env.p.chat(id, "after cancel")).finished.status).toBe("completed");
     expect(framesOf(env.p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
+  });
+
+  it("an agent slow to stop: run.finished cancelled once after the grace, and the next chat.send waits for the agent instead of failing", async () => {
+    const fake = fakeAgentDir();
+    // The engine's grace (200 ms) ends long before the agent stops (1.5 s after session/cancel).
+    const p = await startPhebyAcp(agentOptions(fake, { cancelTimeoutMs: 20_000 }), { cancelGraceMs: 200 });
+    servers.push(p);
+    const id = await p.create();
+    const { run_id } = await p.client.request({
+      type: "chat.send",
+      conversation_id: id,
+      text: "stubborn 1500",
+    });
+    await p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}` && m.text.includes("tick 1"));
+    const finished = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
+    expect(finished).toMatchObject({ run_id, status: "cancelled" });
+    // Sent while the agent is still busy with the cancelled turn: it must wait for it, not fail.
+    const next = await p.chat(id, "after the stubborn one");
+    expect(next.finished).toMatchObject({ status: "completed" });
+    expect(next.complete.text).toBe("echo: after the stubborn one");
+    // The cancelled run ended exactly once, and nothing it sent late leaked out.
+    expect(framesOf(p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
+    expect(p.frames.some((m) => "text" in m && m.text.includes("stopped late"))).toBe(false);
+    expect(fake.calls("session/prompt")).toHaveLength(2);
   });
 
   it("an agent title becomes the name via conversation.updated, unless the user renamed it", async () => {
@@ -397,24 +422,21 @@ describe("ACP through Pheby: decisions", () => {
     expect((await completeOf(run_id)).text).toBe(said);
   });
 
-  it("a choice the agent did not offer is refused and the question stays pending", async () => {
+  it("a choice the agent did not offer is accepted and applied as the nearest it offers (session → once)", async () => {
     const { run_id, request } = await asked("permission generic");
-    const err = await env.p.client
-      .request({ type: "approval.respond", approval_id: request.approval_id, choice: "session" })
-      .catch((e: unknown) => e);
-    expect(err).toMatchObject({ code: "bad_request" });
-    await env.p.client.request({
+    const resolved = await env.p.client.request({
       type: "approval.respond",
       approval_id: request.approval_id,
-      choice: "once",
+      choice: "session",
     });
+    expect(resolved).toMatchObject({ choice: "session", accepted: true });
     expect((await completeOf(run_id)).text).toBe("chose proceed_once");
   });
 
   it("the agent withdraws its question: approval.resolved not accepted", async () => {
     const { run_id, request } = await asked("permission hermes withdraw");
     const resolved = await env.p.waitFor("approval.resolved", (m) => m.approval_id === request.approval_id);
-    expect(resolved).toMatchObject({ choice: null, accepted: false });
+    expect(resolved).toMatchObject({ choice: "deny", accepted: false });
     await finished(run_id);
   });
 

@@ -4,6 +4,7 @@
  * The mapping is documented in docs/agents.md.
  */
 import * as acp from "@agentclientprotocol/sdk";
+import { nearestChoice } from "../../decisions/nearest.js";
 import type {
   AgentBackend,
   AgentCapabilities,
@@ -63,6 +64,8 @@ interface SessionState {
   /** Serializes this session's updates in arrival order. */
   queue: Promise<void>;
   turn: Turn | null;
+  /** Settles when {@link turn} has ended. */
+  turnEnded: Promise<void>;
   /** Collects replayed messages while `session/load` runs. */
   replay: AgentHistoryEntry[] | null;
   replayMessageId: string | null;
@@ -145,15 +148,28 @@ class AcpBackend implements AgentBackend {
       return { status: "failed", error: errorMessage(err) };
     }
     const session = this.session(input.sessionId);
-    if (session.turn) return { status: "failed", error: "a turn is already running in this session" };
+    // The server may report a cancelled run finished before the agent has stopped it (its cancel grace);
+    // the next prompt then waits for the agent, which stops or is killed within cancelTimeoutMs.
+    while (session.turn) {
+      if (!session.turn.cancelled)
+        return { status: "failed", error: "a turn is already running in this session" };
+      await session.turnEnded;
+    }
+    if (signal.aborted) return { status: "cancelled" };
     this.flushUnsolicited(session);
     const turn = new Turn(sink, (file) => this.deliver(sink, file));
     session.turn = turn;
-    const result = await this.runTurn(proc, session, turn, input, signal);
-    await this.drain(session);
-    await turn.finish(result);
-    session.turn = null;
-    return result;
+    let ended!: () => void;
+    session.turnEnded = new Promise((resolve) => (ended = resolve));
+    try {
+      const result = await this.runTurn(proc, session, turn, input, signal);
+      await this.drain(session);
+      await turn.finish(result);
+      return result;
+    } finally {
+      session.turn = null;
+      ended();
+    }
   }
 
   private async runTurn(
@@ -336,6 +352,7 @@ class AcpBackend implements AgentBackend {
         modes: null,
         queue: Promise.resolve(),
         turn: null,
+        turnEnded: Promise.resolve(),
         replay: null,
         replayMessageId: null,
         openIn: null,
@@ -568,7 +585,9 @@ class AcpBackend implements AgentBackend {
         withdraw,
       ),
     );
-    const optionId = answer.outcome === "selected" ? optionFor.get(answer.choice) : undefined;
+    // The user may pick a choice the agent does not offer: apply the nearest one it does.
+    const applied = answer.outcome === "selected" ? nearestChoice(answer.choice, choices) : undefined;
+    const optionId = applied && optionFor.get(applied);
     return optionId ? { outcome: { outcome: "selected", optionId } } : cancelled;
   }
 

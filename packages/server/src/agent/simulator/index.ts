@@ -1,6 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { APPROVAL_CHOICES } from "@pheby/protocol";
+import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
+import { nearestChoice } from "../../decisions/nearest.js";
 import type { AgentBackend, AgentHost, ProducedFile, TurnInput, TurnResult, TurnSink } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 import { pdfDocument, pngImage } from "./files.js";
@@ -41,10 +42,12 @@ export const SIM_CLARIFY = {
 };
 /** The question of `/sim clarify free`. */
 export const SIM_CLARIFY_FREE = "What should the release be called?";
+/** What `/sim approval limited` offers: an agent without session or persistent approvals. */
+export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim timeout, /sim clarify, /sim clarify free, /sim file, /sim image.";
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image.";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -128,9 +131,17 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
    * `/sim approval` and `/sim timeout`: a shell tool paused on an approval.
    * once/session/always run it, deny fails it; with `timeoutMs` the agent
    * withdraws the question after that delay. A session/always approval is
-   * honoured by later runs without asking.
+   * honoured by later runs without asking. With `offered` (`/sim approval
+   * limited`) the agent offers fewer choices and applies the nearest one to
+   * the user's, as a real agent backend must.
    */
-  async function approval(input: TurnInput, sink: TurnSink, signal: AbortSignal, timeoutMs?: number) {
+  async function approval(
+    input: TurnInput,
+    sink: TurnSink,
+    signal: AbortSignal,
+    opts: { timeoutMs?: number; offered?: readonly ApprovalChoice[] } = {},
+  ) {
+    const { timeoutMs, offered = APPROVAL_CHOICES } = opts;
     const toolCallId = `sim-tool-${++toolCounter}`;
     const command = SIM_APPROVAL_COMMAND;
     sink.toolStart({ toolCallId, toolName: "shell", args: { command } });
@@ -146,7 +157,7 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
           toolCallId,
           command,
           description: "Destructive shell command (rm -rf), simulated",
-          choices: [...APPROVAL_CHOICES],
+          choices: [...offered],
         },
         withdraw.signal,
       );
@@ -156,30 +167,41 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         sink.toolEnd({ toolCallId, status: "failed", error: "Approval withdrawn: it timed out" });
         return reply("The approval timed out and was withdrawn, so nothing ran.", sink, signal);
       }
-      if (answer.choice === "deny") {
+      const applied = nearestChoice(answer.choice, offered);
+      const mapped = applied === answer.choice ? "" : `, the nearest I offer to your ${answer.choice}`;
+      if (applied === undefined || applied === "deny") {
         sink.toolEnd({ toolCallId, status: "failed", error: "Denied by the user" });
         const why = answer.reason ? ` Your reason: "${excerpt(answer.reason)}".` : "";
         return reply(`Denied: I did not run \`${command}\` and will not retry.${why}`, sink, signal);
       }
-      if (answer.choice === "session") sessionApproved.add(input.sessionId);
-      if (answer.choice === "always") alwaysApproved = true;
-      text = `Approved (${answer.choice}): I ran \`${command}\`.`;
+      if (applied === "session") sessionApproved.add(input.sessionId);
+      if (applied === "always") alwaysApproved = true;
+      text = `Approved (${applied}${mapped}): I ran \`${command}\`.`;
     }
     if (!(await sleep(delay, signal))) return cancelled;
     sink.toolEnd({ toolCallId, status: "completed" });
     return reply(text, sink, signal);
   }
 
-  /** `/sim clarify` (choices and free text) and `/sim clarify free` (free text only): the answer is echoed. */
-  async function clarify(free: boolean, sink: TurnSink, signal: AbortSignal) {
+  /**
+   * `/sim clarify` (choices and free text), `/sim clarify free` (free text only) and `/sim clarify
+   * choices` (choices only, `allowFreeText: false`): the answer is echoed. Free text reaches the agent
+   * even for the choices-only question (clients always offer "Other"), and is said to be one.
+   */
+  async function clarify(mode: string | undefined, sink: TurnSink, signal: AbortSignal) {
     const answer = await sink.askClarification(
-      free
+      mode === "free"
         ? { question: SIM_CLARIFY_FREE, choices: null, allowFreeText: true }
-        : { question: SIM_CLARIFY.question, choices: SIM_CLARIFY.choices, allowFreeText: true },
+        : { question: SIM_CLARIFY.question, choices: SIM_CLARIFY.choices, allowFreeText: mode !== "choices" },
     );
     if (signal.aborted) return cancelled;
     if (answer.outcome === "cancelled") return reply("The question was withdrawn.", sink, signal);
-    return reply(`You answered: "${excerpt(answer.response)}".`, sink, signal);
+    const own = mode === "choices" && !SIM_CLARIFY.choices.includes(answer.response);
+    return reply(
+      `You answered${own ? " in your own words" : ""}: "${excerpt(answer.response)}".`,
+      sink,
+      signal,
+    );
   }
 
   /** Deliver a generated file: by path through `workDir` when set (like a real agent), else as bytes. */
@@ -243,11 +265,11 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         return result;
       }
       case "approval":
-        return approval(input, sink, signal);
+        return approval(input, sink, signal, arg === "limited" ? { offered: SIM_LIMITED_CHOICES } : {});
       case "timeout":
-        return approval(input, sink, signal, approvalTimeout);
+        return approval(input, sink, signal, { timeoutMs: approvalTimeout });
       case "clarify":
-        return clarify(arg === "free", sink, signal);
+        return clarify(arg, sink, signal);
       case "long": {
         const n = arg !== undefined && /^\d{1,7}$/.test(arg) ? Number(arg) : Number.NaN;
         if (!(n >= 1 && n <= SIM_LONG_MAX)) {

@@ -5,16 +5,60 @@ package dev.pheby.protocol
 
 import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
+import kotlinx.serialization.json.JsonObject
 
 /**
  * Every client-to-server WebSocket message, discriminated on type
  *
- * Decode with `PhebyJson.decodeFromString(ClientMessage.serializer(), text)`; the `type` field selects the class.
+ * Decode with `PhebyJson.decodeFromString(ClientMessage.serializer(), text)`; the `type` field selects the class,
+ * and a `type` these models do not know decodes to [Unknown].
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server).
  */
-@Serializable
+@Serializable(with = ClientMessage.Serializer::class)
 sealed interface ClientMessage {
     val requestId: String?
+
+    /**
+     * A message whose `type` these models do not know, e.g. from a newer client.
+     * [json] is the whole frame, `type` included; it re-encodes unchanged.
+     */
+    data class Unknown(val json: JsonObject) : ClientMessage {
+        /** The frame's `type`, never one of the known ones. */
+        val type: String = requireNotNull(json.stringOrNull("type")) { "a message needs a string type" }
+
+        init {
+            require(type !in Serializer.types) { "$type is a known type; decode it instead" }
+        }
+
+        override val requestId: String? get() = json.stringOrNull("request_id")
+    }
+
+    /** Selects the class by `type`; a type not listed here decodes to [Unknown]. */
+    object Serializer : OpenUnionSerializer<ClientMessage>(
+        "dev.pheby.protocol.ClientMessage",
+        listOf(
+            Hello::class to Hello.serializer(),
+            Ping::class to Ping.serializer(),
+            ConversationList::class to ConversationList.serializer(),
+            ConversationCreate::class to ConversationCreate.serializer(),
+            ConversationOpen::class to ConversationOpen.serializer(),
+            ConversationRename::class to ConversationRename.serializer(),
+            ConversationDelete::class to ConversationDelete.serializer(),
+            ChatSend::class to ChatSend.serializer(),
+            RunCancel::class to RunCancel.serializer(),
+            ApprovalRespond::class to ApprovalRespond.serializer(),
+            ClarifyRespond::class to ClarifyRespond.serializer(),
+            YoloCurrent::class to YoloCurrent.serializer(),
+            YoloSet::class to YoloSet.serializer(),
+            ModelsList::class to ModelsList.serializer(),
+            ModelsCurrent::class to ModelsCurrent.serializer(),
+            ModelSet::class to ModelSet.serializer(),
+            ReasoningCurrent::class to ReasoningCurrent.serializer(),
+            ReasoningSet::class to ReasoningSet.serializer(),
+        ),
+        ::Unknown,
+        { (it as? Unknown)?.json },
+    )
 }
 
 /**
@@ -72,7 +116,7 @@ data class ConversationCreate(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
- * @property limit `limit`: Page size, 1..500; defaults to 200. Schema: minimum 1, maximum 500 (checked by the server). May be absent.
+ * @property limit `limit`: Page size, at least 1; values over 500 are capped at 500; defaults to 200. Schema: minimum 1 (checked by the server). May be absent.
  * @property beforeMessageId `before_message_id`: Exclusive cursor: the first message ID of the previous page. May be absent.
  */
 @Serializable

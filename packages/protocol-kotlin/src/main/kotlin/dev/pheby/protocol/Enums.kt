@@ -3,137 +3,256 @@
 
 package dev.pheby.protocol
 
-import kotlinx.serialization.SerialName
 import kotlinx.serialization.Serializable
 
 /**
- * Closed set: `once`, `session`, `always`, `deny`.
+ * Known values: `once`, `session`, `always`, `deny`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class ApprovalChoice {
-    @SerialName("once") ONCE,
-    @SerialName("session") SESSION,
-    @SerialName("always") ALWAYS,
-    @SerialName("deny") DENY,
+@Serializable(with = ApprovalChoice.Serializer::class)
+sealed class ApprovalChoice(value: String) : OpenEnum(value) {
+    object ONCE : ApprovalChoice("once")
+    object SESSION : ApprovalChoice("session")
+    object ALWAYS : ApprovalChoice("always")
+    object DENY : ApprovalChoice("deny")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ApprovalChoice(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ApprovalChoice>({ listOf(ONCE, SESSION, ALWAYS, DENY) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ApprovalChoice>("dev.pheby.protocol.ApprovalChoice", { of(it) })
 }
 
 /**
- * Closed set: `inbound`, `outbound`.
+ * Known values: `inbound`, `outbound`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class AttachmentDirection {
-    @SerialName("inbound") INBOUND,
-    @SerialName("outbound") OUTBOUND,
+@Serializable(with = AttachmentDirection.Serializer::class)
+sealed class AttachmentDirection(value: String) : OpenEnum(value) {
+    object INBOUND : AttachmentDirection("inbound")
+    object OUTBOUND : AttachmentDirection("outbound")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : AttachmentDirection(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AttachmentDirection>({ listOf(INBOUND, OUTBOUND) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<AttachmentDirection>("dev.pheby.protocol.AttachmentDirection", { of(it) })
 }
 
 /**
- * Closed set: `image`, `voice`, `video`, `audio`, `document`.
+ * Known values: `image`, `voice`, `video`, `audio`, `document`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class AttachmentKind {
-    @SerialName("image") IMAGE,
-    @SerialName("voice") VOICE,
-    @SerialName("video") VIDEO,
-    @SerialName("audio") AUDIO,
-    @SerialName("document") DOCUMENT,
+@Serializable(with = AttachmentKind.Serializer::class)
+sealed class AttachmentKind(value: String) : OpenEnum(value) {
+    object IMAGE : AttachmentKind("image")
+    object VOICE : AttachmentKind("voice")
+    object VIDEO : AttachmentKind("video")
+    object AUDIO : AttachmentKind("audio")
+    object DOCUMENT : AttachmentKind("document")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : AttachmentKind(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AttachmentKind>({ listOf(IMAGE, VOICE, VIDEO, AUDIO, DOCUMENT) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<AttachmentKind>("dev.pheby.protocol.AttachmentKind", { of(it) })
 }
 
 /**
- * Closed set: `unauthorized`, `auth_timeout`, `version_mismatch`, `bad_request`, `invalid_json`, `unknown_type`, `not_found`, `conversation_not_found`, `approval_not_found`, `clarify_not_found`, `too_large`, `rate_limited`, `run_active`, `internal_error`, `not_implemented`.
+ * Known values: `unauthorized`, `auth_timeout`, `version_mismatch`, `bad_request`, `invalid_json`, `unknown_type`, `not_found`, `conversation_not_found`, `approval_not_found`, `clarify_not_found`, `too_large`, `rate_limited`, `run_active`, `internal_error`, `not_implemented`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class ErrorCode {
-    @SerialName("unauthorized") UNAUTHORIZED,
-    @SerialName("auth_timeout") AUTH_TIMEOUT,
-    @SerialName("version_mismatch") VERSION_MISMATCH,
-    @SerialName("bad_request") BAD_REQUEST,
-    @SerialName("invalid_json") INVALID_JSON,
-    @SerialName("unknown_type") UNKNOWN_TYPE,
-    @SerialName("not_found") NOT_FOUND,
-    @SerialName("conversation_not_found") CONVERSATION_NOT_FOUND,
-    @SerialName("approval_not_found") APPROVAL_NOT_FOUND,
-    @SerialName("clarify_not_found") CLARIFY_NOT_FOUND,
-    @SerialName("too_large") TOO_LARGE,
-    @SerialName("rate_limited") RATE_LIMITED,
-    @SerialName("run_active") RUN_ACTIVE,
-    @SerialName("internal_error") INTERNAL_ERROR,
-    @SerialName("not_implemented") NOT_IMPLEMENTED,
+@Serializable(with = ErrorCode.Serializer::class)
+sealed class ErrorCode(value: String) : OpenEnum(value) {
+    object UNAUTHORIZED : ErrorCode("unauthorized")
+    object AUTH_TIMEOUT : ErrorCode("auth_timeout")
+    object VERSION_MISMATCH : ErrorCode("version_mismatch")
+    object BAD_REQUEST : ErrorCode("bad_request")
+    object INVALID_JSON : ErrorCode("invalid_json")
+    object UNKNOWN_TYPE : ErrorCode("unknown_type")
+    object NOT_FOUND : ErrorCode("not_found")
+    object CONVERSATION_NOT_FOUND : ErrorCode("conversation_not_found")
+    object APPROVAL_NOT_FOUND : ErrorCode("approval_not_found")
+    object CLARIFY_NOT_FOUND : ErrorCode("clarify_not_found")
+    object TOO_LARGE : ErrorCode("too_large")
+    object RATE_LIMITED : ErrorCode("rate_limited")
+    object RUN_ACTIVE : ErrorCode("run_active")
+    object INTERNAL_ERROR : ErrorCode("internal_error")
+    object NOT_IMPLEMENTED : ErrorCode("not_implemented")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ErrorCode(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ErrorCode>({ listOf(UNAUTHORIZED, AUTH_TIMEOUT, VERSION_MISMATCH, BAD_REQUEST, INVALID_JSON, UNKNOWN_TYPE, NOT_FOUND, CONVERSATION_NOT_FOUND, APPROVAL_NOT_FOUND, CLARIFY_NOT_FOUND, TOO_LARGE, RATE_LIMITED, RUN_ACTIVE, INTERNAL_ERROR, NOT_IMPLEMENTED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ErrorCode>("dev.pheby.protocol.ErrorCode", { of(it) })
 }
 
 /**
- * Closed set: `notice`.
+ * Known values: `notice`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class MessageKind {
-    @SerialName("notice") NOTICE,
+@Serializable(with = MessageKind.Serializer::class)
+sealed class MessageKind(value: String) : OpenEnum(value) {
+    object NOTICE : MessageKind("notice")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : MessageKind(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<MessageKind>({ listOf(NOTICE) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<MessageKind>("dev.pheby.protocol.MessageKind", { of(it) })
 }
 
 /**
- * Closed set: `user`, `assistant`.
+ * Known values: `user`, `assistant`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class MessageRole {
-    @SerialName("user") USER,
-    @SerialName("assistant") ASSISTANT,
+@Serializable(with = MessageRole.Serializer::class)
+sealed class MessageRole(value: String) : OpenEnum(value) {
+    object USER : MessageRole("user")
+    object ASSISTANT : MessageRole("assistant")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : MessageRole(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<MessageRole>({ listOf(USER, ASSISTANT) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<MessageRole>("dev.pheby.protocol.MessageRole", { of(it) })
 }
 
 /**
- * Closed set: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`, `ultra`.
+ * Known values: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`, `ultra`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class ReasoningEffort {
-    @SerialName("none") NONE,
-    @SerialName("minimal") MINIMAL,
-    @SerialName("low") LOW,
-    @SerialName("medium") MEDIUM,
-    @SerialName("high") HIGH,
-    @SerialName("xhigh") XHIGH,
-    @SerialName("max") MAX,
-    @SerialName("ultra") ULTRA,
+@Serializable(with = ReasoningEffort.Serializer::class)
+sealed class ReasoningEffort(value: String) : OpenEnum(value) {
+    object NONE : ReasoningEffort("none")
+    object MINIMAL : ReasoningEffort("minimal")
+    object LOW : ReasoningEffort("low")
+    object MEDIUM : ReasoningEffort("medium")
+    object HIGH : ReasoningEffort("high")
+    object XHIGH : ReasoningEffort("xhigh")
+    object MAX : ReasoningEffort("max")
+    object ULTRA : ReasoningEffort("ultra")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ReasoningEffort(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ReasoningEffort>({ listOf(NONE, MINIMAL, LOW, MEDIUM, HIGH, XHIGH, MAX, ULTRA) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ReasoningEffort>("dev.pheby.protocol.ReasoningEffort", { of(it) })
 }
 
 /**
- * Closed set: `running`.
+ * Known values: `running`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class RunStateStatus {
-    @SerialName("running") RUNNING,
+@Serializable(with = RunStateStatus.Serializer::class)
+sealed class RunStateStatus(value: String) : OpenEnum(value) {
+    object RUNNING : RunStateStatus("running")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : RunStateStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<RunStateStatus>({ listOf(RUNNING) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<RunStateStatus>("dev.pheby.protocol.RunStateStatus", { of(it) })
 }
 
 /**
- * Closed set: `completed`, `cancelled`, `failed`.
+ * Known values: `completed`, `cancelled`, `failed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class RunStatus {
-    @SerialName("completed") COMPLETED,
-    @SerialName("cancelled") CANCELLED,
-    @SerialName("failed") FAILED,
+@Serializable(with = RunStatus.Serializer::class)
+sealed class RunStatus(value: String) : OpenEnum(value) {
+    object COMPLETED : RunStatus("completed")
+    object CANCELLED : RunStatus("cancelled")
+    object FAILED : RunStatus("failed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : RunStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<RunStatus>({ listOf(COMPLETED, CANCELLED, FAILED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<RunStatus>("dev.pheby.protocol.RunStatus", { of(it) })
 }
 
 /**
- * Closed set: `conversation`, `global`.
+ * Known values: `conversation`, `global`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class SettingScope {
-    @SerialName("conversation") CONVERSATION,
-    @SerialName("global") GLOBAL,
+@Serializable(with = SettingScope.Serializer::class)
+sealed class SettingScope(value: String) : OpenEnum(value) {
+    object CONVERSATION : SettingScope("conversation")
+    object GLOBAL : SettingScope("global")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : SettingScope(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<SettingScope>({ listOf(CONVERSATION, GLOBAL) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<SettingScope>("dev.pheby.protocol.SettingScope", { of(it) })
 }
 
 /**
- * Closed set: `running`, `completed`, `failed`, `cancelled`.
+ * Known values: `running`, `completed`, `failed`, `cancelled`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class ToolStatus {
-    @SerialName("running") RUNNING,
-    @SerialName("completed") COMPLETED,
-    @SerialName("failed") FAILED,
-    @SerialName("cancelled") CANCELLED,
+@Serializable(with = ToolStatus.Serializer::class)
+sealed class ToolStatus(value: String) : OpenEnum(value) {
+    object RUNNING : ToolStatus("running")
+    object COMPLETED : ToolStatus("completed")
+    object FAILED : ToolStatus("failed")
+    object CANCELLED : ToolStatus("cancelled")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ToolStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ToolStatus>({ listOf(RUNNING, COMPLETED, FAILED, CANCELLED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ToolStatus>("dev.pheby.protocol.ToolStatus", { of(it) })
 }
 
 /**
- * Closed set: `conversation`.
+ * Known values: `conversation`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
-@Serializable
-enum class YoloScope {
-    @SerialName("conversation") CONVERSATION,
+@Serializable(with = YoloScope.Serializer::class)
+sealed class YoloScope(value: String) : OpenEnum(value) {
+    object CONVERSATION : YoloScope("conversation")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : YoloScope(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<YoloScope>({ listOf(CONVERSATION) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<YoloScope>("dev.pheby.protocol.YoloScope", { of(it) })
 }

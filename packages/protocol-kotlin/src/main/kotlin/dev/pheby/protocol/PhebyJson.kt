@@ -5,8 +5,8 @@ import kotlinx.serialization.json.Json
 /**
  * The `Json` configuration that decodes every Pheby Protocol v1 frame and re-encodes it exactly.
  *
- * - `classDiscriminator = "type"`: the sealed [ClientMessage] / [ServerMessage] hierarchies are
- *   selected by the frame's `type` (kotlinx's default, spelled out).
+ * - `classDiscriminator = "type"`: kotlinx's default, spelled out. [ClientMessage] and [ServerMessage]
+ *   read and write `type` themselves ([OpenUnionSerializer]), so an unknown type decodes to `Unknown`.
  * - `ignoreUnknownKeys = true`: the protocol lets peers add fields; they are dropped on decode.
  * - `explicitNulls = true`: a required-nullable property (`val run: RunState?`, no default) is always
  *   encoded, as `null` when null, and must be present on decode, exactly like the schema's `required`.
@@ -23,7 +23,10 @@ val PhebyJson: Json = Json {
 /** Decodes one client-to-server frame (a server or test would use this). */
 fun decodeClientMessage(text: String): ClientMessage = PhebyJson.decodeFromString(ClientMessage.serializer(), text)
 
-/** Decodes one server-to-client frame. Throws `SerializationException` (an `IllegalArgumentException`) on a bad frame. */
+/**
+ * Decodes one server-to-client frame. A type or string value from a newer server decodes to an `Unknown`
+ * case; a malformed frame throws `SerializationException` (an `IllegalArgumentException`).
+ */
 fun decodeServerMessage(text: String): ServerMessage = PhebyJson.decodeFromString(ServerMessage.serializer(), text)
 
 /**

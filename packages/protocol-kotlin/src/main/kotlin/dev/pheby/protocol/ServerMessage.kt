@@ -10,12 +10,64 @@ import kotlinx.serialization.json.JsonObject
 /**
  * Every server-to-client WebSocket message, discriminated on type
  *
- * Decode with `PhebyJson.decodeFromString(ServerMessage.serializer(), text)`; the `type` field selects the class.
+ * Decode with `PhebyJson.decodeFromString(ServerMessage.serializer(), text)`; the `type` field selects the class,
+ * and a `type` these models do not know decodes to [Unknown].
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server).
  */
-@Serializable
+@Serializable(with = ServerMessage.Serializer::class)
 sealed interface ServerMessage {
     val requestId: String?
+
+    /**
+     * A message whose `type` these models do not know, e.g. from a newer server.
+     * [json] is the whole frame, `type` included; it re-encodes unchanged.
+     */
+    data class Unknown(val json: JsonObject) : ServerMessage {
+        /** The frame's `type`, never one of the known ones. */
+        val type: String = requireNotNull(json.stringOrNull("type")) { "a message needs a string type" }
+
+        init {
+            require(type !in Serializer.types) { "$type is a known type; decode it instead" }
+        }
+
+        override val requestId: String? get() = json.stringOrNull("request_id")
+    }
+
+    /** Selects the class by `type`; a type not listed here decodes to [Unknown]. */
+    object Serializer : OpenUnionSerializer<ServerMessage>(
+        "dev.pheby.protocol.ServerMessage",
+        listOf(
+            Ready::class to Ready.serializer(),
+            Pong::class to Pong.serializer(),
+            ProtocolError::class to ProtocolError.serializer(),
+            ConversationSnapshot::class to ConversationSnapshot.serializer(),
+            ConversationCreated::class to ConversationCreated.serializer(),
+            ConversationUpdated::class to ConversationUpdated.serializer(),
+            ConversationHistory::class to ConversationHistory.serializer(),
+            ConversationRenamed::class to ConversationRenamed.serializer(),
+            ConversationDeleted::class to ConversationDeleted.serializer(),
+            RunAccepted::class to RunAccepted.serializer(),
+            MessageStart::class to MessageStart.serializer(),
+            MessageDelta::class to MessageDelta.serializer(),
+            MessageComplete::class to MessageComplete.serializer(),
+            RunFinished::class to RunFinished.serializer(),
+            ToolEvent::class to ToolEvent.serializer(),
+            ApprovalRequest::class to ApprovalRequest.serializer(),
+            ApprovalResolved::class to ApprovalResolved.serializer(),
+            ClarifyRequest::class to ClarifyRequest.serializer(),
+            ClarifyResolved::class to ClarifyResolved.serializer(),
+            YoloSnapshot::class to YoloSnapshot.serializer(),
+            YoloChanged::class to YoloChanged.serializer(),
+            AttachmentAdded::class to AttachmentAdded.serializer(),
+            ModelsSnapshot::class to ModelsSnapshot.serializer(),
+            ModelCurrent::class to ModelCurrent.serializer(),
+            ModelChanged::class to ModelChanged.serializer(),
+            ReasoningSnapshot::class to ReasoningSnapshot.serializer(),
+            ReasoningChanged::class to ReasoningChanged.serializer(),
+        ),
+        ::Unknown,
+        { (it as? Unknown)?.json },
+    )
 }
 
 /**
@@ -317,15 +369,15 @@ data class ApprovalRequest(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property approvalId `approval_id`
- * @property choice `choice`: The choice applied; null when the agent withdrew the question. Always present; may be null.
- * @property accepted `accepted`: true when a response was applied; false when the question was withdrawn.
+ * @property choice `choice`: The choice applied; "deny" when the question was withdrawn (the agent fails it closed, accepted: false).
+ * @property accepted `accepted`: true when a client's response was applied; false when the question was withdrawn.
  */
 @Serializable
 @SerialName("approval.resolved")
 data class ApprovalResolved(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("approval_id") val approvalId: String,
-    val choice: ApprovalChoice?,
+    val choice: ApprovalChoice,
     val accepted: StrictBoolean,
 ) : ServerMessage
 
