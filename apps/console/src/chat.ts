@@ -21,6 +21,26 @@ export interface ChatActions {
   runChanged(runId: string | null): void;
 }
 
+/**
+ * A run's answer as it streams. Cards, notices and files that arrive mid-run
+ * are placed where they happened: after the text streamed so far, with what
+ * follows in a new segment below them (the deltas are cumulative, so a segment
+ * shows the text from its `from` offset on).
+ */
+interface Flow {
+  messageId: string;
+  /** The bubble the text and new tool pills currently go to. */
+  segment: HTMLElement;
+  /** Offset in the cumulative text where `segment` starts. */
+  from: number;
+  /** Length of the cumulative text seen so far. */
+  length: number;
+  /** The last item placed after `segment`; new output then starts a new segment below it. */
+  after: HTMLElement | null;
+  /** Still streaming: the newest segment shows a cursor. */
+  live: boolean;
+}
+
 const CHOICE_LABELS: Record<string, string> = {
   once: "Allow once",
   session: "Allow for this conversation",
@@ -32,7 +52,8 @@ export class ChatView {
   /** The scrolling timeline element. */
   readonly el = h("div", { class: "timeline", "data-testid": "timeline" });
   private readonly items = new Map<string, HTMLElement>();
-  private readonly runBubbles = new Map<string, HTMLElement>();
+  /** Active and finished runs of this view, by run ID. */
+  private readonly runs = new Map<string, Flow>();
   private readonly objectUrls = new Set<string>();
   private activeRun: string | null = null;
   private localId = 0;
@@ -49,7 +70,7 @@ export class ChatView {
     for (const url of this.objectUrls) URL.revokeObjectURL(url);
     this.objectUrls.clear();
     this.items.clear();
-    this.runBubbles.clear();
+    this.runs.clear();
     replace(this.el);
     this.setRun(null);
   }
@@ -59,13 +80,14 @@ export class ChatView {
     this.clear();
     if (snapshot.has_more)
       this.el.appendChild(h("div", { class: "more" }, "Older messages are not shown (console shows 200)."));
+    // Each file follows the message it belongs to; the active run's files go where its answer is.
     for (const m of snapshot.messages) {
       this.bubble(m.message_id, m.role, m.text);
       for (const a of snapshot.attachments) if (a.message_id === m.message_id) this.attachment(a);
     }
     if (snapshot.run) {
-      this.bubble(snapshot.run.message_id, "assistant", snapshot.run.text, snapshot.run.run_id);
-      this.setRun(snapshot.run.run_id);
+      this.startRun(snapshot.run.run_id, snapshot.run.message_id);
+      this.stream(snapshot.run.message_id, snapshot.run.text);
     }
     const placed = new Set(snapshot.messages.map((m) => m.message_id));
     for (const a of snapshot.attachments) if (!a.message_id || !placed.has(a.message_id)) this.attachment(a);
@@ -86,37 +108,38 @@ export class ChatView {
   }
 
   messageStart(m: ServerMessageOf<"message.start">): void {
-    this.bubble(m.message_id, "assistant", "", m.run_id);
-    this.setRun(m.run_id);
+    this.startRun(m.run_id, m.message_id);
     this.scroll();
   }
 
   /** Cumulative text: replace the bubble's content. */
   messageDelta(m: ServerMessageOf<"message.delta">): void {
-    this.bubble(m.message_id, "assistant", m.text);
+    this.stream(m.message_id, m.text);
     this.scroll();
   }
 
   messageComplete(m: ServerMessageOf<"message.complete">): void {
     if (m.kind === "notice") {
-      const el = this.keyed(`notice:${m.message_id}`, () => h("div", { class: "notice", role: "status" }));
+      const el = this.keyed(`notice:${m.message_id}`, () => {
+        const notice = h("div", { class: "notice", role: "status" });
+        this.place(this.activeRun, notice);
+        return notice;
+      });
       replace(el, renderMarkdown(m.text));
-      // A notice that arrives before the run's answer has any text reads before it, not after.
-      const draft = this.activeRun ? this.runBubbles.get(this.activeRun) : undefined;
-      if (draft && !draft.querySelector(".text")?.textContent) draft.before(el);
     } else {
-      this.bubble(m.message_id, "assistant", m.text).classList.remove("streaming");
+      this.stream(m.message_id, m.text);
+      this.endStream(m.message_id);
     }
     this.scroll();
   }
 
   runFinished(m: ServerMessageOf<"run.finished">): void {
-    const bubble = this.runBubbles.get(m.run_id);
-    bubble?.classList.remove("streaming");
+    const flow = this.runs.get(m.run_id);
+    if (flow) this.endStream(flow.messageId);
     if (m.status !== "completed") {
       const text = m.status === "cancelled" ? "Stopped." : `Run failed: ${m.error ?? "unknown error"}`;
       const el = h("div", { class: `run-end ${m.status}`, "data-run-status": m.status }, text);
-      if (bubble) bubble.appendChild(el);
+      if (flow) this.tail(flow).appendChild(el);
       else this.el.appendChild(el);
     }
     // Any card of this run still open can no longer be answered.
@@ -132,8 +155,8 @@ export class ChatView {
   tool(t: ToolState): void {
     const pill = this.keyed(`tool:${t.tool_call_id}`, () => {
       const el = h("span", { class: "pill", "data-tool-call-id": t.tool_call_id });
-      const host = t.run_id ? this.runBubbles.get(t.run_id)?.querySelector(".tools") : undefined;
-      (host ?? this.el).appendChild(el);
+      const flow = t.run_id ? this.runs.get(t.run_id) : undefined;
+      (flow ? this.tail(flow).querySelector(".tools")! : this.el).appendChild(el);
       return el;
     });
     pill.dataset.status = t.status;
@@ -235,9 +258,15 @@ export class ChatView {
   attachment(a: AttachmentDescriptor): void {
     if (this.items.has(`att:${a.attachment_id}`)) return;
     const label = `${a.filename} (${formatBytes(a.size)})`;
-    const el = this.keyed(`att:${a.attachment_id}`, () =>
-      h("figure", { class: `attachment ${a.direction}`, "data-attachment-id": a.attachment_id }),
-    );
+    const el = this.keyed(`att:${a.attachment_id}`, () => {
+      const figure = h("figure", {
+        class: `attachment ${a.direction}`,
+        "data-attachment-id": a.attachment_id,
+      });
+      // A file the agent delivers mid-run goes where it happened in that run's answer.
+      this.place(this.runOf(a.message_id), figure);
+      return figure;
+    });
     if (a.inline_image) {
       const img = h("img", { alt: a.filename });
       el.append(img, h("figcaption", {}, label));
@@ -282,36 +311,107 @@ export class ChatView {
     return el;
   }
 
-  private bubble(id: string, role: "user" | "assistant", text: string, runId?: string): HTMLElement {
-    const el = this.keyed(`msg:${id}`, () =>
-      h(
-        "div",
-        { class: `msg ${role}`, "data-message-id": id, "data-role": role },
-        h("div", { class: "tools" }),
-        h("div", { class: "text" }),
-      ),
-    );
-    if (runId) {
-      el.dataset.runId = runId;
-      el.classList.add("streaming");
-      this.runBubbles.set(runId, el);
-    }
+  private bubble(id: string, role: "user" | "assistant", text: string): HTMLElement {
+    const el = this.keyed(`msg:${id}`, () => this.segment(id, role));
     const body = el.querySelector(".text")!;
     if (role === "user") body.textContent = text;
     else replace(body, renderMarkdown(text));
     return el;
   }
 
+  private segment(id: string, role: "user" | "assistant"): HTMLElement {
+    return h(
+      "div",
+      { class: `msg ${role}`, "data-message-id": id, "data-role": role },
+      h("div", { class: "tools" }),
+      h("div", { class: "text" }),
+    );
+  }
+
+  /** A run's answer begins: an empty, streaming bubble. */
+  private startRun(runId: string, messageId: string): void {
+    if (!this.runs.has(runId)) {
+      const segment = this.bubble(messageId, "assistant", "");
+      segment.dataset.runId = runId;
+      segment.classList.add("streaming");
+      this.runs.set(runId, { messageId, segment, from: 0, length: 0, after: null, live: true });
+    }
+    this.setRun(runId);
+  }
+
+  /** Show a message's cumulative text; a run's answer is split around what arrived mid-run. */
+  private stream(messageId: string, text: string): void {
+    const flow = this.runs.get(this.runOf(messageId) ?? "");
+    if (!flow) {
+      this.bubble(messageId, "assistant", text);
+      return;
+    }
+    if (text.length > flow.length) this.tail(flow);
+    flow.length = text.length;
+    // A continuation starts a new bubble: the space that joined it to the text above has no place there.
+    const shown = flow.from ? text.slice(flow.from).trimStart() : text;
+    replace(flow.segment.querySelector(".text")!, renderMarkdown(shown));
+  }
+
+  /** The segment new output of a run goes to: a fresh one below anything placed after the current one. */
+  private tail(flow: Flow): HTMLElement {
+    if (!flow.after) return flow.segment;
+    const next = this.segment(flow.messageId, "assistant");
+    next.dataset.runId = flow.segment.dataset.runId!;
+    next.classList.toggle("streaming", flow.live);
+    flow.after.after(next);
+    Object.assign(flow, { segment: next, from: flow.length, after: null });
+    return next;
+  }
+
+  /**
+   * Put a card, notice or file of a run where it happened: before the run's
+   * bubble while that shows nothing yet, else after what the run has shown.
+   */
+  private place(runId: string | null, el: HTMLElement): void {
+    const flow = runId ? this.runs.get(runId) : undefined;
+    if (!flow?.segment.isConnected) {
+      this.el.appendChild(el);
+      return;
+    }
+    const shown =
+      flow.segment.querySelector(".text")!.textContent || flow.segment.querySelector(".tools > *");
+    if (!flow.after && !shown) {
+      flow.segment.before(el);
+      return;
+    }
+    (flow.after ?? flow.segment).after(el);
+    flow.after = el;
+    // The cursor moves on: what follows will appear below this item.
+    flow.segment.classList.remove("streaming");
+  }
+
+  /** The run whose answer is this message, if this view saw it start. */
+  private runOf(messageId: string | null): string | null {
+    for (const [runId, flow] of this.runs) if (flow.messageId === messageId) return runId;
+    return null;
+  }
+
+  /** The message is complete: no bubble of it (a run's answer may be split in several) shows a cursor. */
+  private endStream(messageId: string): void {
+    const flow = this.runs.get(this.runOf(messageId) ?? "");
+    if (flow) flow.live = false;
+    for (const seg of this.el.querySelectorAll(`.msg[data-message-id="${CSS.escape(messageId)}"]`))
+      seg.classList.remove("streaming");
+  }
+
   private card(key: string, kind: string, runId: string | null, title: string): HTMLElement {
-    const card = this.keyed(key, () =>
-      h(
+    const card = this.keyed(key, () => {
+      const el = h(
         "div",
         { class: `card ${kind} open`, "data-run-id": runId ?? "" },
         h("div", { class: "title" }, title),
         h("div", { class: "body" }),
         h("div", { class: "card-status", role: "status" }),
-      ),
-    );
+      );
+      this.place(runId, el);
+      return el;
+    });
     replace(card.querySelector(".body")!);
     return card;
   }

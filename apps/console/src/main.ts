@@ -65,17 +65,21 @@ function showConnect(error?: string): void {
     message,
     h("p", { class: "hint" }, "The secret is kept in this tab's session storage only."),
   );
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
+  const attempt = (to: string, with_: string) => {
     button.disabled = true;
     message.textContent = "Connecting…";
-    connect(url.value.trim(), secret.value).catch((err: unknown) => {
+    connect(to, with_).catch((err: unknown) => {
       button.disabled = false;
       message.textContent = describe(err);
     });
+  };
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    attempt(url.value.trim(), secret.value);
   });
   replace(root, h("header", {}, h("strong", {}, "Pheby"), status), form);
-  if (saved.url && saved.secret && !error) form.requestSubmit();
+  // The saved secret is used directly, never copied into the form.
+  if (saved.url && saved.secret && !error) attempt(saved.url, saved.secret);
   else secret.focus();
 }
 
@@ -180,15 +184,34 @@ function startApp(client: PhebyClient): void {
     client.close();
     showConnect();
   });
-  replace(
-    root,
-    h("header", {}, h("strong", {}, "Pheby"), status, banner, signOut),
-    h("div", { class: "layout" }, conversations.el, main),
+  // On a narrow screen the conversation list is a drawer behind this button (CSS hides it on wide ones).
+  const layout = h("div", { class: "layout" });
+  const drawerToggle = h(
+    "button",
+    {
+      type: "button",
+      class: "icon drawer-toggle",
+      "aria-label": "Conversations",
+      "aria-expanded": "false",
+      "data-testid": "drawer-toggle",
+    },
+    "☰",
   );
+  const backdrop = h("div", { class: "backdrop", "data-testid": "drawer-backdrop" });
+  const setDrawer = (open: boolean) => {
+    layout.classList.toggle("drawer-open", open);
+    drawerToggle.setAttribute("aria-expanded", String(open));
+  };
+  drawerToggle.addEventListener("click", () => setDrawer(!layout.classList.contains("drawer-open")));
+  backdrop.addEventListener("click", () => setDrawer(false));
+  document.addEventListener("keydown", (event) => event.key === "Escape" && setDrawer(false));
+  layout.append(conversations.el, backdrop, main);
+  replace(root, h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, signOut), layout);
 
   async function openConversation(id: string): Promise<void> {
     if (current && current !== id) client.unfollow(current);
     current = id;
+    setDrawer(false);
     client.follow(id);
     conversations.select(id);
     title.textContent = conversations.name(id);

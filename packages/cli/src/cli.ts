@@ -1,9 +1,11 @@
+import { readFileSync } from "node:fs";
 import { PhebyClient } from "@pheby/client";
+import { PROTOCOL_VERSION } from "@pheby/protocol";
 import { type Command, commandHelp, parseCommandArgs, serverSettings } from "./command.js";
 import { chat } from "./commands/chat.js";
 import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
-import { download, upload } from "./commands/files.js";
+import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
@@ -18,6 +20,7 @@ export const COMMANDS: readonly Command[] = [
   tail,
   upload,
   download,
+  attachments,
   models,
   model,
   reasoning,
@@ -25,11 +28,20 @@ export const COMMANDS: readonly Command[] = [
   conformance,
 ];
 
+/** `pheby --version`: this package's version (package.json sits one level above both src/ and dist/). */
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return `pheby ${pkg.version} (Pheby Protocol v${PROTOCOL_VERSION})`;
+}
+
 /** The top-level help. */
 export function mainHelp(): string {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return [
     "Usage: pheby <command> [arguments] [--url URL] [--secret SECRET] [--json]",
+    "       pheby --version",
     "",
     "Poke a live Pheby Protocol v1 server, and test it with the conformance suite.",
     "",
@@ -52,6 +64,10 @@ export async function main(argv: string[], io: Io): Promise<number> {
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     io.stdout.write(mainHelp());
     return name === undefined ? EXIT.usage : EXIT.ok;
+  }
+  if (name === "--version" || name === "-V" || name === "version") {
+    io.stdout.write(`${version()}\n`);
+    return EXIT.ok;
   }
   const command = COMMANDS.find((c) => c.name === name);
   if (!command) {

@@ -60,7 +60,9 @@ export function errnoOf(err: unknown): string | undefined {
 
 /** A one-line description of an error for stderr; never includes the secret. */
 export function describeError(err: unknown): string {
-  if (err instanceof PhebyError) return `${err.code}: ${err.message}`;
+  // A connection failure's message already says what failed (refused, DNS, TLS, HTTP status).
+  if (err instanceof PhebyError)
+    return err.code === "connection_closed" ? err.message : `${err.code}: ${err.message}`;
   const code = errnoOf(err);
   const message = err instanceof Error ? err.message : String(err);
   return code && !message.includes(code) ? `${message} (${code})` : message;

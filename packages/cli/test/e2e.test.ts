@@ -3,10 +3,12 @@
 // from util-linux) for the interactive paths.
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { refusingUpgrades } from "../../client/test/peer.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
@@ -72,6 +74,13 @@ async function runPheby(
   const run = pheby(server, args, opts);
   run.child.stdin!.end(opts.input ?? "");
   return { code: await run.exit, output: run.output() };
+}
+
+/** A port on 127.0.0.1 that nothing listens on (it was just released), so connecting is refused. */
+async function freePort(): Promise<number> {
+  const server = await refusingUpgrades(200);
+  await server.close();
+  return server.port;
 }
 
 const jsonLines = (text: string) =>
@@ -185,11 +194,143 @@ describe.skipIf(unavailable !== undefined)(
         ]);
         expect(down.code).toBe(0);
         expect(readFileSync(join(dir, "copy.bin")).equals(bytes)).toBe(true);
-        const named = await runPheby(server, ["download", attachment.attachment_id, "--json"], { cwd: dir });
-        expect(readFileSync(join(dir, "data.bin")).equals(bytes)).toBe(true);
+        // Under its own name, in a directory where that name is still free.
+        mkdirSync(join(dir, "fresh"));
+        const named = await runPheby(server, ["download", attachment.attachment_id, "--json"], {
+          cwd: join(dir, "fresh"),
+        });
+        expect(readFileSync(join(dir, "fresh", "data.bin")).equals(bytes)).toBe(true);
         expect(jsonLines(named.output)[0]).toMatchObject({ path: "data.bin", size: bytes.length });
       } finally {
         rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("download never replaces an existing file without --force, by its own name or with -o", async () => {
+      const dir = mkdtempSync(join(tmpdir(), "pheby-cli-clobber-"));
+      try {
+        writeFileSync(join(dir, "mine.txt"), "the server's copy");
+        const up = await runPheby(server, ["upload", conversation, join(dir, "mine.txt"), "--json"]);
+        const id = (jsonLines(up.output)[0] as { attachment_id: string }).attachment_id;
+        writeFileSync(join(dir, "mine.txt"), "my local edits");
+        const listing = () => readdirSync(dir).sort();
+
+        const byName = await runPheby(server, ["download", id], { cwd: dir });
+        expect(byName.code).toBe(1);
+        expect(byName.output).toContain(
+          "pheby download: mine.txt already exists; pass --force to replace it, or -o to choose another path",
+        );
+        const withO = await runPheby(server, ["download", id, "-o", join(dir, "mine.txt")]);
+        expect(withO.code).toBe(1);
+        expect(withO.output).toContain(`${join(dir, "mine.txt")} already exists`);
+        // Kept as it was, and no temporary file left behind.
+        expect(readFileSync(join(dir, "mine.txt"), "utf8")).toBe("my local edits");
+        expect(listing()).toEqual(["mine.txt"]);
+
+        const forced = await runPheby(server, ["download", id, "--force"], { cwd: dir });
+        expect(forced.code).toBe(0);
+        expect(readFileSync(join(dir, "mine.txt"), "utf8")).toBe("the server's copy");
+        writeFileSync(join(dir, "mine.txt"), "edited again");
+        expect((await runPheby(server, ["download", id, "-o", join(dir, "mine.txt"), "-f"])).code).toBe(0);
+        expect(readFileSync(join(dir, "mine.txt"), "utf8")).toBe("the server's copy");
+        expect(listing()).toEqual(["mine.txt"]);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+
+    it("attachments lists a conversation's files, both directions, as text and --json", async () => {
+      const created = await runPheby(server, ["conversations", "create", "With files", "--json"]);
+      const id = (jsonLines(created.output)[0] as { conversation_id: string }).conversation_id;
+      const empty = await runPheby(server, ["attachments", id, "--json"]);
+      expect(empty).toEqual({ code: 0, output: "" });
+      const dir = mkdtempSync(join(tmpdir(), "pheby-cli-list-"));
+      try {
+        writeFileSync(join(dir, "notes.md"), "# Notes\n");
+        const up = await runPheby(server, ["upload", id, join(dir, "notes.md"), "--json"]);
+        const uploaded = jsonLines(up.output)[0] as { attachment_id: string };
+        expect(
+          (await runPheby(server, ["chat", id, "/sim image", "--attach", uploaded.attachment_id])).code,
+        ).toBe(0);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+      const listed = await runPheby(server, ["attachments", "With files", "--json"]);
+      expect(listed.code).toBe(0);
+      const rows = jsonLines(listed.output);
+      expect(rows.map((r) => [r.filename, r.direction, r.mime_type])).toEqual([
+        ["notes.md", "inbound", "text/markdown"],
+        ["pheby-image.png", "outbound", "image/png"],
+      ]);
+      for (const row of rows) expect(AttachmentDescriptor.safeParse(row).success).toBe(true);
+      const text = await runPheby(server, ["attachments", id]);
+      const lines = text.output.trim().split("\n");
+      expect(lines).toHaveLength(2);
+      expect(lines[0]).toMatch(
+        new RegExp(`^${rows[0]!.attachment_id}  in   \\S+ +8 B  text/markdown  notes\\.md$`),
+      );
+      expect(lines[1]).toMatch(
+        new RegExp(`^${rows[1]!.attachment_id}  out  \\S+ +[\\d.]+ (B|KiB)  image/png  pheby-image\\.png$`),
+      );
+    });
+
+    it("--version prints the package version and the protocol version", async () => {
+      const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../package.json"), "utf8")) as {
+        version: string;
+      };
+      for (const flag of ["--version", "-V"])
+        expect(await runPheby(server, [flag])).toEqual({
+          code: 0,
+          output: `pheby ${pkg.version} (Pheby Protocol v1)\n`,
+        });
+    });
+
+    it("says what failed when the server cannot be reached: refused, DNS, TLS, HTTP status of the upgrade", async () => {
+      const refusing = await refusingUpgrades(403);
+      const closedPort = await freePort();
+      try {
+        const cases: [string, RegExp][] = [
+          [
+            `ws://127.0.0.1:${closedPort}/ws`,
+            new RegExp(
+              `^pheby conversations: connection refused by 127\\.0\\.0\\.1:${closedPort} \\(is the server running on that port\\?\\)$`,
+            ),
+          ],
+          [
+            "ws://pheby-cli-test.invalid/ws",
+            /^pheby conversations: cannot resolve the host name pheby-cli-test\.invalid \(DNS: (ENOTFOUND|EAI_AGAIN)\)$/,
+          ],
+          [
+            `wss://127.0.0.1:${refusing.port}/ws`,
+            new RegExp(
+              `^pheby conversations: TLS handshake with 127\\.0\\.0\\.1:${refusing.port} failed: .*wrong version number`,
+            ),
+          ],
+          [
+            `ws://127.0.0.1:${refusing.port}/ws`,
+            new RegExp(
+              `^pheby conversations: 127\\.0\\.0\\.1:${refusing.port} answered the WebSocket upgrade with HTTP 403 \\(is /ws the server's WebSocket endpoint`,
+            ),
+          ],
+        ];
+        for (const [url, message] of cases) {
+          const run = await runPheby(server, ["conversations", "--url", url]);
+          expect(run.output.trim()).toMatch(message);
+          expect(run.code).toBe(4);
+        }
+        // Files go over plain HTTP: the same words.
+        const download = await runPheby(server, [
+          "download",
+          "0123456789abcdef0123456789abcdef",
+          "--url",
+          `ws://127.0.0.1:${closedPort}/ws`,
+        ]);
+        expect(download.output.trim()).toBe(
+          `pheby download: connection refused by 127.0.0.1:${closedPort} (is the server running on that port?)`,
+        );
+        expect(download.code).toBe(4);
+      } finally {
+        await refusing.close();
       }
     });
 

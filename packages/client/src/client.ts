@@ -15,6 +15,7 @@ import { Emitter } from "./emitter.js";
 import { PhebyError } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
+import { type TransportFailure, transportFailure } from "./transport.js";
 
 /** Connection lifecycle states. `auth_failed` is final until {@link PhebyClient.connect} is called again. */
 export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "auth_failed" | "closed";
@@ -251,15 +252,34 @@ export class PhebyClient {
     const socket = new Ctor(this.options.url);
     this.socket = socket;
     let failure: PhebyError | undefined;
+    let opening = true;
+    let transport: TransportFailure | undefined;
 
     const opened = new Promise<void>((resolve, reject) => {
-      socket.addEventListener("open", () => resolve());
+      socket.addEventListener("open", () => {
+        opening = false;
+        resolve();
+      });
       socket.addEventListener("close", (event) => {
-        reject(failure ?? new PhebyError("connection_closed", `closed (${event.code}) before ready`));
+        reject(
+          failure ??
+            (transport
+              ? new PhebyError("connection_closed", transport.message, {
+                  status: transport.status,
+                  cause: transport.cause,
+                })
+              : new PhebyError(
+                  "connection_closed",
+                  opening
+                    ? `closed (${event.code}) before the WebSocket to ${this.options.url} opened (the runtime does not say why)`
+                    : `closed (${event.code}) before ready`,
+                )),
+        );
         this.onClose(socket, event.code);
       });
-      socket.addEventListener("error", () => {
-        /* a close event follows */
+      // A close event follows; keep what the runtime says went wrong (Node does, browsers do not).
+      socket.addEventListener("error", (event) => {
+        if (opening) transport ??= transportFailure(event, this.options.url);
       });
     });
     socket.addEventListener("message", (event) => this.onMessage(socket, event.data));

@@ -8,13 +8,21 @@ export class PhebyError extends Error {
   override readonly name = "PhebyError";
   /** The spec's error code, or a client-side one (`connection_closed`, `timeout`, `invalid_frame`). */
   readonly code: PhebyErrorCode;
-  /** HTTP status, for upload/download failures. */
+  /** HTTP status, for upload/download failures and for a WebSocket upgrade the server refused. */
   readonly status?: number;
   /** The request's `request_id`, when the error answers a request. */
   readonly requestId?: string;
 
-  constructor(code: PhebyErrorCode, message: string, extra: { status?: number; requestId?: string } = {}) {
-    super(message);
+  /**
+   * @param extra `status`: HTTP status (of a file request, or of a refused WebSocket upgrade);
+   * `cause`: the runtime's underlying error (e.g. Node's `ECONNREFUSED`), when known.
+   */
+  constructor(
+    code: PhebyErrorCode,
+    message: string,
+    extra: { status?: number; requestId?: string; cause?: unknown } = {},
+  ) {
+    super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.code = code;
     if (extra.status !== undefined) this.status = extra.status;
     if (extra.requestId !== undefined) this.requestId = extra.requestId;

@@ -1,5 +1,6 @@
 import { type AttachmentDescriptor, ErrorBody, type ErrorCode, UploadResponse } from "@pheby/protocol";
 import { PhebyError } from "./errors.js";
+import { describeFailure } from "./transport.js";
 import { hasXhr, xhrPost } from "./xhr.js";
 
 /** What can be uploaded: a file path (Node only), a Blob, bytes, or a byte stream. */
@@ -85,6 +86,17 @@ function asBlob(source: UploadSource): Blob | undefined {
   return undefined;
 }
 
+/** fetch, with a failure to reach the server (not an abort) turned into a `connection_closed` saying why. */
+async function send(options: FileClientOptions, url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await (options.fetch ?? fetch)(url, init);
+  } catch (err) {
+    if (!(err instanceof Error) || err.name === "AbortError") throw err;
+    const failure = describeFailure(err, url);
+    throw new PhebyError("connection_closed", failure.message, { cause: err });
+  }
+}
+
 async function httpError(response: Response): Promise<PhebyError> {
   let code: ErrorCode =
     response.status === 401 ? "unauthorized" : response.status === 404 ? "not_found" : "bad_request";
@@ -135,7 +147,7 @@ export async function uploadAttachment(
   if (size !== undefined) headers["content-length"] = String(size);
   const response = blob
     ? await xhrPost(url, headers, blob, extra.onProgress, extra.signal)
-    : await (options.fetch ?? fetch)(url, {
+    : await send(options, url, {
         method: "POST",
         headers,
         body: counting(stream!, size, extra.onProgress),
@@ -170,7 +182,7 @@ export async function downloadAttachment(
       : attachment.download_path;
   const headers: Record<string, string> = { authorization: `Bearer ${options.secret}` };
   if (extra.range) headers.range = extra.range.startsWith("bytes=") ? extra.range : `bytes=${extra.range}`;
-  const response = await (options.fetch ?? fetch)(`${httpBase(options.url)}${path}`, {
+  const response = await send(options, `${httpBase(options.url)}${path}`, {
     headers,
     ...(extra.signal ? { signal: extra.signal } : {}),
   });

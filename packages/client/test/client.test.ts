@@ -1,6 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { backoffDelay, httpBase, PhebyClient, PhebyError } from "../src/index.js";
-import { ScriptedPeer, TS } from "./peer.js";
+import {
+  backoffDelay,
+  downloadAttachment,
+  httpBase,
+  PhebyClient,
+  PhebyError,
+  type WebSocketConstructor,
+} from "../src/index.js";
+import { refusingUpgrades, ScriptedPeer, TS } from "./peer.js";
 
 let peer: ScriptedPeer;
 const clients: PhebyClient[] = [];
@@ -47,12 +54,100 @@ describe("PhebyClient handshake", () => {
     expect(states).toEqual(["connecting", "auth_failed"]);
   });
 
-  it("rejects with connection_closed when nothing listens", async () => {
+  it("rejects with connection_closed when nothing listens, saying the connection was refused", async () => {
     const url = peer.url;
     await peer.close();
     const c = new PhebyClient({ url, secret: "s3cret" });
-    await expect(c.connect()).rejects.toBeInstanceOf(PhebyError);
+    const err = (await c.connect().catch((e: unknown) => e)) as PhebyError;
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err.code).toBe("connection_closed");
+    expect(err.message).toBe(
+      `connection refused by ${new URL(url).host} (is the server running on that port?)`,
+    );
+    expect((err.cause as { code?: string }).code).toBe("ECONNREFUSED");
     expect(c.state).toBe("closed");
+    peer = await ScriptedPeer.start();
+  });
+});
+
+describe("PhebyClient says why a connection could not be made", () => {
+  const failure = (url: string) =>
+    new PhebyClient({ url, secret: "s3cret", reconnect: false }).connect().then(
+      () => expect.unreachable("connected"),
+      (e: unknown) => e as PhebyError,
+    );
+
+  it("an HTTP status instead of the upgrade: the status, on the error too", async () => {
+    const http = await refusingUpgrades(403);
+    try {
+      const err = await failure(`ws://127.0.0.1:${http.port}/ws`);
+      expect(err).toMatchObject({ code: "connection_closed", status: 403 });
+      expect(err.message).toMatch(
+        new RegExp(
+          `^127\\.0\\.0\\.1:${http.port} answered the WebSocket upgrade with HTTP 403 \\(is /ws the server's WebSocket endpoint`,
+        ),
+      );
+    } finally {
+      await http.close();
+    }
+  });
+
+  it("a host name that does not resolve (.invalid never does, RFC 6761): DNS", async () => {
+    const err = await failure("ws://pheby-test.invalid/ws");
+    expect(err.code).toBe("connection_closed");
+    expect(err.message).toMatch(
+      /^cannot resolve the host name pheby-test\.invalid \(DNS: (ENOTFOUND|EAI_AGAIN)\)$/,
+    );
+  }, 60_000); // a resolver that never answers takes its own timeout to say EAI_AGAIN
+
+  it("TLS to a port that does not speak it: the TLS handshake failed", async () => {
+    const http = await refusingUpgrades(403);
+    try {
+      const err = await failure(`wss://127.0.0.1:${http.port}/ws`);
+      expect(err.code).toBe("connection_closed");
+      expect(err.message).toMatch(
+        new RegExp(`^TLS handshake with 127\\.0\\.0\\.1:${http.port} failed: .*wrong version number`),
+      );
+    } finally {
+      await http.close();
+    }
+  });
+
+  it("a runtime that gives no reason (browsers): the close code, before the socket opened", async () => {
+    // The WHATWG WebSocket's 'error' event carries nothing; emulate that on top of a refused `ws` socket.
+    const { default: WS } = await import("ws");
+    class Silent extends WS {
+      override addEventListener(type: string, listener: (event: unknown) => void): void {
+        super.addEventListener(
+          type as "open",
+          type === "error" ? () => listener({ type: "error" }) : (listener as () => void),
+        );
+      }
+    }
+    const err = (await new PhebyClient({
+      url: "ws://127.0.0.1:1/ws",
+      secret: "s3cret",
+      reconnect: false,
+      WebSocket: Silent as unknown as WebSocketConstructor,
+    })
+      .connect()
+      .catch((e: unknown) => e)) as PhebyError;
+    expect(err.message).toBe(
+      "closed (1006) before the WebSocket to ws://127.0.0.1:1/ws opened (the runtime does not say why)",
+    );
+  });
+
+  it("a file request to a server that is not there: connection_closed saying it was refused", async () => {
+    const url = peer.url;
+    await peer.close();
+    const err = (await downloadAttachment(
+      { url, secret: "s3cret" },
+      "0123456789abcdef0123456789abcdef",
+    ).catch((e: unknown) => e)) as PhebyError;
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err.message).toBe(
+      `connection refused by ${new URL(url).host} (is the server running on that port?)`,
+    );
     peer = await ScriptedPeer.start();
   });
 });

@@ -2,6 +2,7 @@
 // remote server so the client's edge cases (drops, bad frames, silence) can be
 // produced on demand; end-to-end behaviour is tested against the real
 // @pheby/server in packages/server.
+import { createServer, STATUS_CODES } from "node:http";
 import type { AddressInfo } from "node:net";
 import { WebSocket, WebSocketServer } from "ws";
 
@@ -98,4 +99,19 @@ export function defaultHandler(frame: Record<string, unknown>): unknown[] | unde
     default:
       return undefined;
   }
+}
+
+/** An HTTP server on 127.0.0.1 that answers every request and WebSocket upgrade with `status`. */
+export async function refusingUpgrades(status: number): Promise<{ port: number; close(): Promise<void> }> {
+  const server = createServer((_req, res) => res.writeHead(status).end());
+  server.on("upgrade", (_req, socket) =>
+    socket.end(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`,
+    ),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

@@ -73,6 +73,16 @@ const scripted: AgentBackend = {
           ),
         );
         break;
+      case "mid-answer":
+        // Text, a notice, more text, a question: each part must be on the wire before what follows it.
+        sink.text("Let me ");
+        sink.text("check.");
+        sink.notice("Heads up");
+        sink.text(" Still ");
+        sink.text("checking.");
+        answers.set(input.text, await ask(["once", "deny"]));
+        sink.text(" Done.");
+        return { status: "completed" };
       case "late":
         // Asked after the run has ended: answered "cancelled" at once, never broadcast.
         setTimeout(() => {
@@ -190,6 +200,36 @@ describe("decisions against a scripted backend", () => {
       "clarify.resolved",
     );
     expect(late).toMatchObject({ type: "error", error: { code: "clarify_not_found" } });
+  });
+
+  it("the text streamed before a notice or a question reaches clients before it", async () => {
+    const id = await createConversation(a);
+    const runId = await send(a, id, "mid-answer");
+    const approval = await b.next("approval.request", (m) => m.run_id === runId);
+    await b.ok(
+      { type: "approval.respond", approval_id: approval.approval_id, choice: "once" },
+      "approval.resolved",
+    );
+    await b.run(runId);
+    const seen = b.frames
+      .filter(
+        (m) =>
+          (m.type === "message.delta" && m.conversation_id === id) ||
+          (m.type === "message.complete" && m.conversation_id === id) ||
+          (m.type === "approval.request" && m.run_id === runId),
+      )
+      .map((m) =>
+        m.type === "approval.request"
+          ? "[approval]"
+          : m.type === "message.complete" && m.kind
+            ? "[notice]"
+            : (m as { text: string }).text,
+      );
+    const notice = seen.indexOf("[notice]");
+    const question = seen.indexOf("[approval]");
+    expect(seen[notice - 1]).toBe("Let me check.");
+    expect(seen[question - 1]).toBe("Let me check. Still checking.");
+    expect(seen.at(-1)).toBe("Let me check. Still checking. Done.");
   });
 
   it("a question asked after the run ended is answered cancelled and never broadcast", async () => {

@@ -3,6 +3,7 @@
 // one server for the whole file; the tests run in order and build on each other.
 import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PhebyClient } from "@pheby/client";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -12,8 +13,10 @@ import {
   launchChromium,
   makePng,
   RESULTS,
+  runSettled,
   SECRET,
   type ServerProcess,
+  sendMessage,
   startProxy,
   startServer,
   startStaticHost,
@@ -47,18 +50,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     page.waitForSelector(`[data-testid="status"][data-state="${state}"]`, { timeout });
   const lastAssistant = ".msg.assistant >> nth=-1";
 
-  /** Send a message and wait until the server accepted it (the console then shows it). */
-  async function send(text: string): Promise<void> {
-    const before = await page.locator(".msg.user").count();
-    await page.fill('[data-testid="message"]', text);
-    await page.click('[data-testid="send"]');
-    await page.waitForFunction((n) => document.querySelectorAll(".msg.user").length > n, before);
-  }
-  /** Wait until the newest run is over (no stop button, no streaming bubble). */
-  async function settled(): Promise<void> {
-    await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
-    await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
-  }
+  const send = (text: string) => sendMessage(page, text);
+  const settled = () => runSettled(page);
 
   beforeAll(async () => {
     mkdirSync(RESULTS, { recursive: true });
@@ -298,7 +291,25 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       "Approved (once): I ran rm -rf /tmp/pheby-sim-build.",
     );
-    expect(await page.getAttribute(`${lastAssistant} >> .pill`, "data-status")).toBe("completed");
+    // Where it happened: the tool asked, the card was answered, then the answer followed.
+    const around = await page.evaluate(() => {
+      const card = [...document.querySelectorAll(".card.approval")].at(-1)!;
+      const [before, after] = [card.previousElementSibling!, card.nextElementSibling!];
+      return {
+        before: {
+          pill: before.querySelector<HTMLElement>(".pill")?.dataset.status,
+          text: before.querySelector(".text")?.textContent,
+        },
+        after: {
+          pills: after.querySelectorAll(".pill").length,
+          text: after.querySelector(".text")?.textContent,
+        },
+      };
+    });
+    expect(around).toEqual({
+      before: { pill: "completed", text: "" },
+      after: { pills: 0, text: "Approved (once): I ran rm -rf /tmp/pheby-sim-build." },
+    });
   });
 
   it("answers /sim clarify with free text in the Other field", async () => {
@@ -430,6 +441,14 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
           ?.naturalWidth === 64,
     );
     await settled();
+    // Live, the image sits where it arrived: the simulator delivers it before it says anything.
+    expect(
+      await page.evaluate(() => {
+        const figure = document.querySelector('.attachment.outbound img[alt="pheby-image.png"]')!
+          .parentElement!;
+        return figure.nextElementSibling?.querySelector(".text")?.textContent;
+      }),
+    ).toMatch(/^Here is your image: pheby-image\.png/);
     await send("/sim file");
     const link = '.attachment.outbound a.download:has-text("pheby-report.pdf")';
     await page.waitForSelector(link);
@@ -457,6 +476,38 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.waitForSelector('[data-testid="uploads"] .error:has-text("At most 10 files")');
     expect(await page.isDisabled('[data-testid="send"]')).toBe(true);
     await page.setInputFiles('[data-testid="files"]', []);
+  });
+
+  it("reopening a conversation shows each file beside the message it came with", async () => {
+    const id = (await page.getAttribute(
+      '[data-testid="conversation-list"] li.selected',
+      "data-conversation-id",
+    ))!;
+    await page.click('[data-testid="new-conversation"]');
+    await page.waitForSelector(
+      `[data-testid="conversation-list"] li.selected:not([data-conversation-id="${id}"])`,
+    );
+    await page.waitForSelector(".attachment", { state: "detached" });
+    await page.click(`[data-conversation-id="${id}"] .open`);
+    await page.waitForSelector('.attachment.outbound img[alt="pheby-image.png"]');
+    // For each file: the text of the nearest message above it.
+    const owners = await page.evaluate(() =>
+      Object.fromEntries(
+        [...document.querySelectorAll(".attachment")].map((figure) => {
+          let el = figure.previousElementSibling;
+          while (el && !el.matches(".msg")) el = el.previousElementSibling;
+          const name =
+            figure.querySelector("img")?.alt ?? figure.querySelector("a")!.getAttribute("download");
+          return [name, el?.querySelector(".text")?.textContent?.slice(0, 25) ?? null];
+        }),
+      ),
+    );
+    expect(owners).toEqual({
+      "pixel.png": "two files",
+      "notes.md": "two files",
+      "pheby-image.png": "Here is your image: pheby",
+      "pheby-report.pdf": "Here is your document: ph",
+    });
   });
 
   it("reconnects by itself after a server restart and rebuilds the view from the snapshot", async () => {
@@ -524,6 +575,43 @@ describe.skipIf(!hasChromium)("web console from another origin (any static host)
       await browser.close();
       await server.stop();
       await host.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe.skipIf(!hasChromium)("web console with an ACP agent that asks mid-answer", () => {
+  it("places the approval card after the text streamed before it and before the text that followed", async () => {
+    const dataDir = tempDataDir();
+    const agent = fileURLToPath(new URL("./fake-agent.mjs", import.meta.url));
+    const server = await startServer(dataDir, 0, {
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: `${process.execPath} ${agent}`,
+    });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.context.newPage();
+      page.setDefaultTimeout(12_000);
+      await page.goto(`${server.url}/console/`);
+      await page.fill('[data-testid="secret"]', SECRET);
+      await page.click('[data-testid="connect"]');
+      await page.click('[data-testid="new-conversation"]');
+      await page.fill('[data-testid="message"]', "clean up");
+      await page.click('[data-testid="send"]');
+      await page.click('.card.approval.open button[data-choice="once"]');
+      await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
+      await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
+      const timeline = await page.$$eval('[data-testid="timeline"] > *', (els) =>
+        els.map((el) => (el.matches(".card") ? "[card]" : (el.querySelector(".text")?.textContent ?? ""))),
+      );
+      expect(timeline).toEqual(["clean up", "Let me check first.", "[card]", "Then I removed it."]);
+      // A reload reconnects with the tab's saved secret; history keeps the whole answer as one message.
+      await page.reload();
+      await page.click('[data-testid="conversation-list"] li .open');
+      await page.waitForSelector('.msg.assistant .text:has-text("Let me check first. Then I removed it.")');
+    } finally {
+      await browser.close();
+      await server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     }
   });

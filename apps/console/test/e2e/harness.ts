@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
-import { type BrowserContext, chromium } from "playwright-core";
+import { type BrowserContext, chromium, type Page } from "playwright-core";
 
 export const CHROMIUM = process.env.PHEBY_CHROMIUM ?? "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -80,14 +80,21 @@ export async function startServer(
   };
 }
 
-/** Chromium with a fresh profile directory; `close()` removes it. */
-export async function launchChromium(): Promise<{ context: BrowserContext; close(): Promise<void> }> {
+/** A phone: 390×844 CSS pixels (an iPhone 12–14), touch, mobile viewport meta honoured. */
+export const PHONE = { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true } as const;
+
+/** Chromium with a fresh profile directory (a 1200×800 desktop unless `device` says otherwise); `close()` removes it. */
+export async function launchChromium(
+  device: { viewport: { width: number; height: number }; isMobile?: boolean; hasTouch?: boolean } = {
+    viewport: { width: 1200, height: 800 },
+  },
+): Promise<{ context: BrowserContext; close(): Promise<void> }> {
   const profile = mkdtempSync(join(tmpdir(), "pheby-chromium-"));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     args: CHROMIUM_FLAGS,
-    viewport: { width: 1200, height: 800 },
+    ...device,
   });
   return {
     context,
@@ -204,4 +211,18 @@ export async function startStaticHost(): Promise<{ origin: string; close(): Prom
     origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Send a message from the composer and wait until the server accepted it (the console then shows it). */
+export async function sendMessage(page: Page, text: string): Promise<void> {
+  const before = await page.locator(".msg.user").count();
+  await page.fill('[data-testid="message"]', text);
+  await page.click('[data-testid="send"]');
+  await page.waitForFunction((n) => document.querySelectorAll(".msg.user").length > n, before);
+}
+
+/** Wait until the newest run is over (no stop button, no streaming bubble). */
+export async function runSettled(page: Page): Promise<void> {
+  await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
+  await page.waitForFunction(() => !document.querySelector(".msg.streaming"));
 }

@@ -313,6 +313,7 @@ export class RunEngine {
       },
       notice: (text) => {
         if (run.finished) return;
+        this.#flushDelta(run);
         run.notices += 1;
         // A notice in a run gets its own message_id so it never replaces the draft answer.
         hub.broadcast({
@@ -325,15 +326,22 @@ export class RunEngine {
         });
       },
       // A question asked once the run is ending is answered "cancelled" at once, never broadcast.
-      askPermission: async (question, withdraw) =>
-        this.#ending(run)
-          ? { outcome: "cancelled" }
-          : this.deps.decisions.askPermission(asker(run), question, withdraw),
-      askClarification: async (question, withdraw) =>
-        this.#ending(run)
-          ? { outcome: "cancelled" }
-          : this.deps.decisions.askClarification(asker(run), question, withdraw),
-      file: (file) => this.#deliver(run, file),
+      // Like tool events, questions, notices and files first flush the text streamed before them,
+      // so clients can show each where it happened in the answer.
+      askPermission: async (question, withdraw) => {
+        if (this.#ending(run)) return { outcome: "cancelled" };
+        this.#flushDelta(run);
+        return this.deps.decisions.askPermission(asker(run), question, withdraw);
+      },
+      askClarification: async (question, withdraw) => {
+        if (this.#ending(run)) return { outcome: "cancelled" };
+        this.#flushDelta(run);
+        return this.deps.decisions.askClarification(asker(run), question, withdraw);
+      },
+      file: (file) => {
+        this.#flushDelta(run);
+        return this.#deliver(run, file);
+      },
     };
   }
 
