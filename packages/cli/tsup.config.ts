@@ -2,4 +2,4 @@ import { defineConfig } from "tsup";
 import { phebyBuild } from "../../tsup.shared.js";
 
 // A command, not a library: no type declarations to publish.
-export default defineConfig(phebyBuild({ main: "src/main.ts" }, { dts: false }));
+export default defineConfig(phebyBuild({ main: "src/main.ts" }, { format: ["esm"], dts: false }));

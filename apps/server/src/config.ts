@@ -3,7 +3,7 @@
 // original plugin. Bad values stop the process with a readable message that
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { delimiter, resolve } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -20,6 +20,17 @@ const int = (min: number, max: number) =>
     .union([z.number(), z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)])
     .pipe(z.number().int().min(min).max(max));
 const nonEmpty = z.string().trim().min(1);
+/** A list: an array in YAML, one string split on `separator` in env. */
+const list = (separator: string) =>
+  z.union([
+    z.array(z.string()),
+    z.string().transform((s) =>
+      s
+        .split(separator)
+        .map((item) => item.trim())
+        .filter(Boolean),
+    ),
+  ]);
 
 const AgentConfig = z
   .object({
@@ -32,8 +43,8 @@ const AgentConfig = z
     /** ACP session mode to select, e.g. "default" so Qwen Code asks permission. */
     mode: nonEmpty.optional(),
     env: z.record(z.string()).default({}),
-    /** Roots from which the agent's produced files may be copied into the store. */
-    allowed_file_roots: z.array(nonEmpty).default([]),
+    /** Roots from which the agent's produced files may be copied into the store; env: `:`-separated, like PATH. */
+    allowed_file_roots: list(delimiter).pipe(z.array(nonEmpty)).default([]),
   })
   .strict();
 
@@ -66,16 +77,7 @@ export const Config = z
     /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
     heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
-    cors_origins: z
-      .union([
-        z.array(z.string()),
-        z.string().transform((s) =>
-          s
-            .split(",")
-            .map((o) => o.trim())
-            .filter(Boolean),
-        ),
-      ])
+    cors_origins: list(",")
       .pipe(
         z.array(
           z
@@ -121,6 +123,7 @@ export const ENV_NAMES = {
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],
   PHEBY_AGENT_MODE: ["agent", "mode"],
+  PHEBY_AGENT_ALLOWED_FILE_ROOTS: ["agent", "allowed_file_roots"],
 } as const;
 
 /** A configuration error with one line per bad setting. */

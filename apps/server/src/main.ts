@@ -9,15 +9,19 @@ import {
   createSimulatorBackend,
 } from "@pheby/server";
 import { pino } from "pino";
+import { agentCommandProblem } from "./agent-check.js";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
 import { resolveSecret } from "./secret.js";
+
+/** The agent's working directory: `agent.cwd`, else the server's. */
+const agentCwd = (config: Config) => resolve(config.agent.cwd ?? process.cwd());
 
 function createAgent(config: Config): AgentBackend {
   if (config.agent.kind === "simulator") return createSimulatorBackend();
   return createAcpBackend({
     command: agentArgv(config.agent),
-    cwd: resolve(config.agent.cwd ?? process.cwd()),
+    cwd: agentCwd(config),
     env: config.agent.env,
     allowedFileRoots: config.agent.allowed_file_roots.map((root) => resolve(root)),
     ...(config.agent.mode ? { mode: config.agent.mode } : {}),
@@ -37,6 +41,18 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     throw err;
+  }
+  if (config.agent.kind === "acp") {
+    const problem = agentCommandProblem(agentArgv(config.agent), agentCwd(config), {
+      ...process.env,
+      ...config.agent.env,
+    });
+    if (problem) {
+      process.stderr.write(
+        `pheby-server: ${problem} (PHEBY_AGENT_COMMAND / agent.command, PHEBY_AGENT_CWD / agent.cwd)\n`,
+      );
+      process.exit(2);
+    }
   }
   const logger = pino(
     {
@@ -85,6 +101,17 @@ async function main(): Promise<void> {
     heartbeatIntervalMs: config.heartbeat_interval_ms,
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
+  // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails
+  // here, loudly, rather than as a failed run at the first chat.
+  try {
+    await agent.ensureReady?.();
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    logger.error({ err: reason }, "the agent failed to start");
+    process.stderr.write(`pheby-server: the agent failed to start: ${reason}\n`);
+    await server.close().catch(() => {});
+    process.exit(1);
+  }
   logger.info(
     {
       url: `${url.replace(/^http/, "ws")}/ws`,

@@ -126,4 +126,41 @@ describe("pheby-server", () => {
     await expect(app.listening).rejects.toThrow(/exited \(2\)/);
     expect(app.output()).toContain("PHEBY_PORT (port)");
   });
+
+  it("refuses an ACP agent command that is not on PATH, or a missing agent directory, with exit code 2", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), "pheby-app-"));
+    const missing = start({
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: "pheby-no-such-agent acp",
+      PHEBY_DATA_DIR: dataDir,
+      PHEBY_PORT: "0",
+    });
+    await expect(missing.listening).rejects.toThrow(/exited \(2\)/);
+    expect(missing.output()).toContain('the agent command "pheby-no-such-agent" was not found on PATH');
+
+    const noCwd = start({
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: `${process.execPath} --version`,
+      PHEBY_AGENT_CWD: join(dataDir, "not-here"),
+      PHEBY_DATA_DIR: dataDir,
+      PHEBY_PORT: "0",
+    });
+    await expect(noCwd.listening).rejects.toThrow(/exited \(2\)/);
+    expect(noCwd.output()).toContain(
+      `the agent's working directory ${join(dataDir, "not-here")} does not exist`,
+    );
+  });
+
+  it("starts the ACP agent before serving, and exits 1 naming the reason when it cannot", async () => {
+    // A real executable that exits at once instead of answering `initialize`.
+    const app = start({
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: `${process.execPath} -e process.exit(3)`,
+      PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")),
+      PHEBY_PORT: "0",
+    });
+    await expect(app.listening).rejects.toThrow(/exited \(1\)/);
+    expect(app.output()).toMatch(/pheby-server: the agent failed to start: .*exit code 3/);
+    expect(app.output()).toContain('"msg":"the agent failed to start"');
+  });
 });

@@ -90,6 +90,21 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads the agent's allowed file roots from a PATH-like env (the env-only Hermes setup) or a YAML list", () => {
+    const cwd = dir();
+    expect(
+      loadConfig({ PHEBY_AGENT_ALLOWED_FILE_ROOTS: "/srv/work: /var/lib/pheby/.hermes/cache:" }, cwd).agent
+        .allowed_file_roots,
+    ).toEqual(["/srv/work", "/var/lib/pheby/.hermes/cache"]);
+    writeFileSync(join(cwd, "pheby.yaml"), "agent:\n  allowed_file_roots: [/a, /b]\n");
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).agent.allowed_file_roots).toEqual(["/a", "/b"]);
+    expect(
+      loadConfig({ PHEBY_CONFIG: "pheby.yaml", PHEBY_AGENT_ALLOWED_FILE_ROOTS: "/c" }, cwd).agent
+        .allowed_file_roots,
+    ).toEqual(["/c"]);
+    expect(loadConfig({}, cwd).agent.allowed_file_roots).toEqual([]);
+  });
+
   it("reads the HTTP idle timeout in whole seconds, 1..3600", () => {
     expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "1" }, dir()).http_idle_timeout_seconds).toBe(1);
     expect(loadConfig({ PHEBY_HTTP_IDLE_TIMEOUT_SECONDS: "3600" }, dir()).http_idle_timeout_seconds).toBe(

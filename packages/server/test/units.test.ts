@@ -62,6 +62,27 @@ describe("Lockout", () => {
     expect(lockout.tracked).toBe(1);
   });
 
+  it("bounds live locks: past 100,000 the one expiring soonest is released, the newest stay locked", () => {
+    let now = 0;
+    const lockout = new Lockout(
+      { maxFailures: 1, windowMs: 1_000, durationMs: 3_600_000 },
+      { now: () => now },
+    );
+    const addr = (i: number) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`;
+    for (let i = 0; i < 100_000; i++) {
+      now += 1;
+      lockout.fail(addr(i));
+    }
+    expect(lockout.tracked).toBe(100_000);
+    expect(lockout.isLocked(addr(0))).toBe(true);
+    now += 1;
+    lockout.fail(addr(100_000));
+    expect(lockout.tracked).toBe(100_000);
+    expect(lockout.isLocked(addr(0))).toBe(false);
+    expect(lockout.isLocked(addr(1))).toBe(true);
+    expect(lockout.isLocked(addr(100_000))).toBe(true);
+  });
+
   it("forgets failures outside the window and after a success", () => {
     let now = 0;
     const lockout = new Lockout({ maxFailures: 3, windowMs: 1_000, durationMs: 10 }, { now: () => now });

@@ -7,8 +7,15 @@ export interface LockoutSettings {
   durationMs: number;
 }
 
-/** Bound on tracked addresses so a flood of sources cannot grow memory without limit. */
+/** Bound on addresses with failures on record, so a flood of sources cannot grow memory without limit. */
 const MAX_TRACKED = 10_000;
+
+/**
+ * Hard bound on live locks. Past it the lock that expires soonest is released: an attacker must lock
+ * this many fresh addresses (five failures each) to win five more guesses on one of them, which is
+ * nothing against a 256-bit secret, while memory stays bounded (about 100 bytes a lock).
+ */
+const MAX_LOCKED = 100_000;
 
 /**
  * Failed-hello lockout per source address: `maxFailures` failures within
@@ -40,12 +47,9 @@ export class Lockout {
     recent.push(now);
     if (recent.length >= this.settings.maxFailures) {
       this.#failures.delete(addr);
+      this.#lockedUntil.delete(addr); // re-insert at the end, so insertion order is expiry order
       this.#lockedUntil.set(addr, now + this.settings.durationMs);
-      // Expired locks are otherwise removed only when their address comes back; live ones are kept
-      // whatever their number, or flooding from many addresses would unlock the earlier ones.
-      if (this.#lockedUntil.size > MAX_TRACKED) {
-        for (const [a, until] of this.#lockedUntil) if (until <= now) this.#lockedUntil.delete(a);
-      }
+      this.#pruneLocks(now);
       return true;
     }
     this.#failures.set(addr, recent);
@@ -61,6 +65,18 @@ export class Lockout {
   /** A successful hello forgets earlier failures of the address. */
   succeed(addr: string): void {
     this.#failures.delete(addr);
+  }
+
+  /**
+   * Every lock lasts `durationMs`, so the map's insertion order is expiry order: expired locks are
+   * dropped from the front (amortised O(1) a call, no full scan under a flood), then, past
+   * {@link MAX_LOCKED}, the ones closest to expiring.
+   */
+  #pruneLocks(now: number): void {
+    for (const [addr, until] of this.#lockedUntil) {
+      if (until > now && this.#lockedUntil.size <= MAX_LOCKED) break;
+      this.#lockedUntil.delete(addr);
+    }
   }
 
   #prune(now: number): void {
