@@ -3,12 +3,14 @@
  * `pnpm test:agents` (PHEBY_AGENT_TESTS=1), which installs them first; a plain
  * `pnpm test` skips them with the reason printed.
  */
-import { existsSync } from "node:fs";
-import { homedir } from "node:os";
+import { existsSync, mkdtempSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { expect } from "vitest";
+import { afterAll, beforeAll, describe, expect } from "vitest";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
-import { RecordingSink, turnInput } from "../acp/harness.js";
+import { type FakeLlm, type Reply, startFakeLlm, textOf } from "../acp/fake-llm.js";
+import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 
 /** Where `scripts/install-agents.sh` installs the agents. */
 export const AGENTS_DIR = process.env.PHEBY_AGENTS_DIR ?? join(homedir(), ".cache", "pheby-agents");
@@ -36,6 +38,23 @@ export function skipReason(agent: keyof typeof AGENT_BINS): string | null {
   return null;
 }
 
+/** Per-test and hook timeout of each suite: agents boot slowly, Hermes (Python) slowest. */
+const TIMEOUT_MS: Record<keyof typeof AGENT_BINS, number> = {
+  qwen: 120_000,
+  hermes: 180_000,
+  opencode: 120_000,
+  codex: 120_000,
+  gemini: 120_000,
+  claude: 120_000,
+};
+
+/** Declare the suite of `agent`: skipped, with the reason printed, unless it runs (see {@link skipReason}). */
+export function describeAgent(agent: keyof typeof AGENT_BINS, title: string, body: () => void): void {
+  const reason = skipReason(agent);
+  if (reason) console.info(reason);
+  describe.skipIf(reason !== null)(title, { timeout: TIMEOUT_MS[agent] }, body);
+}
+
 /**
  * Run `text` as one turn (in `sessionId`, else a new session) and expect it to complete.
  * Returns the sink, with what the agent streamed and asked.
@@ -50,4 +69,91 @@ export async function completedTurn(
   const result = await backend.prompt(turnInput(id, text), sink, new AbortController().signal);
   expect(result).toEqual({ status: "completed" });
   return { sink, sessionId: id };
+}
+
+/**
+ * Run "talk slowly" (in `sessionId`, else a new session), cancel it once 20 characters have
+ * streamed and expect it to end cancelled.
+ */
+export async function cancelledTurn(
+  backend: AgentBackend,
+  sessionId?: string,
+): Promise<{ sink: RecordingSink; sessionId: string }> {
+  const id = sessionId ?? (await backend.createSession("c")).sessionId;
+  const ctl = new AbortController();
+  const sink = new RecordingSink();
+  abortAfterText(sink, ctl, 20);
+  expect(await backend.prompt(turnInput(id, "talk slowly"), sink, ctl.signal)).toEqual({
+    status: "cancelled",
+  });
+  return { sink, sessionId: id };
+}
+
+/** What every agent's fake model answers to the plain prompts. */
+export const HELLO = "Hello from the fake model.";
+
+/**
+ * The agent-specific part of the fake model's script: the reply to the user's latest text (with the
+ * tool names the agent offered, and the suite's work dir), or undefined for the shared script. The
+ * shared script answers a tool result with "The command finished.", "talk slowly" with a slow
+ * stream, and anything else with {@link HELLO}.
+ */
+export type AgentScript = (user: string, tools: string[], work: string) => Reply | undefined;
+
+/** A suite's fake LLM and work dir, filled in by its `beforeAll`. */
+export interface LlmFixture {
+  llm: FakeLlm;
+  /** A fresh temporary dir: the agent's cwd and its only allowed file root. */
+  work: string;
+}
+
+/** Register a fake LLM scripted by `script` (and a work dir) for the lifetime of the calling suite. */
+export function useFakeLlm(agent: keyof typeof AGENT_BINS, script: AgentScript): LlmFixture {
+  const fixture = {} as LlmFixture;
+  beforeAll(async () => {
+    const work = mkdtempSync(join(tmpdir(), `pheby-${agent}-`));
+    fixture.work = work;
+    fixture.llm = await startFakeLlm(({ messages, tools }) => {
+      if (messages[messages.length - 1]?.role === "tool") return { text: "The command finished." };
+      const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+      const own = script(user, tools, work);
+      if (own) return own;
+      if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
+      return { text: HELLO };
+    });
+  });
+  afterAll(() => fixture.llm?.close());
+  return fixture;
+}
+
+/** A suite's fake LLM, work dir and started agent, filled in by its `beforeAll`. */
+export interface AgentFixture extends LlmFixture {
+  backend: AgentBackend;
+  /** How the agent was launched (for the through-Pheby tests, which launch their own). */
+  options: AcpBackendOptions;
+}
+
+/**
+ * Register a fake LLM (as {@link useFakeLlm}) and one agent launched with `launch(fixture)`, started
+ * for the lifetime of the calling suite and closed before the fake LLM.
+ */
+export function useAgent(
+  agent: keyof typeof AGENT_BINS,
+  script: AgentScript,
+  launch: (fixture: LlmFixture) => AcpBackendOptions,
+): AgentFixture {
+  const fixture = useFakeLlm(agent, script) as AgentFixture;
+  beforeAll(async () => {
+    fixture.options = launch(fixture);
+    fixture.backend = createAcpBackend(fixture.options);
+    await fixture.backend.start(new RecordingHost());
+  });
+  // Registered after useFakeLlm's: vitest runs afterAll hooks in reverse, so the agent goes first.
+  afterAll(() => fixture.backend?.close());
+  return fixture;
+}
+
+/** A fresh temporary HOME for one agent launch. */
+export function tempHome(agent: keyof typeof AGENT_BINS): string {
+  return mkdtempSync(join(tmpdir(), `pheby-${agent}-home-`));
 }

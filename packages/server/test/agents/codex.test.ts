@@ -4,18 +4,13 @@
  * on (issue 13, item 4). Turns run against the fake LLM's Responses API dialect (`wire_api =
  * "responses"` in `$CODEX_HOME/config.toml`).
  */
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
-import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
 import { RecordingHost, RecordingSink } from "../acp/harness.js";
-import { AGENT_BINS, completedTurn, skipReason } from "./agents.js";
+import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useFakeLlm } from "./agents.js";
 import { describeThroughPheby } from "./through-pheby.js";
-
-const reason = skipReason("codex");
-if (reason) console.info(reason);
 
 /** PIDs of the running children of `pid` (zombies excluded). */
 function childrenOf(pid: number): number[] {
@@ -41,33 +36,21 @@ const running = (pid: number) => {
   }
 };
 
-describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_000 }, () => {
-  let llm: FakeLlm;
-  let work: string;
-  /** The shell command the fake model asks Codex to run for `file`. */
-  const write = (file: string) => `echo pheby > ${join(work, file)}`;
-
-  beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "pheby-codex-"));
-    llm = await startFakeLlm(({ messages, tools }) => {
-      const last = messages[messages.length - 1];
-      if (last?.role === "tool") return { text: "The command finished." };
-      const user = textOf([...messages].reverse().find((m) => m.role === "user"));
-      const file = /approve the note|make the file/.exec(user)?.[0];
-      if (file && tools.includes("exec_command")) {
-        const cmd = write(file === "make the file" ? "made-by-codex.txt" : "note.txt");
-        // Escalation makes Codex ask, whatever its sandbox can do here.
-        const args = { cmd, justification: "Write a file", sandbox_permissions: "require_escalated" };
-        return { toolCalls: [{ name: "exec_command", arguments: args }] };
-      }
-      if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
-      return { text: "Hello from the fake model." };
-    });
+describeAgent("codex", "Codex (codex-acp) over ACP", () => {
+  // Each test launches its own agent (they kill it), so only the fake LLM is shared.
+  const fake = useFakeLlm("codex", (user, tools) => {
+    const file = /approve the note|make the file/.exec(user)?.[0];
+    if (!file || !tools.includes("exec_command")) return undefined;
+    const cmd = write(file === "make the file" ? "made-by-codex.txt" : "note.txt");
+    // Escalation makes Codex ask, whatever its sandbox can do here.
+    const args = { cmd, justification: "Write a file", sandbox_permissions: "require_escalated" };
+    return { toolCalls: [{ name: "exec_command", arguments: args }] };
   });
-  afterAll(() => llm?.close());
+  /** The shell command the fake model asks Codex to run for `file`. */
+  const write = (file: string) => `echo pheby > ${join(fake.work, file)}`;
 
   function options(): AcpBackendOptions {
-    const home = mkdtempSync(join(tmpdir(), "pheby-codex-home-"));
+    const home = tempHome("codex");
     mkdirSync(join(home, ".codex"));
     // A provider on a closed loopback port: nothing may leave the machine.
     writeFileSync(
@@ -77,7 +60,7 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
         'model_provider = "fake"',
         "[model_providers.fake]",
         'name = "Fake"',
-        `base_url = "${llm.baseUrl}"`,
+        `base_url = "${fake.llm.baseUrl}"`,
         'env_key = "FAKE_KEY"',
         'wire_api = "responses"',
         "",
@@ -85,9 +68,9 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
     );
     return {
       command: [AGENT_BINS.codex],
-      cwd: work,
+      cwd: fake.work,
       env: { HOME: home, CODEX_HOME: join(home, ".codex"), FAKE_KEY: "sk-fake" },
-      allowedFileRoots: [work],
+      allowedFileRoots: [fake.work],
       shutdownTimeoutMs: 3_000,
     };
   }
@@ -128,27 +111,25 @@ describe.skipIf(reason !== null)("Codex (codex-acp) over ACP", { timeout: 120_00
     await backend.start(new RecordingHost());
     try {
       const { sink: hello, sessionId } = await completedTurn(backend, "say hello");
-      expect(hello.answer).toBe("Hello from the fake model.");
+      expect(hello.answer).toBe(HELLO);
       const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
       const { sink } = await completedTurn(backend, "make the file", once, sessionId);
       expect(sink.of("permission")[0]?.question).toMatchObject({
         command: write("made-by-codex.txt"),
         choices: ["once", "always", "deny"],
       });
-      expect(readFileSync(join(work, "made-by-codex.txt"), "utf8").trim()).toBe("pheby");
+      expect(readFileSync(join(fake.work, "made-by-codex.txt"), "utf8").trim()).toBe("pheby");
     } finally {
       await backend.close();
     }
   });
 
   describeThroughPheby({
+    fixture: fake,
     options,
-    helloPrompt: "say hello",
-    slowPrompt: "talk slowly",
-    toolPrompt: "please approve the note",
     // Codex names no tool: the title (the command itself) is all there is.
     toolName: () => write("note.txt"),
-    toolFile: () => join(work, "note.txt"),
+    toolFile: "note.txt",
     choices: ["once", "always", "deny"],
   });
 });

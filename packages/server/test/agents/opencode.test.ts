@@ -3,37 +3,31 @@
  * provider in the project's `opencode.json` pointing at the fake LLM: one plain model and one
  * reasoning model, so the effort option comes and goes with the model (issue 13).
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
-import type { AgentBackend, TurnSettings } from "../../src/agent/port.js";
-import { type FakeLlm, startFakeLlm, textOf } from "../acp/fake-llm.js";
-import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
+import { expect, it } from "vitest";
+import type { TurnSettings } from "../../src/agent/port.js";
+import { RecordingSink, turnInput } from "../acp/harness.js";
 import { startPhebyAcp } from "../acp/pheby.js";
 import { tempDir } from "../helpers.js";
-import { AGENT_BINS, AGENTS_DIR, completedTurn, skipReason } from "./agents.js";
+import {
+  AGENT_BINS,
+  AGENTS_DIR,
+  cancelledTurn,
+  completedTurn,
+  describeAgent,
+  HELLO,
+  tempHome,
+  useAgent,
+} from "./agents.js";
 import { describeThroughPheby } from "./through-pheby.js";
-
-const reason = skipReason("opencode");
-if (reason) console.info(reason);
 
 const never = () => new AbortController().signal;
 
-describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () => {
-  let llm: FakeLlm;
-  let backend: AgentBackend;
-  let host: RecordingHost;
-  let work: string;
-  let options: AcpBackendOptions;
-
-  beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "pheby-opencode-"));
-    llm = await startFakeLlm(({ messages, tools }) => {
-      const last = messages[messages.length - 1];
-      if (last?.role === "tool") return { text: "The command finished." };
-      const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+describeAgent("opencode", "OpenCode over ACP", () => {
+  const agent = useAgent(
+    "opencode",
+    (user, tools, work) => {
       if (!tools.includes("bash")) return { text: "A title" }; // title generation
       const shell = (file: string) => ({
         toolCalls: [
@@ -42,92 +36,85 @@ describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () =
       });
       if (user.includes("approve the note")) return shell("note-approved.txt");
       if (user.includes("make the file")) return shell("made-by-opencode.txt");
-      if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
-      return { text: "Hello from the fake model." };
-    });
-    writeFileSync(
-      join(work, "opencode.json"),
-      JSON.stringify({
-        autoupdate: false,
-        share: "disabled",
-        model: "fake/fake-model",
-        provider: {
-          fake: {
-            npm: "@ai-sdk/openai-compatible",
-            name: "Fake",
-            options: { baseURL: llm.baseUrl, apiKey: "sk-fake" },
-            models: {
-              "fake-model": { name: "Fake" },
-              "fake-reasoner": { name: "Reasoner", reasoning: true },
+      return undefined;
+    },
+    ({ llm, work }) => {
+      writeFileSync(
+        join(work, "opencode.json"),
+        JSON.stringify({
+          autoupdate: false,
+          share: "disabled",
+          model: "fake/fake-model",
+          provider: {
+            fake: {
+              npm: "@ai-sdk/openai-compatible",
+              name: "Fake",
+              options: { baseURL: llm.baseUrl, apiKey: "sk-fake" },
+              models: {
+                "fake-model": { name: "Fake" },
+                "fake-reasoner": { name: "Reasoner", reasoning: true },
+              },
             },
           },
+          permission: { bash: "ask", edit: "ask" },
+        }),
+      );
+      return {
+        command: [AGENT_BINS.opencode, "acp"],
+        cwd: work,
+        env: {
+          HOME: tempHome("opencode"),
+          // OpenCode npm-installs @opencode-ai/plugin into its config dir on first start: keep that
+          // dir with the installed agent so it happens once, not at every run.
+          XDG_CONFIG_HOME: join(AGENTS_DIR, "opencode", "config"),
+          // Offline: no models.dev catalogue, no self-update.
+          OPENCODE_DISABLE_MODELS_FETCH: "1",
+          OPENCODE_DISABLE_AUTOUPDATE: "1",
         },
-        permission: { bash: "ask", edit: "ask" },
-      }),
-    );
-    host = new RecordingHost();
-    options = {
-      command: [AGENT_BINS.opencode, "acp"],
-      cwd: work,
-      env: {
-        HOME: mkdtempSync(join(tmpdir(), "pheby-opencode-home-")),
-        // OpenCode npm-installs @opencode-ai/plugin into its config dir on first start: keep that
-        // dir with the installed agent so it happens once, not at every run.
-        XDG_CONFIG_HOME: join(AGENTS_DIR, "opencode", "config"),
-        // Offline: no models.dev catalogue, no self-update.
-        OPENCODE_DISABLE_MODELS_FETCH: "1",
-        OPENCODE_DISABLE_AUTOUPDATE: "1",
-      },
-      allowedFileRoots: [work],
-    };
-    backend = createAcpBackend(options);
-    await backend.start(host);
-  });
-
-  afterAll(async () => {
-    await backend?.close();
-    await llm?.close();
-  });
+        allowedFileRoots: [work],
+      };
+    },
+  );
 
   it("streams an answer", async () => {
-    const { sink } = await completedTurn(backend, "say hello");
-    expect(sink.answer).toContain("Hello from the fake model.");
+    const { sink } = await completedTurn(agent.backend, "say hello");
+    expect(sink.answer).toContain(HELLO);
   });
 
   it("asks permission for bash; once runs it; the tool event carries the late command", async () => {
     const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
-    const { sink } = await completedTurn(backend, "please make the file", once);
+    const { sink } = await completedTurn(agent.backend, "please make the file", once);
     expect(sink.of("permission")[0]?.question.choices).toEqual(["once", "always", "deny"]);
-    expect(readFileSync(join(work, "made-by-opencode.txt"), "utf8").trim()).toBe("pheby");
+    expect(readFileSync(join(agent.work, "made-by-opencode.txt"), "utf8").trim()).toBe("pheby");
     const starts = sink.of("toolStart");
     expect(starts.every((s) => s.toolName === "bash")).toBe(true);
     // OpenCode's first tool_call has only {cwd}; the command arrives in an update.
     expect(starts.at(-1)?.args).toMatchObject({
-      command: `echo pheby > ${join(work, "made-by-opencode.txt")}`,
+      command: `echo pheby > ${join(agent.work, "made-by-opencode.txt")}`,
     });
   });
 
   it("sends the effort to a reasoning model, and drops it with a notice for a model without one", async () => {
-    const { sessionId } = await backend.createSession("c");
+    const { sessionId } = await agent.backend.createSession("c");
     const settings = (model: string): TurnSettings => ({
       model: { model, provider: null },
       effort: "high",
       yolo: false,
     });
-    const before = llm.requests.length;
+    const before = agent.llm.requests.length;
     const thinking = new RecordingSink();
-    const r1 = await backend.prompt(
+    const r1 = await agent.backend.prompt(
       turnInput(sessionId, "say hello", { settings: settings("fake/fake-reasoner") }),
       thinking,
       never(),
     );
     expect(r1).toEqual({ status: "completed" });
     expect(thinking.of("notice")).toEqual([]);
-    const asked = llm.requests.slice(before).filter((r) => r.tools.includes("bash"));
+    const asked = agent.llm.requests.slice(before).filter((r) => r.tools.includes("bash"));
     expect(asked.map((r) => [r.model, r.reasoningEffort])).toEqual([["fake-reasoner", "high"]]);
 
     const plain = new RecordingSink();
-    const r2 = await backend.prompt(
+    const r2 = await agent.backend.prompt(
       turnInput(sessionId, "say hello", { settings: settings("fake/fake-model") }),
       plain,
       never(),
@@ -136,7 +123,7 @@ describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () =
     expect(plain.of("notice").map((n) => n.text)).toEqual([
       "Setting skipped: reasoning effort high is not offered with the model fake/fake-model; this turn uses the agent's current setting.",
     ]);
-    const catalogue = await backend.catalogue!();
+    const catalogue = await agent.backend.catalogue!();
     expect(catalogue.modelEfforts).toMatchObject({
       "fake/fake-model": [],
       "fake/fake-reasoner": ["low", "medium", "high"],
@@ -144,29 +131,21 @@ describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () =
   });
 
   it("cancels a slow run and carries on", async () => {
-    const { sessionId } = await backend.createSession("c");
-    const ctl = new AbortController();
-    const sink = new RecordingSink();
-    abortAfterText(sink, ctl, 20);
-    expect(await backend.prompt(turnInput(sessionId, "talk slowly"), sink, ctl.signal)).toEqual({
-      status: "cancelled",
-    });
-    expect(await backend.prompt(turnInput(sessionId, "say hello"), new RecordingSink(), never())).toEqual({
-      status: "completed",
-    });
+    const { sessionId } = await cancelledTurn(agent.backend);
+    await completedTurn(agent.backend, "say hello", new RecordingSink(), sessionId);
   });
 
   it("through Pheby: the catalogue's probe session never becomes an empty conversation, across restarts", async () => {
     const dataDir = tempDir();
     const conversations = async (p: Awaited<ReturnType<typeof startPhebyAcp>>) =>
       (await p.client.request({ type: "conversation.list" })).conversations;
-    const first = await startPhebyAcp(options, { dataDir });
+    const first = await startPhebyAcp(agent.options, { dataDir });
     await first.backend.ensureReady();
     await first.client.request({ type: "models.list" });
     const known = (await conversations(first)).length; // sessions of the earlier tests, imported
     first.client.close();
     await first.ts.close();
-    const second = await startPhebyAcp(options, { dataDir });
+    const second = await startPhebyAcp(agent.options, { dataDir });
     try {
       await second.backend.ensureReady();
       await second.client.request({ type: "models.list" });
@@ -177,13 +156,9 @@ describe.skipIf(reason !== null)("OpenCode over ACP", { timeout: 120_000 }, () =
   });
 
   describeThroughPheby({
-    options: () => options,
-    helloPrompt: "say hello",
-    slowPrompt: "talk slowly",
-    toolPrompt: "please approve the note",
+    fixture: agent,
     toolName: "bash",
-    toolCommand: () => `echo pheby > ${join(work, "note-approved.txt")}`,
-    toolFile: () => join(work, "note-approved.txt"),
+    toolCommand: () => `echo pheby > ${join(agent.work, "note-approved.txt")}`,
     choices: ["once", "always", "deny"],
   });
 });

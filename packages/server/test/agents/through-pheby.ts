@@ -1,29 +1,32 @@
 /**
- * The real-agent flow through a real Pheby server and `@pheby/client`, shared by the Qwen Code
- * and Hermes suites: create a conversation, stream an answer, a shell tool whose permission is an
- * `approval.request` answered once (its `tool.event`s and its effect on disk), cancel a slow run. Every frame is validated against
- * `@pheby/protocol` (test/setup.ts).
+ * The real-agent flow through a real Pheby server and `@pheby/client`, shared by every real-agent
+ * suite: create a conversation, stream an answer, a shell tool whose permission is an
+ * `approval.request` answered once (its `tool.event`s and its effect on disk), cancel a slow run.
+ * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
+import { type AgentFixture, HELLO, type LlmFixture } from "./agents.js";
 
-/** What the fake LLM of the calling suite is scripted to do, and how to reach the agent. */
+/**
+ * What the calling suite's agent does with the shared prompts: "say hello" (answered with
+ * {@link HELLO}), "talk slowly" (a slow stream) and "please approve the note" (one shell tool call
+ * that asks permission and writes `toolFile` in the work dir).
+ */
 export interface ThroughPhebySpec {
-  /** The agent's backend options (read after the suite's own `beforeAll`). */
-  options(): AcpBackendOptions;
-  /** Prompt the fake LLM answers with "Hello from the fake model.". */
-  helloPrompt: string;
-  /** Prompt the fake LLM answers with a slow stream. */
-  slowPrompt: string;
-  /** Prompt the fake LLM answers with one shell tool call that asks permission and writes `toolFile()`. */
-  toolPrompt: string;
+  /** The suite's fixture (read after the suite's own `beforeAll`). */
+  fixture: LlmFixture & Partial<Pick<AgentFixture, "options">>;
+  /** The agent's backend options, when not the fixture's. */
+  options?: () => AcpBackendOptions;
   /** The tool's name as `tool.event` shows it (a function when it depends on the suite's paths). */
   toolName: string | (() => string);
   /** The command the tool's last `running` event must carry in `args_redacted.command`, if checked. */
   toolCommand?: () => string;
-  toolFile(): string;
+  /** The file (in the work dir) the approved tool writes "pheby" to; default `note-approved.txt`. */
+  toolFile?: string;
   /** The approval choices the agent offers. */
   choices: string[];
 }
@@ -34,7 +37,9 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
     let p: PhebyAcp;
 
     beforeAll(async () => {
-      p = await startPhebyAcp(spec.options());
+      const options = spec.options?.() ?? spec.fixture.options;
+      if (!options) throw new Error("describeThroughPheby: no backend options");
+      p = await startPhebyAcp(options);
       // Bring the agent up outside the client's request timeout (Python agents boot slowly).
       await p.backend.ensureReady();
     }, 120_000);
@@ -45,9 +50,9 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       const id = await p.create("Real agent");
       const { conversations } = await p.client.request({ type: "conversation.list" });
       expect(conversations.find((c) => c.conversation_id === id)).toMatchObject({ source: "acp" });
-      const run = await p.chat(id, spec.helloPrompt, 90_000);
+      const run = await p.chat(id, "say hello", 90_000);
       expect(run.finished.status).toBe("completed");
-      expect(run.complete.text).toContain("Hello from the fake model.");
+      expect(run.complete.text).toContain(HELLO);
       expect(run.deltas.length).toBeGreaterThan(0);
       for (const [i, d] of run.deltas.entries()) expect(d.startsWith(run.deltas[i - 1] ?? "")).toBe(true);
       const history = await p.client.request({ type: "conversation.open", conversation_id: id });
@@ -59,7 +64,7 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       const { run_id } = await p.client.request({
         type: "chat.send",
         conversation_id: id,
-        text: spec.toolPrompt,
+        text: "please approve the note",
       });
       const request = await p.waitFor("approval.request", (m) => m.run_id === run_id, 90_000);
       expect(request.choices).toEqual(spec.choices);
@@ -85,7 +90,9 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       expect(
         events.find((e) => e.tool_call_id === started!.tool_call_id && e.status === "completed")?.duration_ms,
       ).toEqual(expect.any(Number));
-      expect(readFileSync(spec.toolFile(), "utf8").trim()).toBe("pheby");
+      expect(readFileSync(join(spec.fixture.work, spec.toolFile ?? "note-approved.txt"), "utf8").trim()).toBe(
+        "pheby",
+      );
     });
 
     it("cancels a slow run: exactly one cancelled run.finished, and the agent carries on", async () => {
@@ -93,7 +100,7 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       const { run_id } = await p.client.request({
         type: "chat.send",
         conversation_id: id,
-        text: spec.slowPrompt,
+        text: "talk slowly",
       });
       await p.waitFor(
         "message.delta",
@@ -102,7 +109,7 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       );
       const finished = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
       expect(finished).toMatchObject({ type: "run.finished", run_id, status: "cancelled" });
-      const again = await p.chat(id, spec.helloPrompt, 90_000);
+      const again = await p.chat(id, "say hello", 90_000);
       expect(again.finished.status).toBe("completed");
       expect(framesOf(p.frames, "run.finished").filter((m) => m.run_id === run_id)).toHaveLength(1);
     });
