@@ -1,8 +1,10 @@
 import {
+  applyDelta,
   CLOSE_CODES,
   type ClientMessageInput,
   type ClientMessageType,
   decodeServerFrame,
+  FEATURE_DELTA_APPEND,
   PROTOCOL_VERSION,
   REPLY_TYPES,
   type ReplyOf,
@@ -36,6 +38,12 @@ export interface PhebyClientOptions {
   fetch?: typeof fetch;
   /** Application-level `ping` interval (default 25 s; 0 disables). A missed `pong` forces a reconnect. */
   pingIntervalMs?: number;
+  /**
+   * Ask the server for append deltas (the `delta.append` extension: each `message.delta` carries only
+   * the new text, so a long answer costs about its length on the wire). Default on. Either way the
+   * client stitches them, and `message.delta` handlers receive the cumulative text, as in v1.
+   */
+  appendDeltas?: boolean;
 }
 
 /** A frame the server sent that `@pheby/protocol` rejects. */
@@ -76,7 +84,7 @@ const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version
  * const client = new PhebyClient({ url: "ws://127.0.0.1:8620/ws", secret });
  * await client.connect();
  * const { conversation_id } = await client.request({ type: "conversation.create", name: "Hi" });
- * client.on("message.delta", (m) => render(m.text));
+ * client.on("message.delta", (m) => render(m.text)); // always the whole draft so far
  * await client.request({ type: "chat.send", conversation_id, text: "Hello" });
  * ```
  */
@@ -85,6 +93,9 @@ export class PhebyClient {
   private readonly lifecycle = new Emitter<LifecycleEvents>();
   private readonly pending = new Map<string, Pending>();
   private readonly followed = new Map<string, number | undefined>();
+  private featuresValue: readonly string[] = [];
+  /** Draft text by message_id, stitched from append deltas; cleared per connection and at message.complete. */
+  private readonly drafts = new Map<string, string>();
   private socket: WebSocketLike | undefined;
   private stateValue: ConnectionState = "idle";
   private nextId = 1;
@@ -111,6 +122,11 @@ export class PhebyClient {
     this.userClosed = false;
     clearTimeout(this.reconnectTimer);
     return this.open("connecting");
+  }
+
+  /** The Pheby extensions the server enabled on the current connection (`ready.features`; empty from a server without them). */
+  get features(): readonly string[] {
+    return this.featuresValue;
   }
 
   /** Close the connection for good (no reconnect). Pending requests reject with `connection_closed`. */
@@ -251,6 +267,8 @@ export class PhebyClient {
     const Ctor = this.options.WebSocket ?? (await defaultWebSocket());
     const socket = new Ctor(this.options.url);
     this.socket = socket;
+    // A new connection starts every draft over: its first delta of each message has offset 0.
+    this.drafts.clear();
     let failure: PhebyError | undefined;
     let opening = true;
     let transport: TransportFailure | undefined;
@@ -290,8 +308,10 @@ export class PhebyClient {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
+        ...(this.options.appendDeltas === false ? {} : { features: [FEATURE_DELTA_APPEND] }),
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
+      this.featuresValue = ready.features ?? [];
       const reconnected = this.everConnected;
       this.everConnected = true;
       this.setState("open");
@@ -332,7 +352,17 @@ export class PhebyClient {
       this.lifecycle.emit("invalidFrame", { raw, error: decoded.error });
       return;
     }
-    const message = decoded.message;
+    const message = this.stitch(decoded.message);
+    if (!message) {
+      this.lifecycle.emit("invalidFrame", {
+        raw,
+        error: {
+          code: "bad_request",
+          message: "message.delta offset is beyond the draft (a delta was missed)",
+        },
+      });
+      return;
+    }
     const requestId = (message as { request_id?: string }).request_id;
     const pending = requestId === undefined ? undefined : this.pending.get(requestId);
     if (pending && (message.type === "error" || message.type === pending.expect)) {
@@ -346,6 +376,40 @@ export class PhebyClient {
     }
     this.frames.emit(message.type, message as never);
     this.frames.emit("*", message);
+  }
+
+  /**
+   * Keep each draft and turn an append delta back into v1's cumulative form
+   * (no `offset`), so handlers see the same frames whatever was negotiated.
+   * Undefined for a delta whose offset lies beyond the draft we hold.
+   */
+  private stitch(message: ServerMessage): ServerMessage | undefined {
+    switch (message.type) {
+      case "message.delta": {
+        const { offset, ...cumulative } = message;
+        if (offset === undefined) {
+          this.drafts.set(message.message_id, message.text);
+          return message;
+        }
+        let text: string;
+        try {
+          text = applyDelta(this.drafts.get(message.message_id) ?? "", message);
+        } catch {
+          return undefined;
+        }
+        this.drafts.set(message.message_id, text);
+        return { ...cumulative, text };
+      }
+      case "message.complete":
+        this.drafts.delete(message.message_id);
+        return message;
+      case "conversation.history":
+        // The snapshot's run text is the whole draft so far; later deltas continue from it.
+        if (message.run) this.drafts.set(message.run.message_id, message.run.text);
+        return message;
+      default:
+        return message;
+    }
   }
 
   private onClose(socket: WebSocketLike, code: number): void {

@@ -52,7 +52,24 @@ export const LIMITS = {
   shortTextChars: 4_000,
   /** Maximum length of ID and model fields sent by the client. */
   idChars: 256,
+  /** Maximum number of `hello.features` (our choice: a Pheby extension, see docs/protocol.md). */
+  helloFeatures: 16,
+  /** Maximum length of one `hello.features` name. */
+  featureNameChars: 64,
 } as const;
+
+/**
+ * Pheby extension of v1, negotiated in `hello.features`: on a connection that
+ * enabled it, `message.delta` carries `offset` and only the draft's text from
+ * `offset` on (see {@link applyDelta}). Clients that do not ask keep v1's
+ * cumulative deltas.
+ */
+export const FEATURE_DELTA_APPEND = "delta.append" as const;
+
+/** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
+export const FEATURES = [FEATURE_DELTA_APPEND] as const;
+/** One feature name defined by this package. */
+export type Feature = (typeof FEATURES)[number];
 
 /** Reasoning effort levels; `none` disables thinking. */
 export const REASONING_EFFORTS = [

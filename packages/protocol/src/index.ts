@@ -9,6 +9,7 @@
 export { codePointLength, Hex32Id, jsonSchemaHints, OpaqueId, RequestId, Timestamp } from "./common.js";
 export * from "./constants.js";
 export * from "./decode.js";
+export * from "./delta.js";
 export * from "./messages/approvals.js";
 export * from "./messages/attachments.js";
 export * from "./messages/chat.js";

@@ -1,6 +1,7 @@
-import { PhebyError } from "@pheby/client";
+import { type PhebyClientOptions, PhebyError } from "@pheby/client";
+import { FEATURE_DELTA_APPEND, type ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { phebyClient, startServer, type TestServer } from "./helpers.js";
+import { phebyClient, RawClient, startServer, streamingBackend, type TestServer } from "./helpers.js";
 
 let ts: TestServer;
 beforeAll(async () => {
@@ -45,5 +46,42 @@ describe("@pheby/client against the real server", () => {
     const finished = await client.request({ type: "run.cancel", conversation_id, run_id });
     expect(finished).toMatchObject({ type: "run.finished", status: "cancelled", run_id });
     client.close();
+  });
+});
+
+describe("@pheby/client and append deltas (delta.append)", () => {
+  const WORDS = Array.from({ length: 40 }, (_, i) => `w${i}😀 `);
+  let streaming: TestServer;
+  beforeAll(async () => {
+    streaming = await startServer({ agent: streamingBackend(WORDS), deltaIntervalMs: 0 });
+  });
+  afterAll(() => streaming.cleanup());
+
+  async function deltasOf(options: Partial<PhebyClientOptions>) {
+    const client = await phebyClient(streaming, options);
+    const v1 = await RawClient.connect(streaming.wsUrl);
+    const { conversation_id } = await client.request({ type: "conversation.create" });
+    const deltas: ServerMessageOf<"message.delta">[] = [];
+    client.on("message.delta", (m) => deltas.push(m));
+    const finished = client.next("run.finished", (m) => m.conversation_id === conversation_id);
+    const { run_id } = await client.request({ type: "chat.send", conversation_id, text: "go" });
+    await finished;
+    const cumulative = (await v1.run(run_id)).filter((m) => m.type === "message.delta");
+    v1.close();
+    client.close();
+    return { deltas, cumulative, features: client.features };
+  }
+
+  it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets", async () => {
+    const { deltas, cumulative, features } = await deltasOf({});
+    expect(features).toEqual([FEATURE_DELTA_APPEND]);
+    expect(deltas).toHaveLength(WORDS.length);
+    expect(deltas).toEqual(cumulative);
+  });
+
+  it("appendDeltas: false does not ask (ready has no features) and gets the same deltas", async () => {
+    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false });
+    expect(features).toEqual([]);
+    expect(deltas).toEqual(cumulative);
   });
 });

@@ -5,17 +5,20 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { PhebyClient } from "@pheby/client";
+import { PhebyClient, type PhebyClientOptions } from "@pheby/client";
 import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
 import {
+  type AgentBackend,
   type AgentCapabilities,
   createPhebyServer,
   createSimulatorBackend,
   type PhebyServer,
   type PhebyServerOptions,
+  type TurnResult,
+  type TurnSink,
 } from "../src/index.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
@@ -88,6 +91,33 @@ export function useTempDirs(): () => string {
     const d = tempDir();
     dirs.push(d);
     return d;
+  };
+}
+
+/**
+ * A backend streaming `chunks` one per timer tick. When `gate` is given, it
+ * pauses after `gate.after` chunks until `gate.open` resolves.
+ */
+export function streamingBackend(
+  chunks: string[],
+  gate?: { after: number; open: Promise<void> },
+): AgentBackend {
+  return {
+    name: "streaming",
+    capabilities: NO_CAPABILITIES,
+    async start() {},
+    async createSession(conversationId) {
+      return { sessionId: `s-${conversationId}` };
+    },
+    async prompt(_input, sink: TurnSink): Promise<TurnResult> {
+      for (const [i, chunk] of chunks.entries()) {
+        if (gate && i === gate.after) await gate.open;
+        sink.text(chunk);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      return { status: "completed" };
+    },
+    async close() {},
   };
 }
 
@@ -263,8 +293,17 @@ function isDraft(m: ServerMessage, runId: string): boolean {
 }
 
 /** A `@pheby/client` connected to the test server, whose invalid frames count as violations. */
-export async function phebyClient(ts: TestServer): Promise<PhebyClient> {
-  const client = new PhebyClient({ url: ts.wsUrl, secret: SECRET, reconnect: false, pingIntervalMs: 0 });
+export async function phebyClient(
+  ts: TestServer,
+  options: Partial<PhebyClientOptions> = {},
+): Promise<PhebyClient> {
+  const client = new PhebyClient({
+    url: ts.wsUrl,
+    secret: SECRET,
+    reconnect: false,
+    pingIntervalMs: 0,
+    ...options,
+  });
   client.onInvalidFrame((f) => violations.push({ raw: f.raw.slice(0, 200), error: f.error.message }));
   await client.connect();
   return client;

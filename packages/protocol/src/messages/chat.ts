@@ -38,11 +38,28 @@ export const MessageStart = event(
   "An assistant message starts",
 );
 
-/** `message.delta`: the cumulative draft text so far (replace, do not append). */
+/**
+ * `message.delta`: the cumulative draft text so far (replace, do not append).
+ * On a connection that negotiated `delta.append` it carries `offset` and only
+ * the text from `offset` on: apply it with {@link applyDelta}.
+ */
 export const MessageDelta = event(
   "message.delta",
-  { conversation_id: z.string(), message_id: z.string(), text: z.string(), ts: Timestamp },
-  "Cumulative draft text",
+  {
+    conversation_id: z.string(),
+    message_id: z.string(),
+    offset: z
+      .number()
+      .int()
+      .nonnegative()
+      .optional()
+      .describe(
+        "Only with the delta.append feature: draft = draft.slice(0, offset) + text (UTF-16 code units, never inside a surrogate pair)",
+      ),
+    text: z.string(),
+    ts: Timestamp,
+  },
+  "Cumulative draft text (from offset on, with the delta.append feature)",
 );
 
 /** `message.complete`: the final text, superseding the draft. */

@@ -9,6 +9,13 @@ export const Hello = request(
     secret: z.string().max(LIMITS.shortTextChars).describe("The server's shared secret (PHEBY_SECRET)"),
     // Any integer parses, so the server can answer a wrong version with `version_mismatch`.
     protocol_version: z.number().int().describe("Must be 1"),
+    features: z
+      .array(z.string().max(LIMITS.featureNameChars))
+      .max(LIMITS.helloFeatures)
+      .optional()
+      .describe(
+        'Pheby extension: optional features the client asks for (e.g. "delta.append"); unknown names are ignored',
+      ),
   },
   "First frame of a connection; must arrive within 10 s",
 );
@@ -19,6 +26,12 @@ export const Ready = event(
   {
     protocol_version: z.literal(PROTOCOL_VERSION),
     server: z.string().describe('Server name, "pheby"'),
+    features: z
+      .array(z.string())
+      .optional()
+      .describe(
+        "Pheby extension: the features enabled on this connection (those asked for and supported); present only when hello carried features",
+      ),
     ts: Timestamp,
   },
   "Handshake succeeded",

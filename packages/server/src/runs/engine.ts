@@ -385,7 +385,7 @@ export class RunEngine {
     if (run.finished || run.text.length === run.sentLength) return;
     run.sentLength = run.text.length;
     run.lastDeltaAt = performance.now();
-    this.deps.hub.broadcast({
+    this.deps.hub.broadcastDelta({
       type: "message.delta",
       conversation_id: run.conversationId,
       message_id: run.messageId,

@@ -1,5 +1,5 @@
-import type { ErrorCode, ServerMessage } from "@pheby/protocol";
-import { CLOSE_CODES } from "@pheby/protocol";
+import type { ErrorCode, ServerMessage, ServerMessageOf } from "@pheby/protocol";
+import { CLOSE_CODES, deltaOffset } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
 import { iso } from "../util/time.js";
@@ -34,6 +34,8 @@ export class Connection {
   authenticated = false;
   /** Cleared on every heartbeat tick and set by the peer's pong. */
   alive = true;
+  /** Negotiated `delta.append` in its hello: gets offset + new text instead of cumulative deltas. */
+  appendDeltas = false;
   /** Closes the connection if no hello arrives in time; cleared by a successful hello. */
   authTimer: NodeJS.Timeout | undefined;
 
@@ -92,9 +94,19 @@ export class Connection {
   }
 }
 
+/** What the hub remembers of a draft being streamed with `delta.append`. */
+interface Draft {
+  /** The text of the last `message.delta` broadcast. */
+  text: string;
+  /** Append connections that received that delta, so they hold `text`; others get offset 0 next. */
+  synced: Set<Connection>;
+}
+
 /** The set of authenticated connections; broadcasts reach every one of them. */
 export class Hub {
   readonly #clients = new Set<Connection>();
+  /** Drafts by message_id, from their first delta to their `message.complete`. */
+  readonly #drafts = new Map<string, Draft>();
 
   add(conn: Connection): void {
     this.#clients.add(conn);
@@ -102,6 +114,7 @@ export class Hub {
 
   remove(conn: Connection): void {
     this.#clients.delete(conn);
+    for (const draft of this.#drafts.values()) draft.synced.delete(conn);
   }
 
   get size(): number {
@@ -116,6 +129,45 @@ export class Hub {
   broadcast(msg: ServerMessage): void {
     const data = JSON.stringify(msg);
     for (const conn of this.#clients) conn.sendRaw(data, msg.type);
+    // The draft is final now: nobody needs its offsets any more.
+    if (msg.type === "message.complete") this.#drafts.delete(msg.message_id);
+  }
+
+  /**
+   * Broadcast a cumulative `message.delta` (`msg.text` is the whole draft).
+   * v1 connections get it as is. `delta.append` connections that received
+   * the draft's previous delta get `offset` (the common prefix with it, see
+   * {@link deltaOffset}) and the text from there; one that did not (it
+   * authenticated mid-stream) gets offset 0 and the whole text. Each form is
+   * serialised at most once per delta, whatever the number of connections.
+   */
+  broadcastDelta(msg: ServerMessageOf<"message.delta">): void {
+    let draft = this.#drafts.get(msg.message_id);
+    if (!draft) {
+      draft = { text: "", synced: new Set() };
+      this.#drafts.set(msg.message_id, draft);
+    }
+    const { conversation_id, message_id, text, ts } = msg;
+    let cumulative: string | undefined;
+    let append: string | undefined;
+    let full: string | undefined;
+    for (const conn of this.#clients) {
+      let data: string;
+      if (!conn.appendDeltas) {
+        data = cumulative ??= JSON.stringify(msg);
+      } else if (draft.synced.has(conn)) {
+        if (append === undefined) {
+          const offset = deltaOffset(draft.text, text);
+          append = JSON.stringify(appendFrame(conversation_id, message_id, offset, text.slice(offset), ts));
+        }
+        data = append;
+      } else {
+        data = full ??= JSON.stringify(appendFrame(conversation_id, message_id, 0, text, ts));
+        draft.synced.add(conn);
+      }
+      conn.sendRaw(data, msg.type);
+    }
+    draft.text = text;
   }
 
   /**
@@ -130,4 +182,15 @@ export class Hub {
       else conn.sendRaw(data, msg.type);
     }
   }
+}
+
+/** An append `message.delta`, fields in the schema's order. */
+function appendFrame(
+  conversation_id: string,
+  message_id: string,
+  offset: number,
+  text: string,
+  ts: string,
+): ServerMessageOf<"message.delta"> {
+  return { type: "message.delta", conversation_id, message_id, offset, text, ts };
 }

@@ -3,7 +3,9 @@ import type { Duplex } from "node:stream";
 import {
   CLOSE_CODES,
   type ClientMessage,
+  type DecodeError,
   decodeClientFrame,
+  FEATURE_DELTA_APPEND,
   LIMITS,
   PROTOCOL_VERSION,
 } from "@pheby/protocol";
@@ -40,6 +42,8 @@ export const HARD_MAX_PAYLOAD = 2 * LIMITS.frameBytes;
  * a peer that only said hello.
  */
 export const DEFLATE_OPTIONS = { threshold: COMPRESS_MIN_CHARS, clientNoContextTakeover: true } as const;
+/** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
+export const SERVER_FEATURES: readonly string[] = [FEATURE_DELTA_APPEND];
 /** How long closing peers get to complete the close handshake on shutdown. */
 const SHUTDOWN_GRACE_MS = 1_000;
 
@@ -141,11 +145,7 @@ export class SocketServer {
     }
     const decoded = decodeClientFrame(Array.isArray(data) ? Buffer.concat(data) : data);
     if (!conn.authenticated) {
-      this.#hello(
-        conn,
-        decoded.ok ? decoded.message : undefined,
-        decoded.ok ? undefined : decoded.error.request_id,
-      );
+      this.#hello(conn, decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
     }
     if (!decoded.ok) {
@@ -172,13 +172,18 @@ export class SocketServer {
   }
 
   /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
-  #hello(conn: Connection, msg: ClientMessage | undefined, badRequestId: string | undefined): void {
+  #hello(conn: Connection, msg: ClientMessage | undefined, bad: DecodeError | undefined): void {
     const { lockout } = this.settings;
     const log = this.ctx.log;
-    if (this.#refuseIfLocked(conn, msg?.request_id ?? badRequestId)) return;
+    if (this.#refuseIfLocked(conn, msg?.request_id ?? bad?.request_id)) return;
     if (msg?.type !== "hello") {
       log.debug({ conn: conn.id, type: msg?.type }, "rejected: first frame is not a valid hello");
-      conn.error("unauthorized", "The first frame must be hello", msg?.request_id ?? badRequestId);
+      // The spec's hello failures are unauthorized/version_mismatch/auth_timeout; a malformed hello
+      // (e.g. bad features) stays unauthorized, and the message names the field (never a value).
+      const why = bad
+        ? `The first frame must be a valid hello (${bad.message})`
+        : "The first frame must be hello";
+      conn.error("unauthorized", why, msg?.request_id ?? bad?.request_id);
       conn.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
@@ -202,6 +207,9 @@ export class SocketServer {
     }
     lockout.succeed(conn.addr);
     conn.authenticated = true;
+    // Unknown feature names are ignored: a client may ask a newer server's features of an older one.
+    const features = msg.features?.filter((f, i, all) => SERVER_FEATURES.includes(f) && all.indexOf(f) === i);
+    conn.appendDeltas = features?.includes(FEATURE_DELTA_APPEND) ?? false;
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(conn.authTimer);
     this.ctx.hub.add(conn);
@@ -211,6 +219,8 @@ export class SocketServer {
       ...(msg.request_id === undefined ? {} : { request_id: msg.request_id }),
       protocol_version: PROTOCOL_VERSION,
       server: this.settings.serverName,
+      // Only when asked, so a v1 client's ready stays exactly as before.
+      ...(features === undefined ? {} : { features }),
       ts: iso(this.ctx.clock.now()),
     });
   }

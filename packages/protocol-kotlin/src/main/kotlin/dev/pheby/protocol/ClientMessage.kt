@@ -67,6 +67,7 @@ sealed interface ClientMessage {
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property secret `secret`: The server's shared secret (PHEBY_SECRET). Schema: maxLength 4000 (checked by the server).
  * @property protocolVersion `protocol_version`: Must be 1.
+ * @property features `features`: Pheby extension: optional features the client asks for (e.g. "delta.append"); unknown names are ignored. Schema: maxItems 16 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("hello")
@@ -74,6 +75,7 @@ data class Hello(
     @SerialName("request_id") override val requestId: String? = null,
     val secret: String,
     @SerialName("protocol_version") val protocolVersion: StrictLong,
+    val features: List<String>? = null,
 ) : ClientMessage
 
 /**

@@ -76,6 +76,7 @@ sealed interface ServerMessage {
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property protocolVersion `protocol_version`
  * @property server `server`: Server name, "pheby".
+ * @property features `features`: Pheby extension: the features enabled on this connection (those asked for and supported); present only when hello carried features. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  */
 @Serializable
@@ -84,6 +85,7 @@ data class Ready(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("protocol_version") val protocolVersion: StrictLong,
     val server: String,
+    val features: List<String>? = null,
     val ts: String,
 ) : ServerMessage {
     init {
@@ -250,11 +252,12 @@ data class MessageStart(
 ) : ServerMessage
 
 /**
- * `message.delta`: Cumulative draft text.
+ * `message.delta`: Cumulative draft text (from offset on, with the delta.append feature).
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property messageId `message_id`
+ * @property offset `offset`: Only with the delta.append feature: draft = draft.slice(0, offset) + text (UTF-16 code units, never inside a surrogate pair). Schema: minimum 0 (checked by the server). May be absent.
  * @property text `text`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  */
@@ -264,6 +267,7 @@ data class MessageDelta(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("message_id") val messageId: String,
+    val offset: StrictLong? = null,
     val text: String,
     val ts: String,
 ) : ServerMessage

@@ -6,6 +6,7 @@ import dev.pheby.protocol.ClientMessage
 import dev.pheby.protocol.ConversationHistory
 import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.ErrorCode
+import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.Hello
 import dev.pheby.protocol.MessageComplete
 import dev.pheby.protocol.MessageDelta
@@ -17,6 +18,7 @@ import dev.pheby.protocol.ReasoningCurrent
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.ServerMessage
 import dev.pheby.protocol.ToolEvent
+import dev.pheby.protocol.applyTo
 import dev.pheby.protocol.decodeServerMessage
 import dev.pheby.protocol.toJson
 import okhttp3.OkHttpClient
@@ -32,7 +34,7 @@ import kotlin.random.Random
 interface PhebyUi {
     fun replaceConversation(history: ConversationHistory) // history, attachments, run, tools, pending
     fun startMessage(message: MessageStart)
-    fun appendDelta(message: MessageDelta)
+    fun appendDelta(message: MessageDelta) // always cumulative: text is the whole draft so far
     fun completeMessage(message: MessageComplete)
     fun updateTool(event: ToolEvent)
     fun askApproval(request: ApprovalRequest)
@@ -53,6 +55,8 @@ class PhebyConnection(
     @Volatile private var attempt = 0
     @Volatile private var socket: WebSocket? = null
     @Volatile private var stopped = false
+    // Drafts stitched from append deltas, by message_id; only touched on OkHttp's reader thread.
+    private val drafts = HashMap<String, String>()
 
     fun start() = connect()
 
@@ -67,7 +71,9 @@ class PhebyConnection(
     private fun connect() {
         socket = http.newWebSocket(Request.Builder().url(url).build(), object : WebSocketListener() {
             override fun onOpen(webSocket: WebSocket, response: Response) {
-                webSocket.send(Hello(secret = secret, protocolVersion = 1).toJson()) // within 10 s
+                // Within 10 s. Asking for append deltas keeps a long answer's bytes near its length;
+                // a server without the feature ignores the ask and sends cumulative deltas.
+                webSocket.send(Hello(secret = secret, protocolVersion = 1, features = listOf(FEATURE_DELTA_APPEND)).toJson())
             }
 
             override fun onMessage(webSocket: WebSocket, text: String) {
@@ -79,15 +85,32 @@ class PhebyConnection(
                 when (message) {
                     is Ready -> {
                         attempt = 0
+                        drafts.clear() // the server starts every draft over (offset 0) on a new connection
                         // Reconnect recovery: re-open what the user sees; the snapshot replaces local state.
                         visibleConversations().forEach { webSocket.send(ConversationOpen(conversationId = it).toJson()) }
                         webSocket.send(ModelsCurrent().toJson())
                         webSocket.send(ReasoningCurrent().toJson())
                     }
-                    is ConversationHistory -> ui.replaceConversation(message)
+                    is ConversationHistory -> {
+                        message.run?.let { drafts[it.messageId] = it.text } // the whole draft so far
+                        ui.replaceConversation(message)
+                    }
                     is MessageStart -> ui.startMessage(message)
-                    is MessageDelta -> ui.appendDelta(message)
-                    is MessageComplete -> ui.completeMessage(message)
+                    is MessageDelta -> {
+                        val draft = try {
+                            message.applyTo(drafts[message.messageId] ?: "")
+                        } catch (e: IllegalArgumentException) {
+                            // A missed delta: the snapshot's run.text will carry the whole draft.
+                            webSocket.send(ConversationOpen(conversationId = message.conversationId).toJson())
+                            return
+                        }
+                        drafts[message.messageId] = draft
+                        ui.appendDelta(message.copy(offset = null, text = draft))
+                    }
+                    is MessageComplete -> {
+                        drafts.remove(message.messageId)
+                        ui.completeMessage(message)
+                    }
                     is ToolEvent -> ui.updateTool(message)
                     is ApprovalRequest -> ui.askApproval(message)
                     is ClarifyRequest -> ui.askClarification(message)

@@ -12,6 +12,7 @@ import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunStatus
 import dev.pheby.protocol.ServerMessage
 import dev.pheby.protocol.ToolEvent
+import dev.pheby.protocol.decodeServerMessage
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
@@ -104,7 +105,8 @@ class PhebyConnectionTest {
         val hello = first.next()
         assertEquals("hello", hello.getValue("type").jsonPrimitive.content)
         assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
-        first.send(fixtureText("valid/server/ready.json"))
+        assertEquals("[\"delta.append\"]", hello.getValue("features").toString())
+        first.send(fixtureText("valid/server/ready.features.json"))
         assertEquals(listOf("conversation.open", "models.current", "reasoning.current"), List(3) { first.nextType() })
 
         // A newer server: an unknown type, an unknown run status, then a malformed frame; none ends the loop.
@@ -115,6 +117,12 @@ class PhebyConnectionTest {
         assertEquals("run.paused", (ui.next() as ServerMessage.Unknown).type)
         assertEquals(RunStatus.of("interrupted"), (ui.next() as RunFinished).status)
         assertInstanceOf(MessageDelta::class.java, ui.next())
+        // Append deltas reach the ui stitched: the same cumulative text the plain delta carried.
+        first.send(fixtureText("valid/server/message.delta.append-start.json"))
+        first.send(fixtureText("valid/server/message.delta.append.json"))
+        assertEquals("It's currently ", (ui.next() as MessageDelta).text)
+        val stitched = ui.next() as MessageDelta
+        assertEquals(decodeServerMessage(fixtureText("valid/server/message.delta.json")), stitched)
 
         // A dropped connection: reconnect, hello again, re-open what is on screen.
         first.close(1001)

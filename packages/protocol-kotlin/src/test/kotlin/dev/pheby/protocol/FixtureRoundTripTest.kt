@@ -126,6 +126,8 @@ class FixtureRoundTripTest {
         "chat-send-blank.json" to "non-blank (pattern \\S)",
         "chat-send-duplicate-attachments.json" to "uniqueItems",
         "chat-send-too-long.json" to "maxLength 64000",
+        "hello-17-features.json" to "maxItems 16",
+        "hello-feature-name-too-long.json" to "maxLength 64",
         "open-limit-negative.json" to "minimum 1",
         "open-limit-zero.json" to "minimum 1",
         "reasoning-set-bad-effort.json" to "unknown ReasoningEffort",
@@ -136,6 +138,7 @@ class FixtureRoundTripTest {
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
         "error-unknown-code.json" to "unknown ErrorCode",
+        "message-delta-negative-offset.json" to "minimum 0 (applyTo refuses it)",
         "run-finished-bad-status.json" to "unknown RunStatus",
         "tool-event-bad-status.json" to "unknown ToolStatus",
         "unknown-server-type.json" to "unknown type",
