@@ -195,9 +195,12 @@ export class Probe {
       throw new CheckFailure(`${what}: expected error ${code}, got ${describe(reply)}`, reply);
   }
 
-  /** Complete the handshake; resolves with `ready`. */
-  async hello(secret: string): Promise<Extract<ServerMessage, { type: "ready" }>> {
-    return this.request({ type: "hello", secret, protocol_version: PROTOCOL_VERSION }, "ready");
+  /** Complete the handshake (asking for `features` when given); resolves with `ready`. */
+  async hello(secret: string, features?: string[]): Promise<Extract<ServerMessage, { type: "ready" }>> {
+    return this.request(
+      { type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) },
+      "ready",
+    );
   }
 
   /** Wait for the server to close the connection. */

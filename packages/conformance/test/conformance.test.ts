@@ -80,6 +80,27 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.delta_append when a proxy garbles an append delta, quoting it", async () => {
+      // Drops the first character of every append delta after the first: the stitched draft diverges.
+      const proxy = await brokenProxy(server.url, (f) => {
+        const m = JSON.parse(f) as { type: string; offset?: number; text: string };
+        if (m.type !== "message.delta" || !m.offset) return f;
+        return JSON.stringify({ ...m, text: m.text.slice(1) });
+      });
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.delta_append"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "message.delta" } });
+        expect(check!.reason).toContain("stitched draft");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails a check that receives a frame @pheby/protocol rejects, quoting it", async () => {
       // pong's ts must be an ISO-8601 timestamp; this proxy breaks it on the way through.
       const proxy = await brokenProxy(server.url, (f) =>

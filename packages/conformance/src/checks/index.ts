@@ -3,6 +3,7 @@ import { attachmentChecks } from "./attachments.js";
 import { conversationChecks } from "./conversations.js";
 import { decisionChecks } from "./decisions.js";
 import { errorChecks } from "./errors.js";
+import { extensionChecks } from "./extensions.js";
 import { handshakeChecks } from "./handshake.js";
 import { runChecks } from "./runs.js";
 import { settingsChecks } from "./settings.js";
@@ -16,4 +17,5 @@ export const CHECKS: readonly Check[] = [
   ...decisionChecks,
   ...settingsChecks,
   ...attachmentChecks,
+  ...extensionChecks,
 ];
