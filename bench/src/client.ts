@@ -23,8 +23,11 @@ export class BenchClient {
 
   private constructor(readonly ws: WebSocket) {}
 
-  /** Connect and say hello. `deflate` offers permessage-deflate as ws does by default (browsers too). */
-  static async connect(port: number, deflate: boolean): Promise<BenchClient> {
+  /**
+   * Connect and say hello. `deflate` offers permessage-deflate as ws does by default (browsers too);
+   * `features` are asked for in the hello (e.g. `delta.append`).
+   */
+  static async connect(port: number, deflate: boolean, features?: string[]): Promise<BenchClient> {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/ws`, { perMessageDeflate: deflate });
     const client = new BenchClient(ws);
     await new Promise<void>((resolve, reject) => {
@@ -42,9 +45,12 @@ export class BenchClient {
       for (const listener of [...client.#listeners]) listener(frame, at);
     });
     const ready = client.next((f) => f.type === "ready" || f.type === "error");
-    client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    client.send({ type: "hello", secret: SECRET, protocol_version: 1, ...(features ? { features } : {}) });
     const first = await ready;
     if (first.type !== "ready") throw new Error(`handshake failed: ${JSON.stringify(first)}`);
+    const enabled = (first.features as string[] | undefined) ?? [];
+    for (const f of features ?? [])
+      if (!enabled.includes(f)) throw new Error(`the server did not enable ${f}`);
     return client;
   }
 

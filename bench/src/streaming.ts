@@ -1,13 +1,15 @@
 // Streaming bandwidth: bytes on the wire per client for one streamed answer,
 // with a real ACP agent child (paced-agent.ts) sending 4-character chunks
 // every 5 ms (and as a burst), through the real Pheby server. Two servers run,
-// one sending a delta per chunk and one coalescing (the
-// default), one after the other; each has one client without and one with permessage-deflate, so
-// one run measures naive, each technique alone, and both (the default). The
+// one sending a delta per chunk and one coalescing (the default), one after the
+// other. Each has four clients on the same stream: v1 (cumulative deltas) and
+// delta.append (offset + new text), each without and with permessage-deflate,
+// so one run measures naive, each technique alone and every combination. The
 // baseline is naive: the spec's cumulative delta per agent chunk, uncompressed.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { applyDelta, FEATURE_DELTA_APPEND } from "@pheby/protocol";
 import { BenchClient, type Frame } from "./client.js";
 import { median, percentile, type Spawned, spawnServer, table } from "./harness.js";
 
@@ -25,11 +27,14 @@ interface Measured {
   p99DelayMs: number;
 }
 
+/** The four clients of one server: v1 or delta.append, without or with permessage-deflate. */
+const CLIENTS = ["plain", "deflate", "append", "appendDeflate"] as const;
+type ClientName = (typeof CLIENTS)[number];
+
 interface Setup {
   server: Spawned;
   timeline: string;
-  plain: BenchClient;
-  deflate: BenchClient;
+  clients: Record<ClientName, BenchClient>;
   conversation: string;
 }
 
@@ -49,7 +54,8 @@ function watch(client: BenchClient, chars: number) {
     const off = client.on((f: Frame, at: number) => {
       if (f.type === "message.delta") {
         if (deltas++ === 0) firstAt = at;
-        cover(f.text!, at);
+        // Cumulative (v1) or stitched from an append delta: the same draft either way.
+        cover(applyDelta(last, f as { text: string; offset?: number }), at);
       } else if (f.type === "message.complete" && !f.kind) {
         if (f.text!.length !== chars) throw new Error(`final text has ${f.text!.length} chars, not ${chars}`);
         cover(f.text!, at);
@@ -81,24 +87,31 @@ async function setup(dir: string, name: string, deltaMs: string, env: Record<str
     BENCH_DELTA_MS: deltaMs,
     BENCH_DATA_DIR: mkdtempSync(join(dir, `${name}-`)),
   });
-  const plain = await BenchClient.connect(server.port, false);
-  const deflate = await BenchClient.connect(server.port, true);
-  if (!deflate.deflated) throw new Error("the server did not negotiate permessage-deflate");
-  const created = await plain.request({ type: "conversation.create" }, "conversation.created");
-  return { server, timeline, plain, deflate, conversation: created.conversation_id! } satisfies Setup;
+  const append = [FEATURE_DELTA_APPEND];
+  const clients: Record<ClientName, BenchClient> = {
+    plain: await BenchClient.connect(server.port, false),
+    deflate: await BenchClient.connect(server.port, true),
+    append: await BenchClient.connect(server.port, false, append),
+    appendDeflate: await BenchClient.connect(server.port, true, append),
+  };
+  if (!clients.deflate.deflated || !clients.appendDeflate.deflated)
+    throw new Error("the server did not negotiate permessage-deflate");
+  const created = await clients.plain.request({ type: "conversation.create" }, "conversation.created");
+  return { server, timeline, clients, conversation: created.conversation_id! } satisfies Setup;
 }
 
-async function run(s: Setup, chars: number, intervalMs: number) {
-  const plain = watch(s.plain, chars);
-  const deflate = watch(s.deflate, chars);
-  await s.plain.request(
+async function run(s: Setup, chars: number, intervalMs: number): Promise<Record<ClientName, Measured>> {
+  const watched = CLIENTS.map((name) => [name, watch(s.clients[name], chars)] as const);
+  await s.clients.plain.request(
     { type: "chat.send", conversation_id: s.conversation, text: `stream ${chars} ${CHUNK} ${intervalMs}` },
     "run.accepted",
   );
-  await s.plain.next((f) => f.type === "run.finished");
+  await s.clients.plain.next((f) => f.type === "run.finished");
   // The agent writes its chunk times before it ends the turn, so before run.finished.
   const timeline = JSON.parse(readFileSync(s.timeline, "utf8")) as number[];
-  return { plain: await plain(timeline), deflate: await deflate(timeline) };
+  const result = {} as Record<ClientName, Measured>;
+  for (const [name, measured] of watched) result[name] = await measured(timeline);
+  return result;
 }
 
 const dir = mkdtempSync(join(tmpdir(), "pheby-bench-stream-"));
@@ -126,6 +139,10 @@ try {
           ["permessage-deflate only", a.deflate],
           [`coalescing ${COALESCE_MS} ms only`, b.plain],
           [`coalescing ${COALESCE_MS} ms + deflate (default)`, b.deflate],
+          ["append deltas only", a.append],
+          ["append + deflate", a.appendDeflate],
+          [`append + coalescing ${COALESCE_MS} ms`, b.append],
+          [`append + coalescing ${COALESCE_MS} ms + deflate (default, opted in)`, b.appendDeflate],
         ] as const) {
           samples[key] = [...(samples[key] ?? []), m];
         }
@@ -150,8 +167,7 @@ try {
   }
 } finally {
   for (const s of [perChunk, coalesced]) {
-    s.plain.close();
-    s.deflate.close();
+    for (const name of CLIENTS) s.clients[name].close();
     await s.server.stop();
   }
   rmSync(dir, { recursive: true, force: true });
@@ -162,5 +178,6 @@ console.log(
 console.log("baseline: naive = one uncompressed cumulative delta per agent chunk, same run, same agent\n");
 table(rows);
 console.log(
-  "\ntargets (64k, default): ≤ 4 × answer on the wire; first delta ≤ 50 ms after the agent's first chunk; no chunk delayed > 150 ms",
+  "\ntargets (64k, default): ≤ 4 × answer on the wire; first delta ≤ 50 ms after the agent's first chunk; no chunk delayed > 150 ms\n" +
+    "(v1 clients get cumulative deltas; clients that ask for delta.append get offset + new text)",
 );

@@ -227,6 +227,29 @@ describe("streaming", () => {
   });
 });
 
+it("with permessage-deflate, short append deltas are compressed; a v1 connection's short deltas are not", async () => {
+  ts = await startServer({ agent: streaming(WORDS.slice(0, 5)), deltaIntervalMs: 0 });
+  const wire = (c: RawClient) => {
+    const chunks: Buffer[] = [];
+    (c.ws as unknown as { _socket: NodeJS.ReadableStream })._socket.prependListener("data", (b: Buffer) => {
+      chunks.push(b);
+    });
+    return () => Buffer.concat(chunks).toString("latin1");
+  };
+  const plain = (await connect(ts.wsUrl)).c;
+  const append = (await connect(ts.wsUrl, [FEATURE_DELTA_APPEND])).c;
+  expect(append.ws.extensions).toContain("permessage-deflate");
+  const [plainWire, appendWire] = [wire(plain), wire(append)];
+  const runId = await send(plain, await createConversation(plain), "go");
+  await plain.run(runId);
+  await append.run(runId);
+  expect(deltas(append, runId)).toHaveLength(5);
+  expect(plainWire()).toContain('"type":"message.delta"');
+  expect(appendWire()).not.toContain('"type":"message.delta"');
+  plain.close();
+  append.close();
+});
+
 describe("Hub.broadcastDelta (real sockets)", () => {
   /** A Hub whose connections are real ws pairs on 127.0.0.1:0; returns what each client received. */
   async function hubWith(n: number, appendDeltas: boolean) {

@@ -53,6 +53,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
   const send = (text: string) => sendMessage(page, text);
   const settled = () => runSettled(page);
 
+  /** Every frame the page's WebSockets received, raw. */
+  const received: string[] = [];
+
   beforeAll(async () => {
     mkdirSync(RESULTS, { recursive: true });
     dataDir = tempDataDir();
@@ -63,6 +66,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     // Fail at the step that hangs, well before the test's own timeout.
     page.setDefaultTimeout(12_000);
     page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    page.on("websocket", (ws) => ws.on("framereceived", (f) => received.push(String(f.payload))));
     page.on("console", (msg) => {
       if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
     });
@@ -171,6 +175,12 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
+    // The console asked for append deltas and got them: the bubble texts above were stitched.
+    const frames = received.map(
+      (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
+    );
+    expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual(["delta.append"]);
+    expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");
   });
 

@@ -60,8 +60,10 @@ export class Connection {
    * is not keeping up: it is closed with 4503 instead, so one slow reader
    * cannot grow server memory without bound (at most the cap plus one frame).
    * Checking before the send means one large frame never trips it by itself.
+   * `compress` (when permessage-deflate is on) defaults to frames of at least
+   * {@link COMPRESS_MIN_CHARS}.
    */
-  sendRaw(data: string, type: string): void {
+  sendRaw(data: string, type: string, compress = data.length >= COMPRESS_MIN_CHARS): void {
     if (!this.open) return;
     if (this.ws.bufferedAmount > this.deps.maxBufferedBytes) {
       this.deps.log.warn(
@@ -73,7 +75,7 @@ export class Connection {
       setTimeout(() => this.ws.terminate(), SLOW_CLOSE_GRACE_MS).unref();
       return;
     }
-    this.ws.send(data, { compress: data.length >= COMPRESS_MIN_CHARS });
+    this.ws.send(data, { compress });
     this.deps.log.debug({ conn: this.id, type }, "frame out");
   }
 
@@ -148,14 +150,20 @@ export class Hub {
       this.#drafts.set(msg.message_id, draft);
     }
     const { conversation_id, message_id, text, ts } = msg;
+    // Append deltas are short but frequent: their repeated envelope (IDs, field names, ts) is most
+    // of their bytes, and deflate's context takeover shrinks it to a few bytes, so they are
+    // compressed whatever their length. The cost is the deflate context (~256 KiB) that a v1
+    // connection pays too once it streams an answer over COMPRESS_MIN_CHARS; idle ones still never do.
     let cumulative: string | undefined;
     let append: string | undefined;
     let full: string | undefined;
     for (const conn of this.#clients) {
       let data: string;
       if (!conn.appendDeltas) {
-        data = cumulative ??= JSON.stringify(msg);
-      } else if (draft.synced.has(conn)) {
+        conn.sendRaw((cumulative ??= JSON.stringify(msg)), msg.type);
+        continue;
+      }
+      if (draft.synced.has(conn)) {
         if (append === undefined) {
           const offset = deltaOffset(draft.text, text);
           append = JSON.stringify(appendFrame(conversation_id, message_id, offset, text.slice(offset), ts));
@@ -165,7 +173,7 @@ export class Hub {
         data = full ??= JSON.stringify(appendFrame(conversation_id, message_id, 0, text, ts));
         draft.synced.add(conn);
       }
-      conn.sendRaw(data, msg.type);
+      conn.sendRaw(data, msg.type, true);
     }
     draft.text = text;
   }
