@@ -4,38 +4,17 @@
 // mid-stream still gets every delta, in order.
 import type { ServerMessageOf } from "@pheby/protocol";
 import { afterEach, expect, it } from "vitest";
-import type { AgentBackend, TurnResult, TurnSink } from "../src/index.js";
 import {
   createConversation,
-  NO_CAPABILITIES,
   RawClient,
   send,
   startServer,
+  streamingBackend,
   type TestServer,
 } from "./helpers.js";
 
 const CHUNKS = Array.from({ length: 120 }, (_, i) => `w${i} `);
 const FINAL = CHUNKS.join("");
-
-/** A backend streaming CHUNKS: `paced` one per ms-ish timer tick, `burst` all at once. */
-function streaming(): AgentBackend {
-  return {
-    name: "streaming",
-    capabilities: NO_CAPABILITIES,
-    async start() {},
-    async createSession(conversationId) {
-      return { sessionId: `s-${conversationId}` };
-    },
-    async prompt(input, sink: TurnSink): Promise<TurnResult> {
-      for (const chunk of CHUNKS) {
-        sink.text(chunk);
-        if (input.text === "paced") await new Promise((r) => setTimeout(r, 2));
-      }
-      return { status: "completed" };
-    },
-    async close() {},
-  };
-}
 
 let ts: TestServer | undefined;
 afterEach(async () => {
@@ -45,7 +24,7 @@ afterEach(async () => {
 
 async function streamOnce(deltaIntervalMs: number | undefined, text: "paced" | "burst") {
   ts = await startServer({
-    agent: streaming(),
+    agent: streamingBackend(CHUNKS, { pauseMs: 2 }),
     ...(deltaIntervalMs === undefined ? {} : { deltaIntervalMs }),
   });
   const c = await RawClient.connect(ts.wsUrl);
@@ -95,7 +74,7 @@ it("a burst ends with the exact text in message.complete even though its window 
 });
 
 it("a reader that stalls mid-stream (compressed) gets every delta in order, then the exact text", async () => {
-  ts = await startServer({ agent: streaming(), deltaIntervalMs: 5 });
+  ts = await startServer({ agent: streamingBackend(CHUNKS, { pauseMs: 2 }), deltaIntervalMs: 5 });
   const driver = await RawClient.connect(ts.wsUrl);
   const stalled = await RawClient.connect(ts.wsUrl);
   expect(stalled.ws.extensions).toContain("permessage-deflate");

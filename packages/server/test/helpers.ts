@@ -95,13 +95,14 @@ export function useTempDirs(): () => string {
 }
 
 /**
- * A backend streaming `chunks` one per timer tick. When `gate` is given, it
- * pauses after `gate.after` chunks until `gate.open` resolves.
+ * A scripted backend streaming `chunks`, pausing `pauseMs` (default 1) after each, or not at all
+ * when the prompt is "burst". With `gate`, it waits after `gate.after` chunks until `gate.open` resolves.
  */
 export function streamingBackend(
-  chunks: string[],
-  gate?: { after: number; open: Promise<void> },
+  chunks: readonly string[],
+  opts: { pauseMs?: number; gate?: { after: number; open: Promise<void> } } = {},
 ): AgentBackend {
+  const { pauseMs = 1, gate } = opts;
   return {
     name: "streaming",
     capabilities: NO_CAPABILITIES,
@@ -109,11 +110,11 @@ export function streamingBackend(
     async createSession(conversationId) {
       return { sessionId: `s-${conversationId}` };
     },
-    async prompt(_input, sink: TurnSink): Promise<TurnResult> {
+    async prompt(input, sink: TurnSink): Promise<TurnResult> {
       for (const [i, chunk] of chunks.entries()) {
         if (gate && i === gate.after) await gate.open;
         sink.text(chunk);
-        await new Promise((r) => setTimeout(r, 1));
+        if (input.text !== "burst") await new Promise((r) => setTimeout(r, pauseMs));
       }
       return { status: "completed" };
     },

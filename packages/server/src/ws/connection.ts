@@ -154,26 +154,25 @@ export class Hub {
     // of their bytes, and deflate's context takeover shrinks it to a few bytes, so they are
     // compressed whatever their length. The cost is the deflate context (~256 KiB) that a v1
     // connection pays too once it streams an answer over COMPRESS_MIN_CHARS; idle ones still never do.
+    // A connection's first delta of a message keeps the usual threshold: zlib works off the event
+    // loop, so a compressed first frame waits for a busy loop (a burst) where a plain one goes at once.
     let cumulative: string | undefined;
     let append: string | undefined;
     let full: string | undefined;
     for (const conn of this.#clients) {
-      let data: string;
       if (!conn.appendDeltas) {
         conn.sendRaw((cumulative ??= JSON.stringify(msg)), msg.type);
-        continue;
-      }
-      if (draft.synced.has(conn)) {
+      } else if (!draft.synced.has(conn)) {
+        full ??= JSON.stringify(appendFrame(conversation_id, message_id, 0, text, ts));
+        conn.sendRaw(full, msg.type);
+        draft.synced.add(conn);
+      } else {
         if (append === undefined) {
           const offset = deltaOffset(draft.text, text);
           append = JSON.stringify(appendFrame(conversation_id, message_id, offset, text.slice(offset), ts));
         }
-        data = append;
-      } else {
-        data = full ??= JSON.stringify(appendFrame(conversation_id, message_id, 0, text, ts));
-        draft.synced.add(conn);
+        conn.sendRaw(append, msg.type, true);
       }
-      conn.sendRaw(data, msg.type, true);
     }
     draft.text = text;
   }
