@@ -10,6 +10,7 @@ import {
 } from "@pheby/server";
 import { pino } from "pino";
 import { agentCommandProblem } from "./agent-check.js";
+import { help, parseArgs, version } from "./args.js";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
 import { resolveSecret } from "./secret.js";
@@ -32,6 +33,17 @@ function createAgent(config: Config): AgentBackend {
 const SHUTDOWN_DEADLINE_MS = 10_000;
 
 async function main(): Promise<void> {
+  const invocation = parseArgs(process.argv.slice(2));
+  if (invocation.run === "help" || invocation.run === "version") {
+    process.stdout.write(`${invocation.run === "help" ? help() : version()}\n`);
+    return;
+  }
+  if (invocation.run === "unknown") {
+    process.stderr.write(
+      `pheby-server: unknown argument ${JSON.stringify(invocation.arg)}; settings come from the environment (pheby-server --help)\n`,
+    );
+    process.exit(2);
+  }
   let config: Config;
   try {
     config = loadConfig(process.env);

@@ -1,7 +1,7 @@
 // pheby-server as an operator runs it: the built dist/main.js in a child
 // process, configured only through the environment.
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, statSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -120,6 +120,34 @@ describe("pheby-server", () => {
     ]);
     expect(code).toBe(0);
   }, 30_000);
+
+  it("answers --help and --version without starting, and refuses an unknown argument", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pheby-args-"));
+    const run = (arg: string) =>
+      spawnSync(process.execPath, [MAIN, arg], {
+        cwd,
+        env: { PATH: process.env.PATH ?? "" },
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+    const helped = run("--help");
+    expect(helped.status).toBe(0);
+    expect(helped.stdout).toContain("usage: pheby-server");
+    // Every operator-facing setting is listed with its YAML key.
+    expect(helped.stdout).toMatch(/PHEBY_HTTP_IDLE_TIMEOUT_SECONDS\s+http_idle_timeout_seconds/);
+    expect(helped.stdout).toMatch(/PHEBY_AGENT_COMMAND\s+agent\.command/);
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    const versioned = run("--version");
+    expect(versioned.status).toBe(0);
+    expect(versioned.stdout.trim()).toBe(`pheby-server ${pkg.version} (Pheby Protocol v1)`);
+    const unknown = run("--port=9000");
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toContain('unknown argument "--port=9000"');
+    // None of them started a server: no data directory, no generated secret.
+    expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
+  });
 
   it("refuses bad configuration with exit code 2 and a readable message", async () => {
     const app = start({ PHEBY_PORT: "eighty", PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")) });

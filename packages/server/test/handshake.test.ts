@@ -180,6 +180,17 @@ describe("lockout", () => {
     (await RawClient.connect(ts.wsUrl)).close();
     (await RawClient.connect(ts.wsUrl, { headers: { "X-Forwarded-For": "198.51.100.8" } })).close();
   });
+
+  it("an IPv6 source is locked out by its /64: fresh addresses in it do not buy fresh guesses", async () => {
+    for (let i = 1; i <= 5; i++) await failHello({ "X-Forwarded-For": `2001:db8:0:1::${i}` });
+    const sameSubnet = await RawClient.open(ts.wsUrl, {
+      headers: { "X-Forwarded-For": "2001:db8:0:1:ffff::6" },
+    });
+    expect((await sameSubnet.next("error")).error.code).toBe("rate_limited");
+    expect((await sameSubnet.closed).code).toBe(CLOSE_CODES.lockedOut);
+    // The neighbouring /64 is someone else.
+    (await RawClient.connect(ts.wsUrl, { headers: { "X-Forwarded-For": "2001:db8:0:2::1" } })).close();
+  });
 });
 
 describe("heartbeat", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { longText } from "../src/agent/simulator/index.js";
-import { clientAddress, isLoopback } from "../src/auth/address.js";
+import { clientAddress, isLoopback, lockoutKey } from "../src/auth/address.js";
 import { Lockout } from "../src/auth/lockout.js";
 import { createSecretCheck } from "../src/auth/secret.js";
 import { nearestChoice } from "../src/decisions/nearest.js";
@@ -31,6 +31,32 @@ describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost en
     expect(isLoopback("::1")).toBe(true);
     expect(isLoopback("128.0.0.1")).toBe(false);
     expect(isLoopback("::2")).toBe(false);
+  });
+});
+
+describe("lockoutKey (IPv4 per address, IPv6 per /64)", () => {
+  it("keys IPv4 addresses as themselves", () => {
+    expect(lockoutKey("198.51.100.7")).toBe("198.51.100.7");
+    expect(lockoutKey("unknown")).toBe("unknown");
+  });
+
+  it("keys every spelling of an IPv6 address by its /64", () => {
+    expect(lockoutKey("2001:db8:1:2::1")).toBe("2001:db8:1:2::/64");
+    expect(lockoutKey("2001:0db8:0001:0002:ffff:ffff:ffff:ffff")).toBe("2001:db8:1:2::/64");
+    expect(lockoutKey("2001:db8::1")).toBe("2001:db8:0:0::/64");
+    expect(lockoutKey("::1")).toBe("0:0:0:0::/64");
+    expect(lockoutKey("fe80::1%eth0")).toBe("fe80:0:0:0::/64");
+    expect(lockoutKey("64:ff9b::192.0.2.33")).toBe("64:ff9b:0:0::/64");
+    expect(lockoutKey("1:2:3:4:5:6:192.0.2.33")).toBe("1:2:3:4::/64");
+  });
+
+  it("locks a whole IPv6 /64 after five failures from five of its addresses, and no other /64", () => {
+    const lockout = new Lockout({ maxFailures: 5, windowMs: 60_000, durationMs: 60_000 }, { now: () => 0 });
+    for (let i = 1; i <= 4; i++) expect(lockout.fail(`2001:db8:0:1::${i}`)).toBe(false);
+    expect(lockout.fail("2001:db8:0:1::5")).toBe(true);
+    expect(lockout.isLocked("2001:db8:0:1:abcd::99")).toBe(true);
+    expect(lockout.isLocked("2001:db8:0:2::1")).toBe(false);
+    expect(lockout.tracked).toBe(1);
   });
 });
 

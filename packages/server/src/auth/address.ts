@@ -27,3 +27,33 @@ export function clientAddress(
   const last = header.split(",").pop()?.trim() ?? "";
   return isIP(last) ? normalise(last) : peer;
 }
+
+/** The eight 16-bit groups of an IPv6 address (zone stripped, `::` expanded, a dotted tail as two). */
+function ipv6Groups(addr: string): number[] {
+  const bare = addr.split("%")[0]!;
+  const parse = (part: string) =>
+    part === ""
+      ? []
+      : part.split(":").flatMap((group) => {
+          if (!group.includes(".")) return [Number.parseInt(group, 16)];
+          const [a, b, c, d] = group.split(".").map(Number) as [number, number, number, number];
+          return [(a << 8) | b, (c << 8) | d];
+        });
+  const [head = "", tail] = bare.split("::");
+  const left = parse(head);
+  const right = tail === undefined ? [] : parse(tail);
+  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+}
+
+/**
+ * The key an address is locked out under: an IPv4 address itself, an IPv6 address's /64. One
+ * IPv6 subscriber usually holds a whole /64 (RFC 6177), so keying single IPv6 addresses would
+ * hand an attacker 2^64 fresh sets of five guesses.
+ */
+export function lockoutKey(addr: string): string {
+  if (isIP(addr) !== 6) return addr;
+  const prefix = ipv6Groups(addr)
+    .slice(0, 4)
+    .map((group) => group.toString(16));
+  return `${prefix.join(":")}::/64`;
+}

@@ -1,4 +1,5 @@
 import type { Clock } from "../util/time.js";
+import { lockoutKey } from "./address.js";
 
 /** Lockout settings (see {@link PhebyServerOptions.lockout}). */
 export interface LockoutSettings {
@@ -19,8 +20,9 @@ const MAX_LOCKED = 100_000;
 
 /**
  * Failed-hello lockout per source address: `maxFailures` failures within
- * `windowMs` lock the address for `durationMs`. In memory only: a restart
- * forgets lockouts, which is acceptable for a single-user server.
+ * `windowMs` lock the address for `durationMs`. An IPv6 source is keyed by its
+ * /64 ({@link lockoutKey}). In memory only: a restart forgets lockouts, which
+ * is acceptable for a single-user server.
  */
 export class Lockout {
   readonly #failures = new Map<string, number[]>();
@@ -32,7 +34,8 @@ export class Lockout {
   ) {}
 
   /** True while `addr` is locked out. */
-  isLocked(addr: string): boolean {
+  isLocked(source: string): boolean {
+    const addr = lockoutKey(source);
     const until = this.#lockedUntil.get(addr);
     if (until === undefined) return false;
     if (this.clock.now() < until) return true;
@@ -41,7 +44,8 @@ export class Lockout {
   }
 
   /** Record a failed hello; returns true when this failure locked the address. */
-  fail(addr: string): boolean {
+  fail(source: string): boolean {
+    const addr = lockoutKey(source);
     const now = this.clock.now();
     const recent = (this.#failures.get(addr) ?? []).filter((t) => now - t < this.settings.windowMs);
     recent.push(now);
@@ -63,8 +67,8 @@ export class Lockout {
   }
 
   /** A successful hello forgets earlier failures of the address. */
-  succeed(addr: string): void {
-    this.#failures.delete(addr);
+  succeed(source: string): void {
+    this.#failures.delete(lockoutKey(source));
   }
 
   /**

@@ -1,0 +1,48 @@
+// pheby-server takes its configuration from the environment and YAML only; the command line
+// carries just --help and --version, so an operator who types `pheby-server --help` gets the
+// settings instead of a server started on its defaults.
+
+import { readFileSync } from "node:fs";
+import { PROTOCOL_VERSION } from "@pheby/protocol";
+import { ENV_NAMES } from "./config.js";
+
+/** `pheby-server --version`: this app's version (package.json sits above both src/ and dist/). */
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+    version: string;
+  };
+  return `pheby-server ${pkg.version} (Pheby Protocol v${PROTOCOL_VERSION})`;
+}
+
+/** `pheby-server --help`: every setting, by its environment variable and its YAML key. */
+export function help(): string {
+  const width = Math.max(...Object.keys(ENV_NAMES).map((name) => name.length));
+  const settings = Object.entries(ENV_NAMES).map(
+    ([name, path]) => `  ${name.padEnd(width)}  ${path.join(".")}`,
+  );
+  return [
+    "usage: pheby-server            start the server (configured by the environment and YAML)",
+    "       pheby-server --help     this text",
+    "       pheby-server --version  the version and the protocol version",
+    "",
+    "With no settings it runs the simulator agent, keeps its data in ./.pheby-data and",
+    "generates a secret there. Settings (environment variable, then its key in the YAML",
+    "file named by PHEBY_CONFIG; the environment wins):",
+    `  ${"PHEBY_CONFIG".padEnd(width)}  (the YAML file)`,
+    ...settings,
+    "",
+    "Docs: docs/deployment.md",
+  ].join("\n");
+}
+
+/** What the command line asks for; `unknown` carries the first argument not understood. */
+export type Invocation = { run: "server" } | { run: "help" | "version" } | { run: "unknown"; arg: string };
+
+/** Reads `process.argv.slice(2)`. */
+export function parseArgs(args: readonly string[]): Invocation {
+  const [first] = args;
+  if (first === undefined) return { run: "server" };
+  if (first === "--help" || first === "-h") return { run: "help" };
+  if (first === "--version" || first === "-V") return { run: "version" };
+  return { run: "unknown", arg: first };
+}
