@@ -161,7 +161,8 @@ export class Hub {
     let full: string | undefined;
     for (const conn of this.#clients) {
       if (!conn.appendDeltas) {
-        conn.sendRaw((cumulative ??= JSON.stringify(msg)), msg.type);
+        cumulative ??= JSON.stringify(msg);
+        conn.sendRaw(cumulative, msg.type);
       } else if (!draft.synced.has(conn)) {
         full ??= JSON.stringify(appendFrame(conversation_id, message_id, 0, text, ts));
         conn.sendRaw(full, msg.type);
