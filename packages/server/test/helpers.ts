@@ -191,7 +191,7 @@ export class RawClient {
   }
 
   /** Open a socket and complete the handshake. */
-  static async connect(wsUrl: string, options: { headers?: Record<string, string> } = {}) {
+  static async connect(wsUrl: string, options: Parameters<typeof RawClient.open>[1] = {}) {
     const client = await RawClient.open(wsUrl, options);
     client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
     await client.next("ready");

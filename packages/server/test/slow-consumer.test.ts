@@ -6,9 +6,10 @@ it("a client that stops reading is closed with 4503; others are unaffected", asy
   const logs = captureLogs("warn");
   const ts = await startServer({ logger: logs.logger, maxBufferedBytes: 1024 * 1024 });
   try {
-    const healthy = await RawClient.connect(ts.wsUrl);
-    // Without compression: "/sim long" text deflates a thousandfold, so a compressed stream would
-    // never queue enough to trip the cap (which is right: it costs the server no memory).
+    // Without compression, both: "/sim long" text deflates a thousandfold, so a compressed stream
+    // would never queue enough to trip the cap (which is right: it costs the server no memory), and
+    // deflating megabytes of deltas for the healthy client only slows a loaded CI machine down.
+    const healthy = await RawClient.connect(ts.wsUrl, { perMessageDeflate: false });
     const slow = await RawClient.open(ts.wsUrl, { perMessageDeflate: false });
     slow.send({ type: "hello", secret: SECRET, protocol_version: 1 });
     await slow.next("ready");
@@ -19,7 +20,9 @@ it("a client that stops reading is closed with 4503; others are unaffected", asy
     const cut = () => logs.text().includes("slow consumer");
     for (let i = 0; i < 20 && !cut(); i++) {
       const runId = await send(healthy, id, "/sim long 1000000");
-      const finished = await healthy.next("run.finished", (m) => m.run_id === runId);
+      // A megabyte answer in 8 cumulative deltas (~4.5 MB of frames, each schema-checked): generous
+      // timeouts, since a loaded machine takes seconds over it and this test is not about speed.
+      const finished = await healthy.next("run.finished", (m) => m.run_id === runId, 60_000);
       expect(finished.status).toBe("completed");
       const complete = healthy.frames.find(
         (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
@@ -36,4 +39,4 @@ it("a client that stops reading is closed with 4503; others are unaffected", asy
   } finally {
     await ts.cleanup();
   }
-});
+}, 300_000);
