@@ -4,17 +4,25 @@
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createConversation, RawClient, SECRET, startServer, type TestServer } from "./helpers.js";
+import {
+  captureLogs,
+  createConversation,
+  RawClient,
+  SECRET,
+  startServer,
+  type TestServer,
+} from "./helpers.js";
 import { storeFiles, upload } from "./http.js";
 
 // 1.5 s: five times the upload trickle interval, so a noisy machine cannot make a steady upload look idle.
 const IDLE_MS = 1_500;
+const logs = captureLogs("debug");
 let ts: TestServer;
 let conversationId: string;
 let client: RawClient;
 
 beforeAll(async () => {
-  ts = await startServer({ httpIdleTimeoutMs: IDLE_MS });
+  ts = await startServer({ httpIdleTimeoutMs: IDLE_MS, logger: logs.logger });
   client = await RawClient.connect(ts.wsUrl);
   conversationId = await createConversation(client);
 });
@@ -97,15 +105,19 @@ describe("downloads", () => {
     path = json.attachment.download_path;
   });
 
-  /** Download, pausing for `pauseMs` after every `burst` bytes (at most `pauses` times); resolves with what arrived. */
+  /**
+   * Download on a fresh connection, pausing after every `burst` bytes until `resume()` settles (at most
+   * `pauses` times); resolves with what arrived.
+   */
   function slowDownload(
     burst: number,
-    pauseMs: number,
+    resume: () => Promise<unknown>,
     pauses = Number.POSITIVE_INFINITY,
   ): Promise<{ bytes: number; complete: boolean }> {
     let paused = 0;
     return new Promise((resolve) => {
-      const req = request(`${ts.url}${path}`, { headers: { authorization: `Bearer ${SECRET}` } }, (res) => {
+      const headers = { authorization: `Bearer ${SECRET}` };
+      const req = request(`${ts.url}${path}`, { headers, agent: false }, (res) => {
         let bytes = 0;
         let sincePause = 0;
         res.on("data", (d: Buffer) => {
@@ -115,7 +127,7 @@ describe("downloads", () => {
             paused++;
             sincePause = 0;
             res.pause();
-            setTimeout(() => res.resume(), pauseMs);
+            void resume().then(() => res.resume());
           }
         });
         res.on("end", () => resolve({ bytes, complete: res.complete }));
@@ -127,18 +139,38 @@ describe("downloads", () => {
     });
   }
 
+  /** True once the server has logged that a download was cut (polls its log); false after `ms`. */
+  async function serverCutADownload(ms: number): Promise<boolean> {
+    const cuts = () => logs.text().split("download ended early").length;
+    const before = cuts();
+    for (const deadline = Date.now() + ms; Date.now() < deadline; await sleep(50)) {
+      if (cuts() > before) return true;
+    }
+    return false;
+  }
+
   it("a slow reader that keeps reading gets the whole file, however long it takes", async () => {
     const started = Date.now();
-    const res = await slowDownload(4 * 1024 * 1024, 600); // 8 pauses shorter than the idle timeout
+    const res = await slowDownload(4 * 1024 * 1024, () => sleep(600)); // 8 pauses shorter than the idle timeout
     expect(res).toEqual({ bytes: SIZE, complete: true });
     expect(Date.now() - started).toBeGreaterThan(2 * IDLE_MS);
   });
 
   it("a reader that stops reading is cut after the idle timeout", async () => {
-    // It reads again after 3 idle timeouts (a paused client would never see the close otherwise:
-    // the FIN waits behind the unread data), finds what was in flight, then the cut.
-    const res = await slowDownload(1024 * 1024, 3 * IDLE_MS, 1);
+    // It reads again once the server has cut the download (a paused client would never see the close
+    // otherwise: the FIN waits behind the unread data), finds what was in flight, then the cut. Waiting
+    // for the server's own word, not a fixed pause, keeps a loaded machine from turning a late cut
+    // into a complete download (CI saw that once with a 4.5 s pause).
+    let cut = false;
+    const res = await slowDownload(
+      1024 * 1024,
+      async () => {
+        cut = await serverCutADownload(20_000);
+      },
+      1,
+    );
+    expect(cut).toBe(true);
     expect(res.complete).toBe(false);
     expect(res.bytes).toBeLessThan(SIZE);
-  });
+  }, 60_000);
 });
