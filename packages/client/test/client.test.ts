@@ -254,7 +254,7 @@ describe("PhebyClient reconnect", () => {
     c.onState((s) => states.push(s));
     await peer.close();
     // Polled, not a fixed wait: a loaded machine may take a while to deliver the close.
-    while (c.state === "open") await new Promise((r) => setTimeout(r, 10));
+    while ((c.state as string) === "open") await new Promise((r) => setTimeout(r, 10));
     expect(c.state).toBe("reconnecting");
     // Bring a peer back on the same port; the client finds it by itself.
     const { WebSocketServer } = await import("ws");
