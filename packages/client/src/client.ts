@@ -2,12 +2,12 @@ import {
   applyDelta,
   CLOSE_CODES,
   type ClientMessageInput,
-  type ClientMessageType,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
   PROTOCOL_VERSION,
   REPLY_TYPES,
   type ReplyOf,
+  type RequestType,
   type ServerMessage,
   type ServerMessageOf,
   type ServerMessageType,
@@ -144,7 +144,7 @@ export class PhebyClient {
    * maps it to). A `request_id` is filled in when absent. Rejects with a
    * {@link PhebyError} carrying the server's error code.
    */
-  request<T extends ClientMessageType>(
+  request<T extends RequestType>(
     message: ClientMessageInput<T> & { type: T },
     options: { timeoutMs?: number } = {},
   ): Promise<ReplyOf<T>> {
@@ -328,10 +328,10 @@ export class PhebyClient {
 
   private sendRequest(
     socket: WebSocketLike,
-    message: { type: ClientMessageType } & Record<string, unknown>,
+    message: { type: RequestType } & Record<string, unknown>,
     timeoutMs?: number,
   ) {
-    const withId = message as { type: ClientMessageType; request_id?: string };
+    const withId = message as { type: RequestType; request_id?: string };
     const requestId = withId.request_id ?? `r${this.nextId++}`;
     return new Promise<ServerMessage>((resolve, reject) => {
       const timeout = timeoutMs ?? this.options.requestTimeoutMs ?? 30_000;

@@ -1,24 +1,33 @@
 // Builds the three JSON Schema bundles (client, server, http) from the Zod
 // source. Used by `pnpm schema` to write them and by the drift test to compare.
-import type { ZodTypeAny } from "zod/v3";
+import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
   AttachmentDescriptor,
   ConversationSummary,
   clientMessageSchemas,
-  ErrorBody,
+  Device,
+  DeviceCredentials,
   ErrorDetail,
+  type FieldRule,
+  fieldRulesOf,
   Hex32Id,
   HistoryMessage,
+  httpBodySchemas,
   jsonSchemaHints,
   ModelProvider,
   OpaqueId,
   PendingApproval,
   PendingClarification,
+  PushKeys,
+  PushServerInfo,
+  PushSubscriptionInfo,
+  pushPayloadSchemas,
+  QueuedRun,
   RunState,
+  Schedule,
   serverMessageSchemas,
   ToolState,
-  UploadResponse,
 } from "../src/index.js";
 
 type JsonObject = Record<string, unknown>;
@@ -32,9 +41,17 @@ export function definitionName(type: string): string {
     .join("");
 }
 
+/** The push payload member of `kind`: "run_finished" → "PushRunFinishedPayload". */
+export function pushPayloadName(kind: string): string {
+  return `Push${definitionName(kind)}Payload`;
+}
+
+// Every nested object gets a name: code generators (the Kotlin models) need one per class.
 const sharedDefinitions: Record<string, ZodTypeAny> = {
   AttachmentDescriptor,
   ConversationSummary,
+  Device,
+  DeviceCredentials,
   ErrorDetail,
   Hex32Id,
   HistoryMessage,
@@ -42,14 +59,36 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   OpaqueId,
   PendingApproval,
   PendingClarification,
+  PushKeys,
+  PushServerInfo,
+  PushSubscriptionInfo,
+  QueuedRun,
   RunState,
+  Schedule,
   ToolState,
 };
+
+/** A {@link FieldRule} in JSON Schema terms: combinations of `required`. */
+function ruleJson(rule: FieldRule): JsonObject {
+  switch (rule.kind) {
+    case "exactlyOne":
+      return { oneOf: rule.keys.map((k) => ({ required: [k] })) };
+    case "atMostOne":
+      return { not: { required: [...rule.keys] } };
+    case "atLeastOne":
+      return { anyOf: rule.keys.map((k) => ({ required: [k] })) };
+  }
+}
+
+/** A schema with field rules is emitted as its object (so references find it) plus `allOf` of its rules. */
+const unrefined = (schema: ZodTypeAny) =>
+  schema instanceof ZodEffects && fieldRulesOf(schema) ? schema.innerType() : schema;
 
 function bundle(title: string, description: string, messages: Record<string, ZodTypeAny>, union: boolean) {
   // Leaf definitions first: whichever definition meets a schema first names it.
   const definitions: Record<string, ZodTypeAny> = { ...sharedDefinitions };
-  for (const [type, schema] of Object.entries(messages)) definitions[definitionName(type)] = schema;
+  for (const [type, schema] of Object.entries(messages))
+    definitions[definitionName(type)] = unrefined(schema);
   // An object schema with nothing but the definitions: each one is emitted once, named.
   const json = zodToJsonSchema(ErrorDetail, {
     target: "jsonSchema7",
@@ -71,6 +110,10 @@ function bundle(title: string, description: string, messages: Record<string, Zod
         maxLength: hint.maxLength,
         ...(hint.nonBlank ? { minLength: 1, pattern: "\\S" } : {}),
       } as never;
+    },
+    postProcess: (json, def) => {
+      const rules = fieldRulesOf(def);
+      return rules && json ? ({ ...json, allOf: rules.map(ruleJson) } as typeof json) : json;
     },
   }) as JsonObject;
   const defs = inlinePathRefs(json.definitions as Record<string, JsonObject>);
@@ -137,13 +180,31 @@ export function buildSchemas(): Record<string, JsonObject> {
       serverMessageSchemas,
       true,
     ),
-    "http.schema.json": bundle(
-      "HTTP",
-      "HTTP bodies: the attachment descriptor, the upload response and the error body",
-      { AttachmentDescriptor, UploadResponse, ErrorBody } as Record<string, ZodTypeAny>,
-      false,
-    ),
+    "http.schema.json": httpBundle(),
   };
+}
+
+/** HTTP bodies, plus the push payload: a union of one definition per `kind`, like the message bundles. */
+function httpBundle(): JsonObject {
+  const { PushPayload, ...bodies } = httpBodySchemas;
+  const members = Object.fromEntries(
+    Object.entries(pushPayloadSchemas).map(([kind, schema]) => [pushPayloadName(kind), schema]),
+  );
+  const out = bundle(
+    "HTTP",
+    "HTTP bodies: the attachment descriptor and upload response, the error body, the answers of POST /approvals/{approval_id} and POST /clarify/{clarify_id}, and the Web Push payload (PushPayload, discriminated on kind)",
+    { ...bodies, ...members } as Record<string, ZodTypeAny>,
+    false,
+  );
+  const definitions = out.definitions as Record<string, JsonObject>;
+  definitions.PushPayload = {
+    description: PushPayload.description,
+    oneOf: Object.keys(members).map((name) => ({ $ref: `#/definitions/${name}` })),
+    discriminator: { propertyName: "kind" },
+    title: "PushPayload",
+  };
+  out.definitions = Object.fromEntries(Object.entries(definitions).sort(([a], [b]) => a.localeCompare(b)));
+  return out;
 }
 
 /** Serialize a bundle exactly as committed. */

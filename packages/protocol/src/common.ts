@@ -33,6 +33,33 @@ export function event<T extends string, S extends z.ZodRawShape>(type: T, shape:
     .describe(description);
 }
 
+/**
+ * A position in a conversation's event log (`resume`): a non-negative integer that only grows,
+ * within JavaScript's safe integers so every client reads it exactly.
+ */
+export const Seq = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * A server message that belongs to one conversation (it has a `conversation_id`): with the `resume`
+ * feature it also carries `seq`, the conversation's log position it reflects (docs/protocol.md).
+ */
+export function conversationEvent<T extends string, S extends z.ZodRawShape>(
+  type: T,
+  shape: S,
+  description: string,
+) {
+  return event(
+    type,
+    {
+      ...shape,
+      seq: Seq.optional().describe(
+        "Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects)",
+      ),
+    },
+    description,
+  );
+}
+
 /** True when the string has at least one non-whitespace character. */
 export const nonBlank = (s: string) => s.trim().length > 0;
 
@@ -74,12 +101,78 @@ export function boundedText(opts: { max: number; nonBlank?: boolean; tooLarge?: 
   return schema;
 }
 
-/** An array whose items must be distinct (emitted as JSON Schema `uniqueItems`). */
-export function uniqueArray<T extends z.ZodTypeAny>(item: T, max: number) {
-  const array = z.array(item).max(max);
+/** An array whose items must be distinct (emitted as JSON Schema `uniqueItems`), with `min`..`max` items. */
+export function uniqueArray<T extends z.ZodTypeAny>(item: T, max: number, min = 0) {
+  const array = min > 0 ? z.array(item).min(min).max(max) : z.array(item).max(max);
   const schema = array.refine((items) => new Set(items).size === items.length, "must not contain duplicates");
   jsonSchemaHints.set(array, { uniqueItems: true });
   return schema;
+}
+
+/**
+ * A rule across the fields of one object, which no single field can express. A field counts as
+ * present when its key is there (an explicit `null` is present). JSON Schema gets the same rule as
+ * `required` combinations, so Zod, JSON Schema and the Kotlin models agree.
+ */
+export type FieldRule =
+  /** Exactly one of the two; `missing` says where and how to report neither (default: "a or b is required" at a). */
+  | { kind: "exactlyOne"; keys: readonly [string, string]; missing?: string }
+  /** Not both. */
+  | { kind: "atMostOne"; keys: readonly [string, string] }
+  /** At least one of them. */
+  | { kind: "atLeastOne"; keys: readonly string[] };
+
+const present = (value: Record<string, unknown>, key: string) => value[key] !== undefined;
+
+/** Add an issue for every broken {@link FieldRule}; messages name fields, never values. */
+export function checkFieldRules(
+  value: Record<string, unknown>,
+  rules: readonly FieldRule[],
+  ctx: z.RefinementCtx,
+) {
+  for (const rule of rules) {
+    const count = rule.keys.filter((k) => present(value, k)).length;
+    if (rule.kind !== "atLeastOne" && count === 2) {
+      const [first, second] = rule.keys;
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        path: [second],
+        message: `must not be sent with ${first}`,
+      });
+    } else if (rule.kind === "exactlyOne" && count === 0) {
+      const message = rule.missing ?? `or ${rule.keys[1]} is required`;
+      ctx.addIssue({ code: z.ZodIssueCode.custom, path: [rule.keys[0]], message });
+    } else if (rule.kind === "atLeastOne" && count === 0) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `needs at least one of: ${rule.keys.join(", ")}`,
+      });
+    }
+  }
+}
+
+/**
+ * An object schema with cross-field {@link FieldRule}s. The result is a refinement of `object`; message
+ * unions use `object` itself (a discriminated union takes plain objects) and apply the rules on top.
+ */
+export function withFieldRules<T extends z.AnyZodObject>(
+  object: T,
+  rules: readonly FieldRule[],
+): z.ZodEffects<T, z.output<T>, z.input<T>> {
+  fieldRulesByDef.set(object._def, rules);
+  return object.superRefine((value, ctx) => checkFieldRules(value, rules, ctx));
+}
+
+// Keyed by the object's definition, which is what the JSON Schema emitter sees.
+const fieldRulesByDef = new WeakMap<object, readonly FieldRule[]>();
+
+/**
+ * The {@link FieldRule}s of an object schema given to {@link withFieldRules}: pass the object, its
+ * refinement, or the object's `_def`. Undefined when it has none.
+ */
+export function fieldRulesOf(schema: z.ZodTypeAny | z.ZodTypeDef): readonly FieldRule[] | undefined {
+  if (schema instanceof z.ZodEffects) return fieldRulesOf(schema.innerType());
+  return fieldRulesByDef.get(schema instanceof z.ZodType ? schema._def : schema);
 }
 
 /**

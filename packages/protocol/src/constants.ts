@@ -56,6 +56,41 @@ export const LIMITS = {
   helloFeatures: 16,
   /** Maximum length of one `hello.features` name. */
   featureNameChars: 64,
+  /** `resume`: maximum `client_message_id` length (1..64 characters). */
+  clientMessageIdChars: 64,
+  /** `resume`: a repeated `client_message_id` gets the original outcome for this long (24 hours), in seconds. */
+  clientMessageIdWindowSeconds: 24 * 60 * 60,
+  /** `queue`: maximum number of queued runs per conversation; `run.queued.position` is 1..20. */
+  queuedRunsPerConversation: 20,
+  /** `schedules`: maximum number of schedules on a server (all conversations together). */
+  schedules: 100,
+  /** `schedules`: maximum schedule name length. */
+  scheduleNameChars: 200,
+  /** `schedules`: maximum cron expression length (five fields). */
+  cronChars: 100,
+  /** `schedules`: maximum IANA time zone name length. */
+  timezoneChars: 64,
+  /** `push`: maximum number of push subscriptions on a server; the oldest unused one goes first. */
+  pushSubscriptions: 50,
+  /** `push`: maximum length of a subscription's `endpoint` URL. */
+  pushEndpointChars: 2048,
+  /**
+   * `push`: maximum size of a push payload's JSON text, in UTF-8 bytes. RFC 8291 leaves 3,993 bytes of
+   * plaintext in the 4,096-byte push message (86 bytes of header, a 16-byte tag, a padding delimiter).
+   */
+  pushPayloadBytes: 3_993,
+  /** `push`: maximum length of each text in a push payload (title, body, previews, choices). */
+  pushTextChars: 256,
+  /** `push`: maximum length of a push payload's `tag`, the RFC 8030 `Topic` it was sent with (base64url). */
+  pushTopicChars: 32,
+  /** `devices`: maximum device name length. */
+  deviceNameChars: 200,
+  /** `devices`: a pairing code is single-use and expires this long after `pair.create` (10 minutes), in seconds. */
+  pairingCodeSeconds: 10 * 60,
+  /** `devices`: minimum pairing code length: 22 base64url characters carry at least 128 random bits. */
+  pairingCodeMinChars: 22,
+  /** `devices`: maximum pairing code length. */
+  pairingCodeMaxChars: 128,
 } as const;
 
 /**
@@ -66,8 +101,50 @@ export const LIMITS = {
  */
 export const FEATURE_DELTA_APPEND = "delta.append" as const;
 
+/**
+ * Pheby extension of v1: Web Push notifications (RFC 8030/8291/8292). `ready` carries the server's VAPID
+ * key; `push.subscribe`, `push.unsubscribe`, `push.list`, `push.test` and `presence` manage delivery.
+ */
+export const FEATURE_PUSH = "push" as const;
+
+/**
+ * Pheby extension of v1: resume after a drop. Conversation frames carry `seq`; `conversation.open`
+ * with `since_seq` replays what was missed (`conversation.resumed`); `client_message_id` makes
+ * `chat.send` and `conversation.create` safe to retry.
+ */
+export const FEATURE_RESUME = "resume" as const;
+
+/**
+ * Pheby extension of v1: `chat.send` with `queue: true` while a run is active is queued
+ * (`run.queued`, `queue.changed`) instead of refused with `run_active`.
+ */
+export const FEATURE_QUEUE = "queue" as const;
+
+/** Pheby extension of v1: scheduled prompts (`schedule.list`, `.create`, `.update`, `.delete`). */
+export const FEATURE_SCHEDULES = "schedules" as const;
+
+/**
+ * Pheby extension of v1: `approval.request` and `clarify.request` (and their pending copies in
+ * `conversation.history`) carry `expires_at`, when the agent gives up on an unanswered question.
+ */
+export const FEATURE_EXPIRY = "expiry" as const;
+
+/**
+ * Pheby extension of v1: pairing a phone with a one-time code (`pair.create`, `hello.pairing_code`)
+ * and a revocable secret per device (`device.list`, `device.revoke`).
+ */
+export const FEATURE_DEVICES = "devices" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
-export const FEATURES = [FEATURE_DELTA_APPEND] as const;
+export const FEATURES = [
+  FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
+  FEATURE_RESUME,
+  FEATURE_QUEUE,
+  FEATURE_SCHEDULES,
+  FEATURE_EXPIRY,
+  FEATURE_DEVICES,
+] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
 
@@ -119,6 +196,24 @@ export type SettingScope = (typeof SETTING_SCOPES)[number];
 export const MESSAGE_ROLES = ["user", "assistant"] as const;
 /** One history role. */
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
+
+/** `push`: the events a subscription can ask for (`push.subscribe.events`; all of them by default). */
+export const PUSH_EVENT_KINDS = ["approval", "clarify", "run_finished", "message"] as const;
+/** One push event kind. */
+export type PushEventKind = (typeof PUSH_EVENT_KINDS)[number];
+
+/**
+ * `push`: the `kind` of a push payload: an event kind, `resolved` (replaces an approval or clarify
+ * notification that was answered or withdrawn) or `test` (from `push.test`).
+ */
+export const PUSH_PAYLOAD_KINDS = [...PUSH_EVENT_KINDS, "resolved", "test"] as const;
+/** One push payload kind. */
+export type PushPayloadKind = (typeof PUSH_PAYLOAD_KINDS)[number];
+
+/** `push`: what a client's `presence` says about its UI. */
+export const PRESENCE_STATES = ["active", "background"] as const;
+/** One presence state. */
+export type PresenceState = (typeof PRESENCE_STATES)[number];
 
 /**
  * WebSocket close codes the server uses. The spec names 4401 only; the rest

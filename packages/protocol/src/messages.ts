@@ -1,6 +1,14 @@
 import { z } from "zod/v3";
-import { ApprovalRequest, ApprovalResolved, ApprovalRespond } from "./messages/approvals.js";
-import { AttachmentAdded } from "./messages/attachments.js";
+import { checkFieldRules, fieldRulesOf } from "./common.js";
+import { LIMITS } from "./constants.js";
+import {
+  ApprovalAnswer,
+  ApprovalAnswerResponse,
+  ApprovalRequest,
+  ApprovalResolved,
+  ApprovalRespond,
+} from "./messages/approvals.js";
+import { AttachmentAdded, AttachmentDescriptor, UploadResponse } from "./messages/attachments.js";
 import {
   ChatSend,
   MessageComplete,
@@ -10,7 +18,13 @@ import {
   RunCancel,
   RunFinished,
 } from "./messages/chat.js";
-import { ClarifyRequest, ClarifyResolved, ClarifyRespond } from "./messages/clarify.js";
+import {
+  ClarifyAnswer,
+  ClarifyAnswerResponse,
+  ClarifyRequest,
+  ClarifyResolved,
+  ClarifyRespond,
+} from "./messages/clarify.js";
 import {
   ConversationCreate,
   ConversationCreated,
@@ -24,7 +38,15 @@ import {
   ConversationSnapshot,
   ConversationUpdated,
 } from "./messages/conversations.js";
-import { ErrorMessage } from "./messages/errors.js";
+import {
+  DeviceList,
+  DeviceRevoke,
+  DeviceRevoked,
+  DeviceSnapshot,
+  PairCreate,
+  PairCreated,
+} from "./messages/devices.js";
+import { ErrorBody, ErrorMessage } from "./messages/errors.js";
 import { Hello, Ping, Pong, Ready } from "./messages/handshake.js";
 import {
   ModelChanged,
@@ -34,11 +56,37 @@ import {
   ModelsList,
   ModelsSnapshot,
 } from "./messages/models.js";
+import {
+  Presence,
+  PushList,
+  PushSubscribe,
+  PushSubscribed,
+  PushSubscriptions,
+  PushTest,
+  PushTested,
+  PushUnsubscribe,
+  PushUnsubscribed,
+  pushPayloadSchemas,
+} from "./messages/push.js";
+import { QueueChanged, RunQueued } from "./messages/queue.js";
 import { ReasoningChanged, ReasoningCurrent, ReasoningSet, ReasoningSnapshot } from "./messages/reasoning.js";
+import { ConversationResumed } from "./messages/resume.js";
+import {
+  ScheduleChanged,
+  ScheduleCreate,
+  ScheduleCreated,
+  ScheduleDelete,
+  ScheduleList,
+  ScheduleSnapshot,
+  ScheduleUpdate,
+} from "./messages/schedules.js";
 import { ToolEvent } from "./messages/tools.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
-/** Every client→server message schema, keyed by its `type`. */
+/**
+ * Every client→server message schema, keyed by its `type`: the 18 of v1, then the extensions' (see
+ * {@link EXTENSION_TYPES} for which feature each needs).
+ */
 export const clientMessageSchemas = {
   hello: Hello,
   ping: Ping,
@@ -58,9 +106,27 @@ export const clientMessageSchemas = {
   "model.set": ModelSet,
   "reasoning.current": ReasoningCurrent,
   "reasoning.set": ReasoningSet,
+  // push
+  "push.subscribe": PushSubscribe,
+  "push.unsubscribe": PushUnsubscribe,
+  "push.list": PushList,
+  "push.test": PushTest,
+  presence: Presence,
+  // schedules
+  "schedule.list": ScheduleList,
+  "schedule.create": ScheduleCreate,
+  "schedule.update": ScheduleUpdate,
+  "schedule.delete": ScheduleDelete,
+  // devices
+  "pair.create": PairCreate,
+  "device.list": DeviceList,
+  "device.revoke": DeviceRevoke,
 } as const;
 
-/** Every server→client message schema, keyed by its `type`. */
+/**
+ * Every server→client message schema, keyed by its `type`: the 27 of v1, then the extensions' (see
+ * {@link EXTENSION_TYPES}).
+ */
 export const serverMessageSchemas = {
   ready: Ready,
   pong: Pong,
@@ -89,6 +155,24 @@ export const serverMessageSchemas = {
   "model.changed": ModelChanged,
   "reasoning.snapshot": ReasoningSnapshot,
   "reasoning.changed": ReasoningChanged,
+  // push
+  "push.subscribed": PushSubscribed,
+  "push.unsubscribed": PushUnsubscribed,
+  "push.subscriptions": PushSubscriptions,
+  "push.tested": PushTested,
+  // resume
+  "conversation.resumed": ConversationResumed,
+  // queue
+  "run.queued": RunQueued,
+  "queue.changed": QueueChanged,
+  // schedules
+  "schedule.snapshot": ScheduleSnapshot,
+  "schedule.created": ScheduleCreated,
+  "schedule.changed": ScheduleChanged,
+  // devices
+  "pair.created": PairCreated,
+  "device.snapshot": DeviceSnapshot,
+  "device.revoked": DeviceRevoked,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -96,28 +180,76 @@ export type ClientMessageType = keyof typeof clientMessageSchemas;
 /** Server→client message types, as constants. */
 export type ServerMessageType = keyof typeof serverMessageSchemas;
 
-/** The 18 client→server `type` values. */
+/** Every client→server `type` value (18 of v1, then the extensions'). */
 export const CLIENT_MESSAGE_TYPES = Object.keys(clientMessageSchemas) as ClientMessageType[];
-/** The 27 server→client `type` values. */
+/** Every server→client `type` value (27 of v1, then the extensions'). */
 export const SERVER_MESSAGE_TYPES = Object.keys(serverMessageSchemas) as ServerMessageType[];
 
 type Values<T> = T[keyof T];
-type Tuple<T> = [T, T, ...T[]];
+
+/**
+ * A union of object schemas discriminated on `key`, keeping each member's cross-field rules
+ * ({@link withFieldRules}): the union itself takes the plain objects, and checks the rules of the
+ * member it matched on top.
+ */
+function rulesUnion<K extends string, S extends Record<string, z.ZodTypeAny>>(
+  key: K,
+  schemas: S,
+): z.ZodType<z.output<Values<S>>, z.ZodTypeDef, z.input<Values<S>>> {
+  const objects = Object.values(schemas).map((s) => (s instanceof z.ZodEffects ? s.innerType() : s));
+  type Option = z.ZodDiscriminatedUnionOption<K>;
+  const union = z.discriminatedUnion(key, objects as [Option, ...Option[]]);
+  return union.superRefine((value, ctx) => {
+    const rules = fieldRulesOf(schemas[(value as Record<K, string>)[key]]!);
+    if (rules) checkFieldRules(value as Record<string, unknown>, rules, ctx);
+  });
+}
 
 /** Any client→server message, discriminated on `type`. */
-export const ClientMessage = z
-  .discriminatedUnion(
-    "type",
-    Object.values(clientMessageSchemas) as unknown as Tuple<Values<typeof clientMessageSchemas>>,
-  )
-  .describe("Any client-to-server message");
+export const ClientMessage = rulesUnion("type", clientMessageSchemas).describe(
+  "Any client-to-server message",
+);
 /** Any server→client message, discriminated on `type`. */
-export const ServerMessage = z
-  .discriminatedUnion(
-    "type",
-    Object.values(serverMessageSchemas) as unknown as Tuple<Values<typeof serverMessageSchemas>>,
-  )
-  .describe("Any server-to-client message");
+export const ServerMessage = rulesUnion("type", serverMessageSchemas).describe(
+  "Any server-to-client message",
+);
+
+/**
+ * `push`: the JSON object inside an encrypted push message (RFC 8291), discriminated on `kind`, at
+ * most {@link LIMITS}.pushPayloadBytes of UTF-8 JSON. Decode it in the app with the same rules as a
+ * server frame: an unknown `kind` is a newer server's.
+ */
+export const PushPayload = rulesUnion("kind", pushPayloadSchemas)
+  .superRefine((payload, ctx) => {
+    // Bytes, not characters: the push message holds 3,993 bytes of plaintext (RFC 8291).
+    const bytes = new TextEncoder().encode(JSON.stringify(payload)).byteLength;
+    if (bytes > LIMITS.pushPayloadBytes) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `must be at most ${LIMITS.pushPayloadBytes} bytes of JSON`,
+      });
+    }
+  })
+  .describe("The JSON object inside an encrypted push message");
+/** A push payload (parsed form). */
+export type PushPayload = z.infer<typeof PushPayload>;
+
+/**
+ * HTTP bodies, keyed by name (the definition names of `schema/http.json`): the attachment routes'
+ * (`UploadResponse`, `AttachmentDescriptor`), every route's `ErrorBody`, and, with `push`, the
+ * notification-answer routes' (`POST /approvals/{approval_id}`, `POST /clarify/{clarify_id}`) and the
+ * Web Push payload (`PushPayload`, which travels as an encrypted HTTP body).
+ */
+export const httpBodySchemas = {
+  AttachmentDescriptor,
+  UploadResponse,
+  ErrorBody,
+  ApprovalAnswer,
+  ApprovalAnswerResponse,
+  ClarifyAnswer,
+  ClarifyAnswerResponse,
+  PushPayload,
+} as const;
 
 /** A client→server message (parsed form). */
 export type ClientMessage = z.infer<typeof ClientMessage>;
@@ -134,7 +266,9 @@ export type ClientMessageInput<T extends ClientMessageType> = z.input<(typeof cl
 /**
  * The direct reply type of each request. `error` is always possible as well.
  * `run.cancel` is answered by the run's single `run.finished` (broadcast, and
- * carrying the canceller's `request_id`).
+ * carrying the canceller's `request_id`). `presence` has no reply. Two requests
+ * may get another reply when they use an extension field: see
+ * {@link ALTERNATIVE_REPLY_TYPES}.
  */
 export const REPLY_TYPES = {
   hello: "ready",
@@ -155,7 +289,45 @@ export const REPLY_TYPES = {
   "model.set": "model.changed",
   "reasoning.current": "reasoning.snapshot",
   "reasoning.set": "reasoning.changed",
-} as const satisfies Record<ClientMessageType, ServerMessageType>;
+  "push.subscribe": "push.subscribed",
+  "push.unsubscribe": "push.unsubscribed",
+  "push.list": "push.subscriptions",
+  "push.test": "push.tested",
+  "schedule.list": "schedule.snapshot",
+  "schedule.create": "schedule.created",
+  "schedule.update": "schedule.changed",
+  "schedule.delete": "schedule.changed",
+  "pair.create": "pair.created",
+  "device.list": "device.snapshot",
+  "device.revoke": "device.revoked",
+} as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
-/** The reply message type of request type `T`. */
-export type ReplyOf<T extends ClientMessageType> = ServerMessageOf<(typeof REPLY_TYPES)[T]>;
+/** A client message type that gets a direct reply (all but `presence`). */
+export type RequestType = keyof typeof REPLY_TYPES;
+
+/**
+ * The other direct reply a request may get, only on a connection with the feature and only when the
+ * request uses it: `chat.send` with `queue: true` while a run is active gets `run.queued` (`queue`);
+ * `conversation.open` with `since_seq` gets `conversation.resumed` when the server can replay
+ * (`resume`), else the usual `conversation.history` (with `resumed: false`).
+ */
+export const ALTERNATIVE_REPLY_TYPES = {
+  "chat.send": "run.queued",
+  "conversation.open": "conversation.resumed",
+} as const satisfies { readonly [T in RequestType]?: ServerMessageType };
+
+/** Every client message type that gets no reply on success (only an `error` on failure). */
+export const NO_REPLY_TYPES = ["presence"] as const satisfies readonly Exclude<
+  ClientMessageType,
+  RequestType
+>[];
+
+/** The reply message type of request type `T` (its {@link REPLY_TYPES} one). */
+export type ReplyOf<T extends RequestType> = ServerMessageOf<(typeof REPLY_TYPES)[T]>;
+
+/** True when a server message of type `reply` is a direct reply to a request of type `request`. */
+export function isReplyType(request: ClientMessageType, reply: string): boolean {
+  if (!Object.hasOwn(REPLY_TYPES, request)) return false;
+  const alternative = (ALTERNATIVE_REPLY_TYPES as Partial<Record<ClientMessageType, string>>)[request];
+  return REPLY_TYPES[request as RequestType] === reply || alternative === reply;
+}

@@ -122,6 +122,44 @@ describe("decodeClientFrame", () => {
   });
 });
 
+describe("the ID of an answer is checked first (issue 23)", () => {
+  it("a schema violation of approval.respond / clarify.respond carries the valid ID it answers", () => {
+    const respond = (frame: Record<string, unknown>) => decodeClientFrame(JSON.stringify(frame));
+    expect(
+      respond({ type: "approval.respond", approval_id: "a1", choice: "forever", request_id: "r8" }),
+    ).toEqual({
+      ok: false,
+      error: {
+        code: "bad_request",
+        message: "choice must be one of: once, session, always, deny",
+        request_id: "r8",
+        answers: { approval_id: "a1" },
+      },
+    });
+    expect(
+      respond({ type: "clarify.respond", clarify_id: "c1", response: "x".repeat(64_001) }),
+    ).toMatchObject({
+      error: { code: "too_large", answers: { clarify_id: "c1" } },
+    });
+    expect(respond({ type: "clarify.respond", clarify_id: "c1" })).toMatchObject({
+      error: { answers: { clarify_id: "c1" } },
+    });
+  });
+
+  it("carries no ID when the ID itself is missing or malformed, or for other types", () => {
+    const errorOf = (frame: Record<string, unknown>) => {
+      const r = decodeClientFrame(JSON.stringify(frame));
+      return r.ok ? undefined : r.error;
+    };
+    expect(errorOf({ type: "approval.respond", choice: "forever" })).not.toHaveProperty("answers");
+    expect(errorOf({ type: "approval.respond", approval_id: "", choice: "once" })).not.toHaveProperty(
+      "answers",
+    );
+    expect(errorOf({ type: "approval.respond", approval_id: 7, choice: "x" })).not.toHaveProperty("answers");
+    expect(errorOf({ type: "yolo.set", conversation_id: "c", enabled: "yes" })).not.toHaveProperty("answers");
+  });
+});
+
 describe("decodeServerFrame", () => {
   it("decodes a server event and rejects a client type", () => {
     expect(decodeServerFrame('{"type":"pong","ts":"2026-09-02T18:00:00Z"}').ok).toBe(true);
@@ -130,8 +168,8 @@ describe("decodeServerFrame", () => {
 });
 
 describe("REPLY_TYPES", () => {
-  it("maps every request to a reply", () => {
-    expect(Object.keys(REPLY_TYPES)).toHaveLength(18);
+  it("maps every request to a reply (all but presence; see limits.test.ts)", () => {
+    expect(Object.keys(REPLY_TYPES)).toHaveLength(18 + 11);
     expect(REPLY_TYPES["conversation.open"]).toBe("conversation.history");
   });
 });

@@ -1,14 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
-  AttachmentDescriptor,
   CLIENT_MESSAGE_TYPES,
   ClientMessage,
   decodeClientFrame,
   decodeServerFrame,
-  ErrorBody,
+  httpBodySchemas,
   SERVER_MESSAGE_TYPES,
   ServerMessage,
-  UploadResponse,
 } from "../src/index.js";
 import { ajvFor, fixtures } from "./helpers.js";
 
@@ -34,36 +32,76 @@ describe.each(directions)("valid $dir fixtures", ({ dir, union, file, types }) =
   });
 });
 
+// File names start with the definition: `PushPayload.approval.json` is a PushPayload.
+const httpDefinition = (name: string) => name.split(".")[0] as keyof typeof httpBodySchemas;
+
 describe("valid http fixtures", () => {
-  const schemas = { AttachmentDescriptor, UploadResponse, ErrorBody } as const;
-  it.each(fixtures("valid/http"))("%s is accepted by Zod and by the JSON Schema", (name, value) => {
-    const definition = name.split(".")[0] as keyof typeof schemas;
-    expect(schemas[definition].safeParse(value).success).toBe(true);
+  const corpus = fixtures("valid/http");
+
+  it("include at least one example of every HTTP body and push payload kind", () => {
+    const names = new Set(corpus.map(([name]) => httpDefinition(name)));
+    for (const definition of Object.keys(httpBodySchemas))
+      expect(names.has(definition as never), definition).toBe(true);
+    const payloads = corpus.filter(([name]) => httpDefinition(name) === "PushPayload");
+    const kinds = new Set(payloads.map(([, v]) => (v as { kind: string }).kind));
+    expect([...kinds].sort()).toEqual(["approval", "clarify", "message", "resolved", "run_finished", "test"]);
+  });
+
+  it.each(corpus)("%s is accepted by Zod and by the JSON Schema", (name, value) => {
+    const definition = httpDefinition(name);
+    const zod = httpBodySchemas[definition].safeParse(value);
+    expect(zod.success, JSON.stringify(zod.error?.issues)).toBe(true);
     const validate = ajvFor("http.schema.json", definition);
     expect(validate(value), JSON.stringify(validate.errors)).toBe(true);
   });
 });
 
-type InvalidClient = { raw?: string; frame?: unknown; expected_code: string };
+describe("invalid http fixtures", () => {
+  it.each(fixtures("invalid/http"))("%s is rejected by Zod and by the JSON Schema alike", (name, value) => {
+    const { body } = value as { body: unknown };
+    const definition = httpDefinition(name);
+    expect(httpBodySchemas[definition].safeParse(body).success).toBe(false);
+    expect(ajvFor("http.schema.json", definition)(body)).toBe(false);
+  });
+});
+
+/**
+ * `features`: the features the connection enabled (none when absent, like `decodeClientFrame(raw)`).
+ * `needs_feature`: the frame is valid with that feature and refused only because it is not enabled.
+ */
+type InvalidClient = {
+  raw?: string;
+  frame?: unknown;
+  expected_code: string;
+  features?: string[];
+  needs_feature?: string;
+};
 
 describe("invalid client fixtures", () => {
   const validate = ajvFor("client.schema.json");
   it.each(fixtures("invalid/client"))("%s decodes to its expected error code", (_name, value) => {
     const fixture = value as InvalidClient;
     const raw = fixture.raw ?? JSON.stringify(fixture.frame);
-    const result = decodeClientFrame(raw);
+    const result = fixture.features
+      ? decodeClientFrame(raw, { features: fixture.features })
+      : decodeClientFrame(raw);
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error.code).toBe(fixture.expected_code);
   });
 
   it.each(fixtures("invalid/client"))(
-    "%s is rejected by Zod and by the JSON Schema alike",
+    "%s is rejected by Zod and by the JSON Schema alike (or, needing a feature, accepted with it)",
     (_name, value) => {
       const fixture = value as InvalidClient;
       if (fixture.raw !== undefined && fixture.expected_code === "invalid_json") return;
       const frame = fixture.frame ?? JSON.parse(fixture.raw!);
-      expect(ClientMessage.safeParse(frame).success).toBe(false);
-      expect(validate(frame)).toBe(false);
+      const valid = fixture.needs_feature !== undefined;
+      expect(ClientMessage.safeParse(frame).success).toBe(valid);
+      expect(validate(frame)).toBe(valid);
+      if (valid) {
+        const features = [...(fixture.features ?? []), fixture.needs_feature!];
+        expect(decodeClientFrame(JSON.stringify(frame), { features }).ok).toBe(true);
+      }
     },
   );
 });

@@ -1,6 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { buildSchemas, definitionName, serialize } from "../scripts/json-schema.js";
-import { CLIENT_MESSAGE_TYPES, SERVER_MESSAGE_TYPES } from "../src/index.js";
+import { buildSchemas, definitionName, pushPayloadName, serialize } from "../scripts/json-schema.js";
+import {
+  CLIENT_MESSAGE_TYPES,
+  EXTENSION_TYPES,
+  httpBodySchemas,
+  pushPayloadSchemas,
+  SERVER_MESSAGE_TYPES,
+} from "../src/index.js";
 import { committedSchema } from "./helpers.js";
 
 type Def = { title?: string; properties?: { type?: { const?: string } } };
@@ -8,9 +14,10 @@ type Def = { title?: string; properties?: { type?: { const?: string } } };
 describe("JSON Schema bundles", () => {
   const built = buildSchemas();
 
-  it("covers all 45 message types of the spec", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18);
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27);
+  it("covers the 45 message types of the spec and the 25 of the extensions", () => {
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12);
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13);
+    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25);
   });
 
   it.each(Object.keys(built))(
@@ -49,10 +56,25 @@ describe("JSON Schema bundles", () => {
     }
   });
 
-  it("http.schema.json names the attachment descriptor, upload response and error body", () => {
+  it("http.schema.json names every HTTP body, and the push payload is a union on kind", () => {
     const defs = (committedSchema("http.schema.json") as { definitions: Record<string, Def> }).definitions;
-    expect(Object.keys(defs)).toEqual(
-      expect.arrayContaining(["AttachmentDescriptor", "UploadResponse", "ErrorBody"]),
-    );
+    expect(Object.keys(defs)).toEqual(expect.arrayContaining(Object.keys(httpBodySchemas)));
+    expect(defs.PushPayload).toMatchObject({
+      discriminator: { propertyName: "kind" },
+      oneOf: Object.keys(pushPayloadSchemas).map((kind) => ({
+        $ref: `#/definitions/${pushPayloadName(kind)}`,
+      })),
+    });
+  });
+
+  it("states cross-field rules as required combinations", () => {
+    const defs = (committedSchema("client.schema.json") as { definitions: Record<string, Def> }).definitions;
+    expect((defs.Hello as { allOf?: unknown }).allOf).toEqual([
+      { oneOf: [{ required: ["secret"] }, { required: ["pairing_code"] }] },
+    ]);
+    expect((defs.ScheduleUpdate as { allOf?: unknown }).allOf).toEqual([
+      { not: { required: ["cron", "at"] } },
+      { anyOf: ["name", "prompt", "cron", "at", "timezone", "enabled"].map((k) => ({ required: [k] })) },
+    ]);
   });
 });

@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { event, Hex32Id, Timestamp } from "../common.js";
+import { conversationEvent, Hex32Id, Timestamp } from "../common.js";
 import { ATTACHMENT_DIRECTIONS, ATTACHMENT_KINDS } from "../constants.js";
 
 /** Metadata of one stored attachment, in either direction. */
@@ -24,7 +24,7 @@ export const AttachmentDescriptor = z
 export const UploadResponse = z.object({ attachment: AttachmentDescriptor }).describe("Upload response");
 
 /** `attachment.added`: an attachment was claimed by a send or produced by the agent. */
-export const AttachmentAdded = event(
+export const AttachmentAdded = conversationEvent(
   "attachment.added",
   { conversation_id: z.string(), attachment: AttachmentDescriptor, ts: Timestamp },
   "An attachment joined the conversation",

@@ -1,6 +1,15 @@
 import { z } from "zod/v3";
-import { boundedText, event, Hex32Id, OpaqueId, request, Timestamp, uniqueArray } from "../common.js";
+import {
+  boundedText,
+  conversationEvent,
+  Hex32Id,
+  OpaqueId,
+  request,
+  Timestamp,
+  uniqueArray,
+} from "../common.js";
 import { LIMITS, RUN_STATUSES } from "../constants.js";
+import { ClientMessageId } from "./resume.js";
 
 /** `chat.send`: start a run with a user message. */
 export const ChatSend = request(
@@ -13,6 +22,15 @@ export const ChatSend = request(
     attachment_ids: uniqueArray(Hex32Id, LIMITS.attachmentsPerSend)
       .optional()
       .describe("Up to 10 distinct inbound upload IDs of this conversation"),
+    client_message_id: ClientMessageId.optional().describe(
+      "Only with the resume feature: idempotency key, unique in the conversation; a repeat within 24 h gets the original outcome",
+    ),
+    queue: z
+      .boolean()
+      .optional()
+      .describe(
+        "Only with the queue feature: true queues the send while a run is active (run.queued) instead of run_active",
+      ),
   },
   "Send a user message and start a run",
 );
@@ -25,14 +43,14 @@ export const RunCancel = request(
 );
 
 /** `run.accepted`: reply to `chat.send`. */
-export const RunAccepted = event(
+export const RunAccepted = conversationEvent(
   "run.accepted",
   { conversation_id: z.string(), run_id: z.string() },
   "A run was accepted",
 );
 
 /** `message.start`: an assistant message begins (always sent once a run is accepted). */
-export const MessageStart = event(
+export const MessageStart = conversationEvent(
   "message.start",
   { conversation_id: z.string(), run_id: z.string(), message_id: z.string() },
   "An assistant message starts",
@@ -43,7 +61,7 @@ export const MessageStart = event(
  * On a connection that negotiated `delta.append` it carries `offset` and only
  * the text from `offset` on: apply it with {@link applyDelta}.
  */
-export const MessageDelta = event(
+export const MessageDelta = conversationEvent(
   "message.delta",
   {
     conversation_id: z.string(),
@@ -63,7 +81,7 @@ export const MessageDelta = event(
 );
 
 /** `message.complete`: the final text, superseding the draft. */
-export const MessageComplete = event(
+export const MessageComplete = conversationEvent(
   "message.complete",
   {
     conversation_id: z.string(),
@@ -79,7 +97,7 @@ export const MessageComplete = event(
 );
 
 /** `run.finished`: exactly one per run. */
-export const RunFinished = event(
+export const RunFinished = conversationEvent(
   "run.finished",
   {
     conversation_id: z.string(),

@@ -1,10 +1,21 @@
 import { z } from "zod/v3";
-import { boundedText, event, OpaqueId, request, Timestamp } from "../common.js";
+import {
+  boundedText,
+  conversationEvent,
+  event,
+  OpaqueId,
+  request,
+  Seq,
+  Timestamp,
+  withFieldRules,
+} from "../common.js";
 import { LIMITS, MESSAGE_ROLES } from "../constants.js";
 import { PendingApproval } from "./approvals.js";
 import { AttachmentDescriptor } from "./attachments.js";
 import { RunState } from "./chat.js";
 import { PendingClarification } from "./clarify.js";
+import { QueuedRun } from "./queue.js";
+import { ClientMessageId } from "./resume.js";
 import { ToolState } from "./tools.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
@@ -27,6 +38,9 @@ export const HistoryMessage = z
     role: z.enum(MESSAGE_ROLES),
     text: z.string(),
     ts: Timestamp.nullable(),
+    client_message_id: ClientMessageId.optional().describe(
+      "Only with the resume feature, on a user message: the client_message_id its chat.send carried",
+    ),
   })
   .describe("A transcript message");
 
@@ -43,45 +57,59 @@ export const ConversationSnapshot = event(
 /** `conversation.create`. */
 export const ConversationCreate = request(
   "conversation.create",
-  { name: name.optional() },
+  {
+    name: name.optional(),
+    client_message_id: ClientMessageId.optional().describe(
+      "Only with the resume feature: idempotency key, unique on the server; a repeat within 24 h gets the same conversation",
+    ),
+  },
   "Create a conversation",
 );
 
 /** `conversation.created`: reply to `conversation.create`. */
-export const ConversationCreated = event(
+export const ConversationCreated = conversationEvent(
   "conversation.created",
   { conversation_id: z.string(), name: z.string() },
   "A conversation was created",
 );
 
 /** `conversation.updated`: broadcast when a conversation appears or its name changes. */
-export const ConversationUpdated = event(
+export const ConversationUpdated = conversationEvent(
   "conversation.updated",
   { conversation_id: z.string(), name: z.string() },
   "A conversation appeared or changed",
 );
 
-/** `conversation.open`: load a history page plus the recoverable snapshot. */
-export const ConversationOpen = request(
-  "conversation.open",
-  {
-    conversation_id: OpaqueId,
-    // No maximum: the spec caps a larger limit at 500 (the server does), it does not reject it.
-    limit: z
-      .number()
-      .int()
-      .min(1)
-      .optional()
-      .describe("Page size, at least 1; values over 500 are capped at 500; defaults to 200"),
-    before_message_id: OpaqueId.optional().describe(
-      "Exclusive cursor: the first message ID of the previous page",
-    ),
-  },
-  "Open a conversation",
+/**
+ * `conversation.open`: load a history page plus the recoverable snapshot, or (`resume`, with
+ * `since_seq`) only what was missed. A cursor and `since_seq` do not go together.
+ */
+export const ConversationOpen = withFieldRules(
+  request(
+    "conversation.open",
+    {
+      conversation_id: OpaqueId,
+      // No maximum: the spec caps a larger limit at 500 (the server does), it does not reject it.
+      limit: z
+        .number()
+        .int()
+        .min(1)
+        .optional()
+        .describe("Page size, at least 1; values over 500 are capped at 500; defaults to 200"),
+      before_message_id: OpaqueId.optional().describe(
+        "Exclusive cursor: the first message ID of the previous page",
+      ),
+      since_seq: Seq.optional().describe(
+        "Only with the resume feature: the last seq this client has; replay what followed (conversation.resumed) or, when the server cannot, answer the snapshot with resumed: false",
+      ),
+    },
+    "Open a conversation",
+  ),
+  [{ kind: "atMostOne", keys: ["before_message_id", "since_seq"] }],
 );
 
 /** `conversation.history`: reply to `conversation.open`. */
-export const ConversationHistory = event(
+export const ConversationHistory = conversationEvent(
   "conversation.history",
   {
     conversation_id: z.string(),
@@ -92,6 +120,17 @@ export const ConversationHistory = event(
     tools: z.array(ToolState).describe("Latest state of each tool call of the active or last run"),
     approvals: z.array(PendingApproval),
     clarifications: z.array(PendingClarification),
+    resumed: z
+      .literal(false)
+      .optional()
+      .describe(
+        "Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state",
+      ),
+    queue: z
+      .array(QueuedRun)
+      .max(LIMITS.queuedRunsPerConversation)
+      .optional()
+      .describe("Only with the queue feature: the queued runs, next first"),
   },
   "History page and recoverable state",
 );
@@ -104,7 +143,7 @@ export const ConversationRename = request(
 );
 
 /** `conversation.renamed`: reply (with request_id) and broadcast (without). */
-export const ConversationRenamed = event(
+export const ConversationRenamed = conversationEvent(
   "conversation.renamed",
   { conversation_id: z.string(), name: z.string() },
   "A conversation was renamed",
@@ -118,7 +157,7 @@ export const ConversationDelete = request(
 );
 
 /** `conversation.deleted`: reply (with request_id) and broadcast (without). */
-export const ConversationDeleted = event(
+export const ConversationDeleted = conversationEvent(
   "conversation.deleted",
   { conversation_id: z.string() },
   "A conversation was deleted",

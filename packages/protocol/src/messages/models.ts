@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { event, OpaqueId, request, Timestamp } from "../common.js";
+import { conversationEvent, event, OpaqueId, request, Timestamp } from "../common.js";
 import { REASONING_EFFORTS, SETTING_SCOPES } from "../constants.js";
 
 /** One provider of `models.snapshot`. */
@@ -44,7 +44,7 @@ export const ModelsCurrent = request(
 );
 
 /** `model.current`: reply to `models.current`. */
-export const ModelCurrent = event(
+export const ModelCurrent = conversationEvent(
   "model.current",
   {
     model: z.string().nullable(),
@@ -68,7 +68,7 @@ export const ModelSet = request(
 );
 
 /** `model.changed`: reply (with request_id) and broadcast (without). */
-export const ModelChanged = event(
+export const ModelChanged = conversationEvent(
   "model.changed",
   {
     model: z.string(),

@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { event, OpaqueId, request, Timestamp } from "../common.js";
+import { conversationEvent, OpaqueId, request, Timestamp } from "../common.js";
 import { REASONING_EFFORTS, SETTING_SCOPES } from "../constants.js";
 
 const effort = z.enum(REASONING_EFFORTS);
@@ -13,7 +13,7 @@ export const ReasoningCurrent = request(
 );
 
 /** `reasoning.snapshot`: reply to `reasoning.current`. */
-export const ReasoningSnapshot = event(
+export const ReasoningSnapshot = conversationEvent(
   "reasoning.snapshot",
   {
     effort: effort.nullable().describe("Effective effort; null means the provider default"),
@@ -34,7 +34,7 @@ export const ReasoningSet = request(
 );
 
 /** `reasoning.changed`: reply (with request_id) and broadcast (without). */
-export const ReasoningChanged = event(
+export const ReasoningChanged = conversationEvent(
   "reasoning.changed",
   { effort, scope, conversation_id: z.string().optional() },
   "The reasoning effort changed",

@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { event, Timestamp } from "../common.js";
+import { conversationEvent, Timestamp } from "../common.js";
 import { TOOL_STATUSES } from "../constants.js";
 
 const toolFields = {
@@ -24,7 +24,7 @@ const toolFields = {
 };
 
 /** `tool.event`: structured tool activity, never chat text. */
-export const ToolEvent = event("tool.event", toolFields, "Structured tool activity");
+export const ToolEvent = conversationEvent("tool.event", toolFields, "Structured tool activity");
 
 /** The latest state of one tool call, as listed in `conversation.history.tools`. */
 export const ToolState = z.object(toolFields).describe("Latest state of one tool call");

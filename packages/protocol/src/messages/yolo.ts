@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { event, OpaqueId, request } from "../common.js";
+import { conversationEvent, OpaqueId, request } from "../common.js";
 
 const scope = z.literal("conversation").describe("YOLO is always conversation-scoped");
 
@@ -11,7 +11,7 @@ export const YoloCurrent = request(
 );
 
 /** `yolo.snapshot`: reply to `yolo.current`. */
-export const YoloSnapshot = event(
+export const YoloSnapshot = conversationEvent(
   "yolo.snapshot",
   { enabled: z.boolean(), scope, conversation_id: z.string() },
   "A conversation's YOLO flag",
@@ -25,7 +25,7 @@ export const YoloSet = request(
 );
 
 /** `yolo.changed`: reply (with request_id) and broadcast (without). */
-export const YoloChanged = event(
+export const YoloChanged = conversationEvent(
   "yolo.changed",
   { enabled: z.boolean(), scope, conversation_id: z.string() },
   "A conversation's YOLO flag changed",

@@ -2,12 +2,12 @@ import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
 import {
   CLOSE_CODES,
-  type ClientMessage,
   type DecodeError,
   decodeClientFrame,
   FEATURE_DELTA_APPEND,
   LIMITS,
   PROTOCOL_VERSION,
+  type V1ClientMessage,
 } from "@pheby/protocol";
 import { type RawData, WebSocketServer } from "ws";
 import { clientAddress } from "../auth/address.js";
@@ -172,7 +172,7 @@ export class SocketServer {
   }
 
   /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
-  #hello(conn: Connection, msg: ClientMessage | undefined, bad: DecodeError | undefined): void {
+  #hello(conn: Connection, msg: V1ClientMessage | undefined, bad: DecodeError | undefined): void {
     const { lockout } = this.settings;
     const log = this.ctx.log;
     if (this.#refuseIfLocked(conn, msg?.request_id ?? bad?.request_id)) return;

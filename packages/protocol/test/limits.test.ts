@@ -1,0 +1,267 @@
+import { describe, expect, it } from "vitest";
+import {
+  ALTERNATIVE_REPLY_TYPES,
+  CLIENT_MESSAGE_TYPES,
+  decodeClientFrame,
+  decodeServerFrame,
+  FEATURES,
+  isReplyType,
+  LIMITS,
+  NO_REPLY_TYPES,
+  PUSH_EVENT_KINDS,
+  PushPayload,
+  REPLY_TYPES,
+  SERVER_MESSAGE_TYPES,
+} from "../src/index.js";
+
+// Exact boundaries of the extensions' limits: the limit is accepted, limit + 1 is rejected.
+
+const conv = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
+const ts = "2026-09-02T18:00:00+00:00";
+const all = { features: FEATURES };
+const client = (frame: Record<string, unknown>) => {
+  const r = decodeClientFrame(JSON.stringify(frame), all);
+  return r.ok ? "ok" : r.error.code;
+};
+const server = (frame: Record<string, unknown>) => {
+  const r = decodeServerFrame(JSON.stringify(frame));
+  return r.ok ? "ok" : r.error.code;
+};
+const boundary = (make: (n: number) => Record<string, unknown>, limit: number, check = client) => [
+  check(make(limit)),
+  check(make(limit + 1)),
+];
+const p256dh = `B${"A".repeat(86)}`;
+const auth = "A".repeat(22);
+const subscribe = (extra: Record<string, unknown>) => ({
+  type: "push.subscribe",
+  endpoint: "https://push.example.net/up1",
+  keys: { p256dh, auth },
+  ...extra,
+});
+
+describe("extension limits", () => {
+  it("are the numbers the issues name", () => {
+    expect(LIMITS).toMatchObject({
+      clientMessageIdChars: 64,
+      queuedRunsPerConversation: 20,
+      schedules: 100,
+      pushSubscriptions: 50,
+      pushPayloadBytes: 3_993,
+      pushTopicChars: 32,
+      pairingCodeSeconds: 600,
+      clientMessageIdWindowSeconds: 86_400,
+    });
+    expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
+  });
+
+  it("client_message_id: 64 characters (code points) on chat.send and conversation.create, not 65", () => {
+    const send = (n: number) => ({
+      type: "chat.send",
+      conversation_id: conv,
+      text: "hi",
+      client_message_id: "x".repeat(n),
+    });
+    const create = (n: number) => ({ type: "conversation.create", client_message_id: "😀".repeat(n) });
+    expect(boundary(send, 64)).toEqual(["ok", "bad_request"]);
+    expect(boundary(create, 64)).toEqual(["ok", "bad_request"]);
+    expect(client(send(0))).toBe("bad_request");
+  });
+
+  it("since_seq: 0 up to the largest safe integer", () => {
+    const open = (since_seq: number) => ({ type: "conversation.open", conversation_id: conv, since_seq });
+    expect([client(open(0)), client(open(-1))]).toEqual(["ok", "bad_request"]);
+    expect(boundary(open, Number.MAX_SAFE_INTEGER)).toEqual(["ok", "bad_request"]);
+  });
+
+  it("queue: position 1..20 and at most 20 queued runs", () => {
+    const queued = (position: number) => ({
+      type: "run.queued",
+      conversation_id: conv,
+      run_id: "r",
+      position,
+    });
+    expect(boundary(queued, LIMITS.queuedRunsPerConversation, server)).toEqual(["ok", "bad_request"]);
+    expect(server(queued(0))).toBe("bad_request");
+    const changed = (n: number) => ({
+      type: "queue.changed",
+      conversation_id: conv,
+      queued: Array.from({ length: n }, (_, i) => ({
+        run_id: `r${i}`,
+        text: "t",
+        position: Math.min(i + 1, 20),
+      })),
+    });
+    expect(boundary(changed, 20, server)).toEqual(["ok", "bad_request"]);
+  });
+
+  it("schedules: at most 100 listed; names of 200 characters, cron of 100, time zones of 64", () => {
+    const schedule = (i: number) => ({
+      schedule_id: `s${i}`,
+      conversation_id: conv,
+      name: null,
+      prompt: "p",
+      cron: "* * * * *",
+      at: null,
+      timezone: "UTC",
+      enabled: true,
+      next_run_at: ts,
+      last_run_at: null,
+      last_status: null,
+    });
+    const snapshot = (n: number) => ({
+      type: "schedule.snapshot",
+      schedules: Array.from({ length: n }, (_, i) => schedule(i)),
+    });
+    expect(boundary(snapshot, LIMITS.schedules, server)).toEqual(["ok", "bad_request"]);
+    const create = (extra: Record<string, unknown>) => ({
+      type: "schedule.create",
+      conversation_id: conv,
+      prompt: "p",
+      cron: "0 8 * * *",
+      ...extra,
+    });
+    expect(boundary((n) => create({ name: "n".repeat(n) }), 200)).toEqual(["ok", "bad_request"]);
+    expect(boundary((n) => create({ cron: `0 8 * * ${"1".repeat(n - 8)}` }), 100)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => create({ timezone: "Z".repeat(n) }), 64)).toEqual(["ok", "bad_request"]);
+    expect(boundary((n) => create({ prompt: "x".repeat(n) }), LIMITS.chatTextChars)).toEqual([
+      "ok",
+      "too_large",
+    ]);
+  });
+
+  it("schedules: exactly one of cron and at to create; an update changes something, not both triggers", () => {
+    const create = (extra: Record<string, unknown>) =>
+      decodeClientFrame(
+        JSON.stringify({ type: "schedule.create", conversation_id: conv, prompt: "p", ...extra }),
+        all,
+      );
+    expect(create({ cron: "0 8 * * *" }).ok).toBe(true);
+    expect(create({ at: "2026-09-03T09:30:00+02:00" }).ok).toBe(true);
+    expect(create({})).toMatchObject({ error: { code: "bad_request", message: "cron or at is required" } });
+    expect(create({ cron: "0 8 * * *", at: "2026-09-03T09:30:00+02:00" })).toMatchObject({
+      error: { message: "at must not be sent with cron" },
+    });
+    const update = (extra: Record<string, unknown>) =>
+      decodeClientFrame(JSON.stringify({ type: "schedule.update", schedule_id: "s", ...extra }), all);
+    expect(update({})).toMatchObject({
+      error: { message: "frame needs at least one of: name, prompt, cron, at, timezone, enabled" },
+    });
+    expect(update({ name: null }).ok).toBe(true);
+    expect(update({ enabled: false }).ok).toBe(true);
+  });
+
+  it("push: endpoints of 2048 characters, distinct events, keys of the RFC sizes", () => {
+    const endpoint = (n: number) => subscribe({ endpoint: `https://push.example.net/${"u".repeat(n - 25)}` });
+    expect(boundary(endpoint, LIMITS.pushEndpointChars)).toEqual(["ok", "bad_request"]);
+    expect(client(subscribe({ events: [...PUSH_EVENT_KINDS] }))).toBe("ok");
+    expect(client(subscribe({ events: ["approval", "resolved"] }))).toBe("bad_request");
+    expect(client(subscribe({ keys: { p256dh: `${p256dh}=`, auth: `${auth}==` } }))).toBe("ok");
+    expect(client(subscribe({ keys: { p256dh: `${p256dh}A`, auth } }))).toBe("bad_request");
+    expect(client(subscribe({ keys: { p256dh, auth: `${auth}A` } }))).toBe("bad_request");
+    expect(boundary((n) => subscribe({ device_name: "d".repeat(n) }), LIMITS.deviceNameChars)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(
+      boundary(
+        (n) => ({ type: "push.subscriptions", subscriptions: Array(n).fill(subscription) }),
+        50,
+        server,
+      ),
+    ).toEqual(["ok", "bad_request"]);
+  });
+
+  it("devices: pairing codes of 22..128 URL-safe characters", () => {
+    const hello = (n: number) => ({
+      type: "hello",
+      protocol_version: 1,
+      features: ["devices"],
+      pairing_code: "k".repeat(n),
+    });
+    expect(boundary(hello, LIMITS.pairingCodeMaxChars)).toEqual(["ok", "bad_request"]);
+    expect([
+      client(hello(LIMITS.pairingCodeMinChars)),
+      client(hello(LIMITS.pairingCodeMinChars - 1)),
+    ]).toEqual(["ok", "bad_request"]);
+  });
+
+  it("push payload: texts of 256 characters, tags of 32, and 3,993 bytes of JSON in all", () => {
+    const payload = (extra: Record<string, unknown>) => ({
+      v: 1,
+      kind: "test",
+      tag: "t",
+      ts,
+      subscription_id: "s",
+      ...extra,
+    });
+    const ok = (value: unknown) => PushPayload.safeParse(value).success;
+    expect([ok(payload({ title: "é".repeat(256) })), ok(payload({ title: "é".repeat(257) }))]).toEqual([
+      true,
+      false,
+    ]);
+    expect([ok(payload({ tag: "t".repeat(32) })), ok(payload({ tag: "t".repeat(33) }))]).toEqual([
+      true,
+      false,
+    ]);
+    // Fill a clarify payload's choices to exactly 3,993 bytes, then one byte more.
+    const base = {
+      v: 1,
+      kind: "clarify",
+      tag: "t",
+      ts,
+      conversation_id: conv,
+      clarify_id: "c",
+      allow_free_text: true,
+    };
+    const sized = (bytes: number) => {
+      const choices = Array.from({ length: 21 }, () => "x".repeat(180));
+      const size = () => Buffer.byteLength(JSON.stringify({ ...base, choices }));
+      choices[20] = "x".repeat(180 - (size() - bytes));
+      expect(size()).toBe(bytes);
+      return { ...base, choices };
+    };
+    expect([ok(sized(LIMITS.pushPayloadBytes)), ok(sized(LIMITS.pushPayloadBytes + 1))]).toEqual([
+      true,
+      false,
+    ]);
+  });
+});
+
+const subscription = {
+  subscription_id: "s",
+  device_name: null,
+  endpoint_origin: "https://push.example.net",
+  events: ["approval"],
+  created_at: ts,
+  last_success_at: null,
+  last_error: null,
+};
+
+describe("replies", () => {
+  it("map every request to its reply; presence has none", () => {
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12);
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13);
+    expect(Object.keys(REPLY_TYPES).sort()).toEqual(
+      CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
+    );
+    expect(NO_REPLY_TYPES).toEqual(["presence"]);
+    for (const reply of Object.values(REPLY_TYPES)) expect(SERVER_MESSAGE_TYPES).toContain(reply);
+  });
+
+  it("know the replies a request gets when it uses an extension", () => {
+    expect(ALTERNATIVE_REPLY_TYPES).toEqual({
+      "chat.send": "run.queued",
+      "conversation.open": "conversation.resumed",
+    });
+    expect(isReplyType("chat.send", "run.accepted")).toBe(true);
+    expect(isReplyType("chat.send", "run.queued")).toBe(true);
+    expect(isReplyType("conversation.open", "conversation.resumed")).toBe(true);
+    expect(isReplyType("schedule.delete", "schedule.changed")).toBe(true);
+    expect(isReplyType("chat.send", "run.finished")).toBe(false);
+    expect(isReplyType("presence", "pong")).toBe(false);
+  });
+});
