@@ -25,6 +25,10 @@ export interface JsonSchema {
   minItems?: number;
   maxItems?: number;
   uniqueItems?: boolean;
+  /** Object-level rules across fields: combinations of `required` (see FieldRule in @pheby/protocol). */
+  allOf?: JsonSchema[];
+  not?: JsonSchema;
+  discriminator?: { propertyName: string };
   definitions?: Record<string, JsonSchema>;
 }
 
@@ -53,6 +57,8 @@ const ENUM_NAMES: Record<string, string> = {
   "conversation|global": "SettingScope",
   "completed|cancelled|failed": "RunStatus",
   "running|completed|failed|cancelled": "ToolStatus",
+  "approval|clarify|run_finished|message": "PushEventKind",
+  "active|background": "PresenceState",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects
@@ -109,16 +115,24 @@ interface Field {
    * "optionalNullable" = absent-able and nullable, kept exact with `OptionalNullable<T>`. */
   presence: "required" | "nullable" | "optional" | "optionalNullable";
   doc: string;
-  /** A numeric `const`, checked in `init` because Kotlin has no literal types. */
-  numericConst?: number;
+  /** A numeric or boolean `const` as a Kotlin literal (`1L`, `false`), checked in `init` because Kotlin has no literal types. */
+  constant?: string;
+}
+
+/** A rule across fields, checked in `init`: the Kotlin condition and the message when it fails. */
+interface Rule {
+  condition: string;
+  message: string;
 }
 
 interface Model {
   name: string;
   doc: string;
   serialName?: string;
-  parent?: "ClientMessage" | "ServerMessage";
+  /** The sealed interface of the union the model belongs to (`ClientMessage`, `ServerMessage`, `PushPayload`). */
+  parent?: string;
   fields: Field[];
+  rules: Rule[];
 }
 
 /** Generated file name → content. */
@@ -192,7 +206,7 @@ class Generator {
   }
 
   /** The Kotlin type of a non-null schema; `owner.prop` names inline enums for constants. */
-  private typeOf(s: JsonSchema, owner: string, prop: string): { type: string; numericConst?: number } {
+  private typeOf(s: JsonSchema, owner: string, prop: string): { type: string; constant?: string } {
     if (s.$ref) {
       const name = refName(s.$ref);
       const def = this.definitions.get(name);
@@ -213,9 +227,13 @@ class Generator {
     // Strict aliases: kotlinx would otherwise accept quoted values ("true", "5"); see StrictPrimitives.kt.
     if (s.type === "integer") return { type: "StrictLong" };
     if (s.type === "number" && typeof s.const === "number" && Number.isInteger(s.const)) {
-      return { type: "StrictLong", numericConst: s.const };
+      return { type: "StrictLong", constant: `${s.const}L` };
     }
-    if (s.type === "boolean") return { type: "StrictBoolean" };
+    if (s.type === "boolean") {
+      return typeof s.const === "boolean"
+        ? { type: "StrictBoolean", constant: `${s.const}` }
+        : { type: "StrictBoolean" };
+    }
     if (s.type === "array" && s.items) return { type: `List<${this.typeOf(s.items, owner, prop).type}>` };
     if (s.type === "object" && !s.properties && s.additionalProperties !== undefined) {
       return { type: "JsonObject" };
@@ -240,7 +258,8 @@ class Generator {
     return { inner: s, nullable: false };
   }
 
-  model(name: string, parent?: Model["parent"]): Model {
+  /** The model of an object definition; a union member takes its serial name from `discriminator`. */
+  model(name: string, parent?: string, discriminator = "type"): Model {
     const existing = this.models.get(name);
     if (existing) {
       if (parent) existing.parent = parent;
@@ -248,16 +267,16 @@ class Generator {
     }
     const def = this.definitions.get(name);
     if (!def?.properties || def.type !== "object") throw new Error(`definition ${name} is not an object`);
-    const model: Model = { name, doc: describe(def.description, []), parent, fields: [] };
+    const model: Model = { name, doc: describe(def.description, []), parent, fields: [], rules: [] };
     this.models.set(name, model);
     const required = new Set(def.required ?? []);
     for (const [json, schema] of Object.entries(def.properties)) {
-      if (json === "type" && typeof schema.const === "string") {
+      if (json === discriminator && typeof schema.const === "string") {
         model.serialName = schema.const;
         continue;
       }
       const { inner, nullable } = this.unwrapNull(schema);
-      const { type, numericConst } = this.typeOf(inner, name, json);
+      const { type, constant } = this.typeOf(inner, name, json);
       const isRequired = required.has(json);
       const presence = isRequired
         ? nullable
@@ -267,11 +286,52 @@ class Generator {
           ? "optionalNullable"
           : "optional";
       const doc = describe(schema.description ?? inner.description, constraints(inner));
-      model.fields.push({ json, kotlin: identifier(camel(json)), type, presence, doc, numericConst });
+      model.fields.push({ json, kotlin: identifier(camel(json)), type, presence, doc, constant });
     }
-    if (parent && !model.serialName) throw new Error(`message ${name} has no type constant`);
+    model.rules = (def.allOf ?? []).map((rule) => fieldRule(rule, model));
+    if (parent && !model.serialName) throw new Error(`message ${name} has no ${discriminator} constant`);
     return model;
   }
+}
+
+/** Kotlin for "the field is in the JSON object" (an explicit null counts, as in the schema's `required`). */
+function present(model: Model, json: string): string {
+  const field = model.fields.find((f) => f.json === json);
+  if (!field) throw new Error(`${model.name}: a rule names ${json}, which it does not have`);
+  if (field.presence === "optionalNullable") return `${field.kotlin} !is OptionalNullable.Absent`;
+  if (field.presence !== "optional") throw new Error(`${model.name}.${json}: a rule needs an optional field`);
+  return `${field.kotlin} != null`;
+}
+
+const requiredKeys = (schemas: JsonSchema[] | undefined): string[] | undefined =>
+  schemas?.every((s) => s.required?.length === 1) ? schemas.map((s) => s.required![0]!) : undefined;
+
+/** One `allOf` entry of an object: exactly one (`oneOf`), not both (`not`) or at least one (`anyOf`) of some fields. */
+function fieldRule(rule: JsonSchema, model: Model): Rule {
+  const exactlyOne = requiredKeys(rule.oneOf);
+  if (exactlyOne?.length === 2) {
+    const [a, b] = exactlyOne as [string, string];
+    return {
+      condition: `(${present(model, a)}) != (${present(model, b)})`,
+      message: `exactly one of ${a}, ${b}`,
+    };
+  }
+  const both = rule.not?.required;
+  if (both?.length === 2 && Object.keys(rule).length === 1) {
+    const [a, b] = both as [string, string];
+    return {
+      condition: `!(${present(model, a)} && ${present(model, b)})`,
+      message: `not both ${a} and ${b}`,
+    };
+  }
+  const some = requiredKeys(rule.anyOf);
+  if (some && some.length > 0) {
+    return {
+      condition: some.map((k) => present(model, k)).join(" || "),
+      message: `at least one of ${some.join(", ")}`,
+    };
+  }
+  throw new Error(`${model.name}: unsupported rule ${JSON.stringify(rule)}`);
 }
 
 function fieldDecl(field: Field, override: boolean): string {
@@ -302,6 +362,9 @@ const PRESENCE_NOTE: Record<Field["presence"], string> = {
 
 function renderModel(model: Model, shared: Set<string>): string {
   const docLines = [model.serialName ? `\`${model.serialName}\`: ${model.doc}` : model.doc];
+  if (model.rules.length > 0) {
+    docLines.push("", `Checked on construction: ${model.rules.map((r) => r.message).join("; ")}.`);
+  }
   if (model.fields.length > 0) docLines.push("");
   for (const f of model.fields) {
     const note = sentences(f.doc, PRESENCE_NOTE[f.presence]);
@@ -317,12 +380,19 @@ function renderModel(model: Model, shared: Set<string>): string {
     const serialName = f.kotlin === f.json ? "" : `@SerialName("${f.json}") `;
     return `    ${serialName}${decl},`;
   });
-  const checks = model.fields
-    .filter((f) => f.numericConst !== undefined)
-    .map(
-      (f) =>
-        `        require(${f.kotlin} == ${f.numericConst}L) { "${f.json} must be ${f.numericConst}, was $${f.kotlin}" }`,
-    );
+  const checks = [
+    ...model.fields
+      .filter((f) => f.constant !== undefined)
+      .map((f) => {
+        const value = f.constant!.replace(/L$/, "");
+        const ok =
+          f.presence === "optional"
+            ? `${f.kotlin} == null || ${f.kotlin} == ${f.constant}`
+            : `${f.kotlin} == ${f.constant}`;
+        return `        require(${ok}) { "${f.json} must be ${value}, was $${f.kotlin}" }`;
+      }),
+    ...model.rules.map((r) => `        require(${r.condition}) { "${model.name}: ${r.message}" }`),
+  ];
   const body = checks.length > 0 ? ` {\n    init {\n${checks.join("\n")}\n    }\n}` : "";
   return `${kdoc(docLines)}\n${annotations.join("\n")}\ndata class ${model.name}(\n${params.join("\n")}\n)${parent}${body}\n`;
 }
@@ -367,60 +437,81 @@ function file(imports: string[], body: string[]): string {
   return `${GENERATED_HEADER}\n\npackage ${PACKAGE}\n${importLines}\n${body.join("\n")}`;
 }
 
-/** Fields every member of a direction has with the same declaration: lifted into the sealed interface. */
+/**
+ * Fields every member of a union has with the same declaration, lifted into the sealed interface when
+ * `Unknown` can implement them by reading the raw JSON: strings (declared `String?` in the interface,
+ * so a member's required `String` overrides it). Others stay on the members.
+ */
 function sharedFields(members: Model[]): Field[] {
   const [first, ...rest] = members;
   if (!first) return [];
-  return first.fields.filter((f) =>
-    rest.every((m) => m.fields.some((g) => g.json === f.json && fieldDecl(g, false) === fieldDecl(f, false))),
+  return first.fields.filter(
+    (f) =>
+      f.type === "String" &&
+      (f.presence === "required" || f.presence === "optional") &&
+      rest.every((m) =>
+        m.fields.some((g) => g.json === f.json && fieldDecl(g, false) === fieldDecl(f, false)),
+      ),
   );
 }
 
-function renderDirection(gen: Generator, bundle: JsonSchema, parent: "ClientMessage" | "ServerMessage") {
-  const members = (bundle.oneOf ?? []).map((ref) => gen.model(refName(ref.$ref ?? ""), parent));
-  if (members.length === 0) throw new Error(`${parent}: the bundle has no oneOf`);
+/** A sealed union: the message directions (on `type`) and the push payload (on `kind`). */
+interface Union {
+  name: string;
+  description: string;
+  /** The member definitions, in schema order. */
+  refs: JsonSchema[];
+  discriminator: string;
+  /** What one value is called in docs: "message", "payload". */
+  noun: string;
+  /** Where an unknown one comes from: "a newer server". */
+  from: string;
+}
+
+function renderUnion(gen: Generator, union: Union): string {
+  const { name, discriminator: key, noun, from } = union;
+  const members = union.refs.map((ref) => gen.model(refName(ref.$ref ?? ""), name, key));
+  if (members.length === 0) throw new Error(`${name}: the union has no members`);
   const shared = sharedFields(members);
-  // `Unknown` implements the shared fields by reading the raw frame; it knows how for request_id only.
-  for (const f of shared) {
-    if (fieldDecl(f, false) !== "val requestId: String? = null") {
-      throw new Error(`${parent}.Unknown cannot implement the shared field ${f.json}`);
-    }
-  }
   const sharedNames = new Set(shared.map((f) => f.json));
+  const whole = noun === "message" ? "frame" : noun;
   const docLines = [
-    bundle.description ?? parent,
+    union.description,
     "",
-    `Decode with \`PhebyJson.decodeFromString(${parent}.serializer(), text)\`; the \`type\` field selects the class,`,
-    "and a `type` these models do not know decodes to [Unknown].",
+    `Decode with \`PhebyJson.decodeFromString(${name}.serializer(), text)\`; the \`${key}\` field selects the class,`,
+    `and a \`${key}\` these models do not know decodes to [Unknown].`,
   ];
   for (const f of shared) docLines.push(`@property ${f.kotlin} \`${f.json}\`: ${f.doc}`);
   const known = members.map((m) => `            ${m.name}::class to ${m.name}.serializer(),`);
+  const overrides = shared.map(
+    (f) => `\n        override val ${f.kotlin}: String? get() = json.stringOrNull("${f.json}")\n`,
+  );
   const iface = `${kdoc(docLines)}
-@Serializable(with = ${parent}.Serializer::class)
-sealed interface ${parent} {
-${shared.map((f) => `    ${fieldDecl(f, false).replace(/ = .*$/, "")}`).join("\n")}
+@Serializable(with = ${name}.Serializer::class)
+sealed interface ${name} {
+${shared.map((f) => `    val ${f.kotlin}: String?`).join("\n")}
 
     /**
-     * A message whose \`type\` these models do not know, e.g. from a newer ${parent === "ServerMessage" ? "server" : "client"}.
-     * [json] is the whole frame, \`type\` included; it re-encodes unchanged.
+     * A ${noun} whose \`${key}\` these models do not know, e.g. from ${from}.
+     * [json] is the whole ${whole}, \`${key}\` included; it re-encodes unchanged.
      */
-    data class Unknown(val json: JsonObject) : ${parent} {
-        /** The frame's \`type\`, never one of the known ones. */
-        val type: String = requireNotNull(json.stringOrNull("type")) { "a message needs a string type" }
+    data class Unknown(val json: JsonObject) : ${name} {
+        /** The ${whole}'s \`${key}\`, never one of the known ones. */
+        val ${key}: String = requireNotNull(json.stringOrNull("${key}")) { "a ${noun} needs a string ${key}" }
 
         init {
-            require(type !in Serializer.types) { "$type is a known type; decode it instead" }
+            require(${key} !in Serializer.types) { "$${key} is a known ${key}; decode it instead" }
         }
-${sharedNames.has("request_id") ? '\n        override val requestId: String? get() = json.stringOrNull("request_id")\n' : ""}    }
+${overrides.join("")}    }
 
-    /** Selects the class by \`type\`; a type not listed here decodes to [Unknown]. */
-    object Serializer : OpenUnionSerializer<${parent}>(
-        "${PACKAGE}.${parent}",
+    /** Selects the class by \`${key}\`; a ${key} not listed here decodes to [Unknown]. */
+    object Serializer : OpenUnionSerializer<${name}>(
+        "${PACKAGE}.${name}",
         listOf(
 ${known.join("\n")}
         ),
         ::Unknown,
-        { (it as? Unknown)?.json },
+        { (it as? Unknown)?.json },${key === "type" ? "" : `\n        "${key}",`}
     )
 }
 `;
@@ -432,12 +523,35 @@ ${known.join("\n")}
   return file(imports, [iface, ...members.map((m) => renderModel(m, sharedNames))]);
 }
 
+function renderDirection(gen: Generator, bundle: JsonSchema, parent: "ClientMessage" | "ServerMessage") {
+  return renderUnion(gen, {
+    name: parent,
+    description: bundle.description ?? parent,
+    refs: bundle.oneOf ?? [],
+    discriminator: "type",
+    noun: "message",
+    from: `a newer ${parent === "ServerMessage" ? "server" : "client"}`,
+  });
+}
+
 /** Generates every Kotlin source file from the three bundles. */
 export function generateKotlin(bundles: SchemaBundles): GeneratedFiles {
   const gen = new Generator(bundles);
   const client = renderDirection(gen, bundles.client, "ClientMessage");
   const server = renderDirection(gen, bundles.server, "ServerMessage");
-  // HTTP bodies: every object definition of the http bundle.
+  const pushPayload = gen.definitions.get("PushPayload");
+  if (!pushPayload?.oneOf || pushPayload.discriminator?.propertyName !== "kind") {
+    throw new Error("the http bundle has no PushPayload union on kind");
+  }
+  const payload = renderUnion(gen, {
+    name: "PushPayload",
+    description: pushPayload.description ?? "PushPayload",
+    refs: pushPayload.oneOf,
+    discriminator: "kind",
+    noun: "payload",
+    from: "a newer server",
+  });
+  // HTTP bodies: every other object definition of the http bundle.
   for (const [name, def] of Object.entries(bundles.http.definitions ?? {})) {
     if (def.type === "object") gen.model(name);
   }
@@ -453,6 +567,7 @@ export function generateKotlin(bundles: SchemaBundles): GeneratedFiles {
   return {
     "ClientMessage.kt": client,
     "ServerMessage.kt": server,
+    "PushPayload.kt": payload,
     "Models.kt": file(modelImports, [
       ...aliases.map(
         ([name, def]) =>

@@ -55,6 +55,18 @@ sealed interface ClientMessage {
             ModelSet::class to ModelSet.serializer(),
             ReasoningCurrent::class to ReasoningCurrent.serializer(),
             ReasoningSet::class to ReasoningSet.serializer(),
+            PushSubscribe::class to PushSubscribe.serializer(),
+            PushUnsubscribe::class to PushUnsubscribe.serializer(),
+            PushList::class to PushList.serializer(),
+            PushTest::class to PushTest.serializer(),
+            Presence::class to Presence.serializer(),
+            ScheduleList::class to ScheduleList.serializer(),
+            ScheduleCreate::class to ScheduleCreate.serializer(),
+            ScheduleUpdate::class to ScheduleUpdate.serializer(),
+            ScheduleDelete::class to ScheduleDelete.serializer(),
+            PairCreate::class to PairCreate.serializer(),
+            DeviceList::class to DeviceList.serializer(),
+            DeviceRevoke::class to DeviceRevoke.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -64,19 +76,29 @@ sealed interface ClientMessage {
 /**
  * `hello`: First frame of a connection; must arrive within 10 s.
  *
+ * Checked on construction: exactly one of secret, pairing_code.
+ *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
- * @property secret `secret`: The server's shared secret (PHEBY_SECRET). Schema: maxLength 4000 (checked by the server).
+ * @property secret `secret`: The server's shared secret (PHEBY_SECRET), or a device secret; required unless pairing_code is sent. Schema: maxLength 4000 (checked by the server). May be absent.
  * @property protocolVersion `protocol_version`: Must be 1.
  * @property features `features`: Pheby extension: optional features the client asks for (e.g. "delta.append"); unknown names are ignored. Schema: maxItems 16 (checked by the server). May be absent.
+ * @property pairingCode `pairing_code`: Only with the devices feature, instead of secret: the one-time code of pair.created; ready then carries device. Schema: pattern `^[A-Za-z0-9_-]{22,128}$` (checked by the server). May be absent.
+ * @property deviceName `device_name`: Only with the devices feature and pairing_code: the new device's name (pair.create's name wins). Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("hello")
 data class Hello(
     @SerialName("request_id") override val requestId: String? = null,
-    val secret: String,
+    val secret: String? = null,
     @SerialName("protocol_version") val protocolVersion: StrictLong,
     val features: List<String>? = null,
-) : ClientMessage
+    @SerialName("pairing_code") val pairingCode: String? = null,
+    @SerialName("device_name") val deviceName: String? = null,
+) : ClientMessage {
+    init {
+        require((secret != null) != (pairingCode != null)) { "Hello: exactly one of secret, pairing_code" }
+    }
+}
 
 /**
  * `ping`: Application-level heartbeat.
@@ -105,21 +127,26 @@ data class ConversationList(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property name `name`: Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
+ * @property clientMessageId `client_message_id`: Only with the resume feature: idempotency key, unique on the server; a repeat within 24 h gets the same conversation. Schema: minLength 1, maxLength 64, pattern `\S` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.create")
 data class ConversationCreate(
     @SerialName("request_id") override val requestId: String? = null,
     val name: String? = null,
+    @SerialName("client_message_id") val clientMessageId: String? = null,
 ) : ClientMessage
 
 /**
  * `conversation.open`: Open a conversation.
  *
+ * Checked on construction: not both before_message_id and since_seq.
+ *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property limit `limit`: Page size, at least 1; values over 500 are capped at 500; defaults to 200. Schema: minimum 1 (checked by the server). May be absent.
  * @property beforeMessageId `before_message_id`: Exclusive cursor: the first message ID of the previous page. May be absent.
+ * @property sinceSeq `since_seq`: Only with the resume feature: the last seq this client has; replay what followed (conversation.resumed) or, when the server cannot, answer the snapshot with resumed: false. Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.open")
@@ -128,7 +155,12 @@ data class ConversationOpen(
     @SerialName("conversation_id") val conversationId: OpaqueId,
     val limit: StrictLong? = null,
     @SerialName("before_message_id") val beforeMessageId: OpaqueId? = null,
-) : ClientMessage
+    @SerialName("since_seq") val sinceSeq: StrictLong? = null,
+) : ClientMessage {
+    init {
+        require(!(beforeMessageId != null && sinceSeq != null)) { "ConversationOpen: not both before_message_id and since_seq" }
+    }
+}
 
 /**
  * `conversation.rename`: Rename a conversation.
@@ -165,6 +197,8 @@ data class ConversationDelete(
  * @property conversationId `conversation_id`
  * @property text `text`: Required, non-blank, at most 64,000 characters. Schema: minLength 1, maxLength 64000, pattern `\S` (checked by the server).
  * @property attachmentIds `attachment_ids`: Up to 10 distinct inbound upload IDs of this conversation. Schema: maxItems 10, uniqueItems (checked by the server). May be absent.
+ * @property clientMessageId `client_message_id`: Only with the resume feature: idempotency key, unique in the conversation; a repeat within 24 h gets the original outcome. Schema: minLength 1, maxLength 64, pattern `\S` (checked by the server). May be absent.
+ * @property queue `queue`: Only with the queue feature: true queues the send while a run is active (run.queued) instead of run_active. May be absent.
  */
 @Serializable
 @SerialName("chat.send")
@@ -173,6 +207,8 @@ data class ChatSend(
     @SerialName("conversation_id") val conversationId: OpaqueId,
     val text: String,
     @SerialName("attachment_ids") val attachmentIds: List<Hex32Id>? = null,
+    @SerialName("client_message_id") val clientMessageId: String? = null,
+    val queue: StrictBoolean? = null,
 ) : ClientMessage
 
 /**
@@ -319,4 +355,199 @@ data class ReasoningSet(
     @SerialName("request_id") override val requestId: String? = null,
     val effort: ReasoningEffort,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+) : ClientMessage
+
+/**
+ * `push.subscribe`: Subscribe to push notifications.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property endpoint `endpoint`: The push endpoint (a capability: never logged or shown in full). https, and not a private address, unless the server allows private endpoints. Schema: format uri, maxLength 2048 (checked by the server).
+ * @property keys `keys`
+ * @property deviceName `device_name`: Shown in push.list. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
+ * @property events `events`: Which events to push (distinct, at least one); default: all. Schema: minItems 1, maxItems 4, uniqueItems (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("push.subscribe")
+data class PushSubscribe(
+    @SerialName("request_id") override val requestId: String? = null,
+    val endpoint: String,
+    val keys: PushKeys,
+    @SerialName("device_name") val deviceName: String? = null,
+    val events: List<PushEventKind>? = null,
+) : ClientMessage
+
+/**
+ * `push.unsubscribe`: Remove a push subscription.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptionId `subscription_id`
+ */
+@Serializable
+@SerialName("push.unsubscribe")
+data class PushUnsubscribe(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("subscription_id") val subscriptionId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `push.list`: List push subscriptions.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("push.list")
+data class PushList(
+    @SerialName("request_id") override val requestId: String? = null,
+) : ClientMessage
+
+/**
+ * `push.test`: Send a test notification.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptionId `subscription_id`
+ */
+@Serializable
+@SerialName("push.test")
+data class PushTest(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("subscription_id") val subscriptionId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `presence`: Say whether the UI is in front, and which conversation it shows.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property state `state`: active: the UI is in front; background: it is not.
+ * @property conversationId `conversation_id`: The conversation on screen, if any. May be absent.
+ */
+@Serializable
+@SerialName("presence")
+data class Presence(
+    @SerialName("request_id") override val requestId: String? = null,
+    val state: PresenceState,
+    @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+) : ClientMessage
+
+/**
+ * `schedule.list`: List schedules.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`: Only this conversation's; absent: all. May be absent.
+ */
+@Serializable
+@SerialName("schedule.list")
+data class ScheduleList(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+) : ClientMessage
+
+/**
+ * `schedule.create`: Create a schedule (exactly one of cron and at).
+ *
+ * Checked on construction: exactly one of cron, at.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property prompt `prompt`: Sent as the user message of each run: non-blank, at most 64,000 characters. Schema: minLength 1, maxLength 64000, pattern `\S` (checked by the server).
+ * @property cron `cron`: A standard five-field cron expression (minute hour day-of-month month day-of-week). Schema: maxLength 100, pattern `^\s*\S+(\s+\S+){4}\s*$` (checked by the server). May be absent.
+ * @property at `at`: A single run at this time (ISO-8601 with an offset). Schema: format date-time (checked by the server). May be absent.
+ * @property timezone `timezone`: IANA time zone the cron expression is read in (e.g. Europe/Paris); default: the server's. Schema: minLength 1, maxLength 64, pattern `^[A-Za-z0-9_+/-]+$` (checked by the server). May be absent.
+ * @property name `name`: Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("schedule.create")
+data class ScheduleCreate(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    val prompt: String,
+    val cron: String? = null,
+    val at: String? = null,
+    val timezone: String? = null,
+    val name: String? = null,
+) : ClientMessage {
+    init {
+        require((cron != null) != (at != null)) { "ScheduleCreate: exactly one of cron, at" }
+    }
+}
+
+/**
+ * `schedule.update`: Change a schedule.
+ *
+ * Checked on construction: not both cron and at; at least one of name, prompt, cron, at, timezone, enabled.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property scheduleId `schedule_id`
+ * @property name `name`: null removes the name. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent or null; both are kept apart.
+ * @property prompt `prompt`: Sent as the user message of each run: non-blank, at most 64,000 characters. Schema: minLength 1, maxLength 64000, pattern `\S` (checked by the server). May be absent.
+ * @property cron `cron`: A standard five-field cron expression (minute hour day-of-month month day-of-week). Schema: maxLength 100, pattern `^\s*\S+(\s+\S+){4}\s*$` (checked by the server). May be absent.
+ * @property at `at`: A single run at this time (ISO-8601 with an offset). Schema: format date-time (checked by the server). May be absent.
+ * @property timezone `timezone`: IANA time zone the cron expression is read in (e.g. Europe/Paris); default: the server's. Schema: minLength 1, maxLength 64, pattern `^[A-Za-z0-9_+/-]+$` (checked by the server). May be absent.
+ * @property enabled `enabled`: May be absent.
+ */
+@Serializable
+@SerialName("schedule.update")
+data class ScheduleUpdate(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("schedule_id") val scheduleId: OpaqueId,
+    val name: OptionalNullable<String> = OptionalNullable.Absent,
+    val prompt: String? = null,
+    val cron: String? = null,
+    val at: String? = null,
+    val timezone: String? = null,
+    val enabled: StrictBoolean? = null,
+) : ClientMessage {
+    init {
+        require(!(cron != null && at != null)) { "ScheduleUpdate: not both cron and at" }
+        require(name !is OptionalNullable.Absent || prompt != null || cron != null || at != null || timezone != null || enabled != null) { "ScheduleUpdate: at least one of name, prompt, cron, at, timezone, enabled" }
+    }
+}
+
+/**
+ * `schedule.delete`: Delete a schedule.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property scheduleId `schedule_id`
+ */
+@Serializable
+@SerialName("schedule.delete")
+data class ScheduleDelete(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("schedule_id") val scheduleId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `pair.create`: Create a one-time pairing code.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property name `name`: The new device's name; wins over the pairing hello's device_name. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("pair.create")
+data class PairCreate(
+    @SerialName("request_id") override val requestId: String? = null,
+    val name: String? = null,
+) : ClientMessage
+
+/**
+ * `device.list`: List paired devices.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("device.list")
+data class DeviceList(
+    @SerialName("request_id") override val requestId: String? = null,
+) : ClientMessage
+
+/**
+ * `device.revoke`: Revoke a paired device.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property deviceId `device_id`
+ */
+@Serializable
+@SerialName("device.revoke")
+data class DeviceRevoke(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("device_id") val deviceId: OpaqueId,
 ) : ClientMessage

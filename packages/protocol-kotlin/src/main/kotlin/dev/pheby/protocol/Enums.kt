@@ -137,6 +137,46 @@ sealed class MessageRole(value: String) : OpenEnum(value) {
 }
 
 /**
+ * Known values: `active`, `background`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = PresenceState.Serializer::class)
+sealed class PresenceState(value: String) : OpenEnum(value) {
+    object ACTIVE : PresenceState("active")
+    object BACKGROUND : PresenceState("background")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : PresenceState(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<PresenceState>({ listOf(ACTIVE, BACKGROUND) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<PresenceState>("dev.pheby.protocol.PresenceState", { of(it) })
+}
+
+/**
+ * Known values: `approval`, `clarify`, `run_finished`, `message`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = PushEventKind.Serializer::class)
+sealed class PushEventKind(value: String) : OpenEnum(value) {
+    object APPROVAL : PushEventKind("approval")
+    object CLARIFY : PushEventKind("clarify")
+    object RUN_FINISHED : PushEventKind("run_finished")
+    object MESSAGE : PushEventKind("message")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : PushEventKind(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<PushEventKind>({ listOf(APPROVAL, CLARIFY, RUN_FINISHED, MESSAGE) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<PushEventKind>("dev.pheby.protocol.PushEventKind", { of(it) })
+}
+
+/**
  * Known values: `none`, `minimal`, `low`, `medium`, `high`, `xhigh`, `max`, `ultra`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */

@@ -18,6 +18,38 @@ typealias Hex32Id = String
 typealias OpaqueId = String
 
 /**
+ * Body of POST /approvals/{approval_id}.
+ *
+ * @property choice `choice`
+ * @property reason `reason`: Optional free text with deny. Schema: maxLength 4000 (checked by the server). May be absent.
+ */
+@Serializable
+data class ApprovalAnswer(
+    val choice: ApprovalChoice,
+    val reason: String? = null,
+)
+
+/**
+ * Response of POST /approvals/{approval_id}.
+ *
+ * @property approvalId `approval_id`
+ * @property conversationId `conversation_id`
+ * @property choice `choice`
+ * @property accepted `accepted`: Always true: the answer was applied.
+ */
+@Serializable
+data class ApprovalAnswerResponse(
+    @SerialName("approval_id") val approvalId: String,
+    @SerialName("conversation_id") val conversationId: String,
+    val choice: ApprovalChoice,
+    val accepted: StrictBoolean,
+) {
+    init {
+        require(accepted == true) { "accepted must be true, was $accepted" }
+    }
+}
+
+/**
  * An attachment's metadata.
  *
  * @property attachmentId `attachment_id`
@@ -50,6 +82,34 @@ data class AttachmentDescriptor(
 )
 
 /**
+ * Body of POST /clarify/{clarify_id}.
+ *
+ * @property response `response`: Schema: minLength 1, maxLength 64000, pattern `\S` (checked by the server).
+ */
+@Serializable
+data class ClarifyAnswer(
+    val response: String,
+)
+
+/**
+ * Response of POST /clarify/{clarify_id}.
+ *
+ * @property clarifyId `clarify_id`
+ * @property conversationId `conversation_id`
+ * @property accepted `accepted`: Always true: the answer was delivered.
+ */
+@Serializable
+data class ClarifyAnswerResponse(
+    @SerialName("clarify_id") val clarifyId: String,
+    @SerialName("conversation_id") val conversationId: String,
+    val accepted: StrictBoolean,
+) {
+    init {
+        require(accepted == true) { "accepted must be true, was $accepted" }
+    }
+}
+
+/**
  * A conversation.
  *
  * @property conversationId `conversation_id`
@@ -65,6 +125,34 @@ data class ConversationSummary(
     @SerialName("session_id") val sessionId: String?,
     @SerialName("last_active") val lastActive: String?,
     val source: String,
+)
+
+/**
+ * A paired device.
+ *
+ * @property deviceId `device_id`
+ * @property name `name`: null when neither pair.create nor the pairing hello named it. Always present; may be null.
+ * @property createdAt `created_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property lastSeenAt `last_seen_at`: null until the device authenticated with its secret once. Schema: format date-time (checked by the server). Always present; may be null.
+ */
+@Serializable
+data class Device(
+    @SerialName("device_id") val deviceId: String,
+    val name: String?,
+    @SerialName("created_at") val createdAt: String,
+    @SerialName("last_seen_at") val lastSeenAt: String?,
+)
+
+/**
+ * The credentials of a newly paired device.
+ *
+ * @property deviceId `device_id`
+ * @property deviceSecret `device_secret`: The device's own secret (at least 256 random bits, URL-safe base64): use it wherever a v1 client uses the shared secret; shown only here, once. Schema: pattern `^[A-Za-z0-9_-]{43,256}$` (checked by the server).
+ */
+@Serializable
+data class DeviceCredentials(
+    @SerialName("device_id") val deviceId: String,
+    @SerialName("device_secret") val deviceSecret: String,
 )
 
 /**
@@ -96,6 +184,7 @@ data class ErrorDetail(
  * @property role `role`
  * @property text `text`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
+ * @property clientMessageId `client_message_id`: Only with the resume feature, on a user message: the client_message_id its chat.send carried. Schema: minLength 1, maxLength 64, pattern `\S` (checked by the server). May be absent.
  */
 @Serializable
 data class HistoryMessage(
@@ -103,6 +192,7 @@ data class HistoryMessage(
     val role: MessageRole,
     val text: String,
     val ts: String?,
+    @SerialName("client_message_id") val clientMessageId: String? = null,
 )
 
 /**
@@ -134,6 +224,7 @@ data class ModelProvider(
  * @property description `description`
  * @property choices `choices`: Only the choices the agent can honour. Schema: minItems 1 (checked by the server).
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it (denies it); null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
  */
 @Serializable
 data class PendingApproval(
@@ -145,6 +236,7 @@ data class PendingApproval(
     val description: String,
     val choices: List<ApprovalChoice>,
     val ts: String,
+    @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
 )
 
 /**
@@ -158,6 +250,7 @@ data class PendingApproval(
  * @property choices `choices`: null means free text only. Always present; may be null.
  * @property allowFreeText `allow_free_text`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it; null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
  */
 @Serializable
 data class PendingClarification(
@@ -169,6 +262,67 @@ data class PendingClarification(
     val choices: List<String>?,
     @SerialName("allow_free_text") val allowFreeText: StrictBoolean,
     val ts: String,
+    @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+)
+
+/**
+ * Encryption keys of a push subscription.
+ *
+ * @property p256dh `p256dh`: The user agent's P-256 public key: 65 bytes, base64url (padding optional). Schema: pattern `^[A-Za-z0-9_-]{87}=?$` (checked by the server).
+ * @property auth `auth`: The authentication secret: 16 bytes, base64url (padding optional). Schema: pattern `^[A-Za-z0-9_-]{22}(==)?$` (checked by the server).
+ */
+@Serializable
+data class PushKeys(
+    val p256dh: String,
+    val auth: String,
+)
+
+/**
+ * The server's push settings.
+ *
+ * @property vapidPublicKey `vapid_public_key`: The server's VAPID public key (RFC 8292): an uncompressed P-256 point, 65 bytes, base64url without padding; the applicationServerKey of a subscription. Schema: pattern `^[A-Za-z0-9_-]{87}$` (checked by the server).
+ */
+@Serializable
+data class PushServerInfo(
+    @SerialName("vapid_public_key") val vapidPublicKey: String,
+)
+
+/**
+ * A push subscription.
+ *
+ * @property subscriptionId `subscription_id`
+ * @property deviceName `device_name`: Always present; may be null.
+ * @property endpointOrigin `endpoint_origin`: Scheme, host and port of the endpoint only (the full endpoint is a capability).
+ * @property events `events`
+ * @property createdAt `created_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property lastSuccessAt `last_success_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
+ * @property lastError `last_error`: The last failed delivery (status and reason), or null; cleared by a success. Always present; may be null.
+ */
+@Serializable
+data class PushSubscriptionInfo(
+    @SerialName("subscription_id") val subscriptionId: String,
+    @SerialName("device_name") val deviceName: String?,
+    @SerialName("endpoint_origin") val endpointOrigin: String,
+    val events: List<PushEventKind>,
+    @SerialName("created_at") val createdAt: String,
+    @SerialName("last_success_at") val lastSuccessAt: String?,
+    @SerialName("last_error") val lastError: String?,
+)
+
+/**
+ * A queued run.
+ *
+ * @property runId `run_id`: The run_id its run.accepted will carry when it starts.
+ * @property text `text`: The queued user message.
+ * @property position `position`: 1 starts next. Schema: minimum 1, maximum 20 (checked by the server).
+ * @property clientMessageId `client_message_id`: Only with the resume feature: the client_message_id the send carried. Schema: minLength 1, maxLength 64, pattern `\S` (checked by the server). May be absent.
+ */
+@Serializable
+data class QueuedRun(
+    @SerialName("run_id") val runId: String,
+    val text: String,
+    val position: StrictLong,
+    @SerialName("client_message_id") val clientMessageId: String? = null,
 )
 
 /**
@@ -189,6 +343,36 @@ data class RunState(
     val status: RunStateStatus,
     val text: String,
     @SerialName("started_at") val startedAt: String,
+)
+
+/**
+ * A scheduled prompt.
+ *
+ * @property scheduleId `schedule_id`
+ * @property conversationId `conversation_id`
+ * @property name `name`: null when none was given. Always present; may be null.
+ * @property prompt `prompt`
+ * @property cron `cron`: null for a one-shot schedule. Always present; may be null.
+ * @property at `at`: null for a cron schedule. Schema: format date-time (checked by the server). Always present; may be null.
+ * @property timezone `timezone`: The IANA zone cron is read in (the server's unless one was given).
+ * @property enabled `enabled`: false when paused, and for a one-shot schedule once it ran.
+ * @property nextRunAt `next_run_at`: null when it will not run again. Schema: format date-time (checked by the server). Always present; may be null.
+ * @property lastRunAt `last_run_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
+ * @property lastStatus `last_status`: How its last run ended; null before the first. Always present; may be null.
+ */
+@Serializable
+data class Schedule(
+    @SerialName("schedule_id") val scheduleId: String,
+    @SerialName("conversation_id") val conversationId: String,
+    val name: String?,
+    val prompt: String,
+    val cron: String?,
+    val at: String?,
+    val timezone: String,
+    val enabled: StrictBoolean,
+    @SerialName("next_run_at") val nextRunAt: String?,
+    @SerialName("last_run_at") val lastRunAt: String?,
+    @SerialName("last_status") val lastStatus: RunStatus?,
 )
 
 /**

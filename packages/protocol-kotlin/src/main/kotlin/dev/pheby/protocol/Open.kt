@@ -79,11 +79,12 @@ private fun verbatim(element: JsonElement): JsonElement = when (element) {
 internal fun JsonObject.stringOrNull(key: String): String? = (get(key) as? JsonPrimitive)?.takeIf { it.isString }?.content
 
 /**
- * The serializer of a generated message union (`ClientMessage`, `ServerMessage`): the frame's `type`
- * selects one of [known] (each serializer's serial name is its `type`); any other string `type`
- * decodes to [unknown], which keeps the whole frame. A frame without a string `type` is an error.
- * Encoding writes `type` first, then the class's fields, as kotlinx's own sealed serializer does;
- * an unknown message is written back exactly as it was read ([unknownJson] returns its frame).
+ * The serializer of a generated union (`ClientMessage`, `ServerMessage` on `type`; `PushPayload` on
+ * `kind`): the object's [discriminator] selects one of [known] (each serializer's serial name is its
+ * value); any other string value decodes to [unknown], which keeps the whole object. An object without
+ * a string discriminator is an error. Encoding writes the discriminator first, then the class's fields,
+ * as kotlinx's own sealed serializer does; an unknown one is written back exactly as it was read
+ * ([unknownJson] returns its object).
  */
 // buildSerialDescriptor and PolymorphicKind.SEALED describe the union exactly like kotlinx's own sealed serializer.
 @OptIn(InternalSerializationApi::class, ExperimentalSerializationApi::class)
@@ -92,15 +93,16 @@ abstract class OpenUnionSerializer<T : Any>(
     known: List<Pair<KClass<out T>, KSerializer<out T>>>,
     private val unknown: (JsonObject) -> T,
     private val unknownJson: (T) -> JsonObject?,
+    private val discriminator: String = "type",
 ) : KSerializer<T> {
     private val byType: Map<String, KSerializer<out T>> = known.associate { (_, serializer) -> serializer.descriptor.serialName to serializer }
     private val byClass: Map<KClass<out T>, KSerializer<out T>> = known.toMap()
 
-    /** Every `type` these models know for this direction. */
+    /** Every discriminator value (`type`, `kind`) these models know for this union. */
     val types: Set<String> get() = byType.keys
 
     override val descriptor: SerialDescriptor = buildSerialDescriptor(serialName, PolymorphicKind.SEALED) {
-        element("type", String.serializer().descriptor)
+        element(discriminator, String.serializer().descriptor)
         element(
             "value",
             buildSerialDescriptor("$serialName.value", SerialKind.CONTEXTUAL) {
@@ -111,11 +113,11 @@ abstract class OpenUnionSerializer<T : Any>(
 
     override fun deserialize(decoder: Decoder): T {
         val input = decoder as? JsonDecoder ?: throw SerializationException("${descriptor.serialName} is decoded from JSON only")
-        val frame = input.decodeJsonElement() as? JsonObject ?: throw SerializationException("a message must be a JSON object")
-        val type = frame.stringOrNull("type") ?: throw SerializationException("a message needs a string type")
+        val frame = input.decodeJsonElement() as? JsonObject ?: throw SerializationException("a ${descriptor.serialName.substringAfterLast('.')} must be a JSON object")
+        val type = frame.stringOrNull(discriminator) ?: throw SerializationException("a ${descriptor.serialName.substringAfterLast('.')} needs a string $discriminator")
         val serializer = byType[type] ?: return unknown(frame)
-        // The class has no `type` property; drop it so decoding does not depend on ignoreUnknownKeys.
-        return input.json.decodeFromJsonElement(serializer, JsonObject(frame - "type"))
+        // The class has no discriminator property; drop it so decoding does not depend on ignoreUnknownKeys.
+        return input.json.decodeFromJsonElement(serializer, JsonObject(frame - discriminator))
     }
 
     override fun serialize(encoder: Encoder, value: T) {
@@ -125,6 +127,6 @@ abstract class OpenUnionSerializer<T : Any>(
         val serializer = byClass[value::class] as? KSerializer<T>
             ?: throw SerializationException("${value::class} is not a ${descriptor.serialName}")
         val fields = output.json.encodeToJsonElement(serializer, value) as JsonObject
-        output.encodeJsonElement(JsonObject(mapOf("type" to JsonPrimitive(serializer.descriptor.serialName)) + fields))
+        output.encodeJsonElement(JsonObject(mapOf(discriminator to JsonPrimitive(serializer.descriptor.serialName)) + fields))
     }
 }

@@ -30,6 +30,12 @@ fun decodeClientMessage(text: String): ClientMessage = PhebyJson.decodeFromStrin
 fun decodeServerMessage(text: String): ServerMessage = PhebyJson.decodeFromString(ServerMessage.serializer(), text)
 
 /**
+ * Decodes the JSON object of a Web Push message (the `push` extension), once decrypted. A `kind` from a
+ * newer server decodes to [PushPayload.Unknown]; a malformed payload throws `SerializationException`.
+ */
+fun decodePushPayload(text: String): PushPayload = PhebyJson.decodeFromString(PushPayload.serializer(), text)
+
+/**
  * Encodes a frame with its `type`. Always encode through the sealed serializer: encoding a concrete
  * class (`PhebyJson.encodeToString(ChatSend(...))`) would leave out the `type` discriminator.
  */

@@ -64,6 +64,19 @@ sealed interface ServerMessage {
             ModelChanged::class to ModelChanged.serializer(),
             ReasoningSnapshot::class to ReasoningSnapshot.serializer(),
             ReasoningChanged::class to ReasoningChanged.serializer(),
+            PushSubscribed::class to PushSubscribed.serializer(),
+            PushUnsubscribed::class to PushUnsubscribed.serializer(),
+            PushSubscriptions::class to PushSubscriptions.serializer(),
+            PushTested::class to PushTested.serializer(),
+            ConversationResumed::class to ConversationResumed.serializer(),
+            RunQueued::class to RunQueued.serializer(),
+            QueueChanged::class to QueueChanged.serializer(),
+            ScheduleSnapshot::class to ScheduleSnapshot.serializer(),
+            ScheduleCreated::class to ScheduleCreated.serializer(),
+            ScheduleChanged::class to ScheduleChanged.serializer(),
+            PairCreated::class to PairCreated.serializer(),
+            DeviceSnapshot::class to DeviceSnapshot.serializer(),
+            DeviceRevoked::class to DeviceRevoked.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -77,6 +90,8 @@ sealed interface ServerMessage {
  * @property protocolVersion `protocol_version`
  * @property server `server`: Server name, "pheby".
  * @property features `features`: Pheby extension: the features enabled on this connection (those asked for and supported); present only when hello carried features. May be absent.
+ * @property push `push`: Only with the push feature. May be absent.
+ * @property device `device`: Only with the devices feature, after a pairing hello: the new device's credentials, shown this once. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  */
 @Serializable
@@ -86,6 +101,8 @@ data class Ready(
     @SerialName("protocol_version") val protocolVersion: StrictLong,
     val server: String,
     val features: List<String>? = null,
+    val push: PushServerInfo? = null,
+    val device: DeviceCredentials? = null,
     val ts: String,
 ) : ServerMessage {
     init {
@@ -140,6 +157,7 @@ data class ConversationSnapshot(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property name `name`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.created")
@@ -147,6 +165,7 @@ data class ConversationCreated(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val name: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -155,6 +174,7 @@ data class ConversationCreated(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property name `name`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.updated")
@@ -162,6 +182,7 @@ data class ConversationUpdated(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val name: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -176,6 +197,9 @@ data class ConversationUpdated(
  * @property tools `tools`: Latest state of each tool call of the active or last run.
  * @property approvals `approvals`
  * @property clarifications `clarifications`
+ * @property resumed `resumed`: Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state. May be absent.
+ * @property queue `queue`: Only with the queue feature: the queued runs, next first. Schema: maxItems 20 (checked by the server). May be absent.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.history")
@@ -189,7 +213,14 @@ data class ConversationHistory(
     val tools: List<ToolState>,
     val approvals: List<PendingApproval>,
     val clarifications: List<PendingClarification>,
-) : ServerMessage
+    val resumed: StrictBoolean? = null,
+    val queue: List<QueuedRun>? = null,
+    val seq: StrictLong? = null,
+) : ServerMessage {
+    init {
+        require(resumed == null || resumed == false) { "resumed must be false, was $resumed" }
+    }
+}
 
 /**
  * `conversation.renamed`: A conversation was renamed.
@@ -197,6 +228,7 @@ data class ConversationHistory(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property name `name`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.renamed")
@@ -204,6 +236,7 @@ data class ConversationRenamed(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val name: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -211,12 +244,14 @@ data class ConversationRenamed(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.deleted")
 data class ConversationDeleted(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -225,6 +260,7 @@ data class ConversationDeleted(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property runId `run_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("run.accepted")
@@ -232,6 +268,7 @@ data class RunAccepted(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("run_id") val runId: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -241,6 +278,7 @@ data class RunAccepted(
  * @property conversationId `conversation_id`
  * @property runId `run_id`
  * @property messageId `message_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("message.start")
@@ -249,6 +287,7 @@ data class MessageStart(
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("run_id") val runId: String,
     @SerialName("message_id") val messageId: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -260,6 +299,7 @@ data class MessageStart(
  * @property offset `offset`: Only with the delta.append feature: draft = draft.slice(0, offset) + text (UTF-16 code units, never inside a surrogate pair). Schema: minimum 0 (checked by the server). May be absent.
  * @property text `text`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("message.delta")
@@ -270,6 +310,7 @@ data class MessageDelta(
     val offset: StrictLong? = null,
     val text: String,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -281,6 +322,7 @@ data class MessageDelta(
  * @property text `text`
  * @property kind `kind`: notice: a lifecycle/status notice, not conversation content. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("message.complete")
@@ -291,6 +333,7 @@ data class MessageComplete(
     val text: String,
     val kind: MessageKind? = null,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -301,6 +344,7 @@ data class MessageComplete(
  * @property runId `run_id`
  * @property status `status`
  * @property error `error`: Only on failure. May be absent.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("run.finished")
@@ -310,6 +354,7 @@ data class RunFinished(
     @SerialName("run_id") val runId: String,
     val status: RunStatus,
     val error: String? = null,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -325,6 +370,7 @@ data class RunFinished(
  * @property durationMs `duration_ms`: Only on completed/failed/cancelled; null when unknown. Schema: minimum 0 (checked by the server). May be absent or null; both are kept apart.
  * @property error `error`: Only on failed; truncated. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("tool.event")
@@ -339,6 +385,7 @@ data class ToolEvent(
     @SerialName("duration_ms") val durationMs: OptionalNullable<StrictLong> = OptionalNullable.Absent,
     val error: String? = null,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -353,6 +400,8 @@ data class ToolEvent(
  * @property description `description`
  * @property choices `choices`: Only the choices the agent can honour. Schema: minItems 1 (checked by the server).
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it (denies it); null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("approval.request")
@@ -366,6 +415,8 @@ data class ApprovalRequest(
     val description: String,
     val choices: List<ApprovalChoice>,
     val ts: String,
+    @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -373,16 +424,20 @@ data class ApprovalRequest(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property approvalId `approval_id`
+ * @property conversationId `conversation_id`: Only with the resume feature: the approval's conversation. May be absent.
  * @property choice `choice`: The choice applied; "deny" when the question was withdrawn (the agent fails it closed, accepted: false).
  * @property accepted `accepted`: true when a client's response was applied; false when the question was withdrawn.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("approval.resolved")
 data class ApprovalResolved(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("approval_id") val approvalId: String,
+    @SerialName("conversation_id") val conversationId: String? = null,
     val choice: ApprovalChoice,
     val accepted: StrictBoolean,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -397,6 +452,8 @@ data class ApprovalResolved(
  * @property choices `choices`: null means free text only. Always present; may be null.
  * @property allowFreeText `allow_free_text`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it; null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("clarify.request")
@@ -410,6 +467,8 @@ data class ClarifyRequest(
     val choices: List<String>?,
     @SerialName("allow_free_text") val allowFreeText: StrictBoolean,
     val ts: String,
+    @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -417,14 +476,18 @@ data class ClarifyRequest(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property clarifyId `clarify_id`
+ * @property conversationId `conversation_id`: Only with the resume feature: the question's conversation. May be absent.
  * @property accepted `accepted`: true when the answer was delivered; false when the question was withdrawn.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("clarify.resolved")
 data class ClarifyResolved(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("clarify_id") val clarifyId: String,
+    @SerialName("conversation_id") val conversationId: String? = null,
     val accepted: StrictBoolean,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -434,6 +497,7 @@ data class ClarifyResolved(
  * @property enabled `enabled`
  * @property scope `scope`: YOLO is always conversation-scoped.
  * @property conversationId `conversation_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("yolo.snapshot")
@@ -442,6 +506,7 @@ data class YoloSnapshot(
     val enabled: StrictBoolean,
     val scope: YoloScope,
     @SerialName("conversation_id") val conversationId: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -451,6 +516,7 @@ data class YoloSnapshot(
  * @property enabled `enabled`
  * @property scope `scope`: YOLO is always conversation-scoped.
  * @property conversationId `conversation_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("yolo.changed")
@@ -459,6 +525,7 @@ data class YoloChanged(
     val enabled: StrictBoolean,
     val scope: YoloScope,
     @SerialName("conversation_id") val conversationId: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -468,6 +535,7 @@ data class YoloChanged(
  * @property conversationId `conversation_id`
  * @property attachment `attachment`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("attachment.added")
@@ -476,6 +544,7 @@ data class AttachmentAdded(
     @SerialName("conversation_id") val conversationId: String,
     val attachment: AttachmentDescriptor,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -510,6 +579,7 @@ data class ModelsSnapshot(
  * @property scope `scope`: Where the current values come from.
  * @property conversationId `conversation_id`: Present when scope is conversation. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("model.current")
@@ -520,6 +590,7 @@ data class ModelCurrent(
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -530,6 +601,7 @@ data class ModelCurrent(
  * @property provider `provider`: Always present; may be null.
  * @property scope `scope`: Where the current values come from.
  * @property conversationId `conversation_id`: Present when scope is conversation. May be absent.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("model.changed")
@@ -539,6 +611,7 @@ data class ModelChanged(
     val provider: String?,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -551,6 +624,7 @@ data class ModelChanged(
  * @property conversationId `conversation_id`: May be absent.
  * @property supportedEfforts `supported_efforts`
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("reasoning.snapshot")
@@ -562,6 +636,7 @@ data class ReasoningSnapshot(
     @SerialName("conversation_id") val conversationId: String? = null,
     @SerialName("supported_efforts") val supportedEfforts: List<ReasoningEffort>,
     val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
 
 /**
@@ -571,6 +646,7 @@ data class ReasoningSnapshot(
  * @property effort `effort`
  * @property scope `scope`
  * @property conversationId `conversation_id`: May be absent.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("reasoning.changed")
@@ -579,4 +655,200 @@ data class ReasoningChanged(
     val effort: ReasoningEffort,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `push.subscribed`: A push subscription was created or updated.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptionId `subscription_id`: The same ID when the endpoint was already subscribed.
+ */
+@Serializable
+@SerialName("push.subscribed")
+data class PushSubscribed(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("subscription_id") val subscriptionId: String,
+) : ServerMessage
+
+/**
+ * `push.unsubscribed`: A push subscription was removed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptionId `subscription_id`
+ */
+@Serializable
+@SerialName("push.unsubscribed")
+data class PushUnsubscribed(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("subscription_id") val subscriptionId: String,
+) : ServerMessage
+
+/**
+ * `push.subscriptions`: Push subscriptions.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptions `subscriptions`: Oldest first. Schema: maxItems 50 (checked by the server).
+ */
+@Serializable
+@SerialName("push.subscriptions")
+data class PushSubscriptions(
+    @SerialName("request_id") override val requestId: String? = null,
+    val subscriptions: List<PushSubscriptionInfo>,
+) : ServerMessage
+
+/**
+ * `push.tested`: Outcome of a test notification.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property subscriptionId `subscription_id`
+ * @property ok `ok`: true when the push service accepted the message (2xx).
+ * @property status `status`: The push service's HTTP status, or null when no response arrived (timeout, refused address). Always present; may be null.
+ * @property error `error`: Why it failed, or null. Always present; may be null.
+ */
+@Serializable
+@SerialName("push.tested")
+data class PushTested(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("subscription_id") val subscriptionId: String,
+    val ok: StrictBoolean,
+    val status: StrictLong?,
+    val error: String?,
+) : ServerMessage
+
+/**
+ * `conversation.resumed`: Missed frames follow.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property fromSeq `from_seq`: The since_seq asked for: replayed frames have a seq above it. Schema: minimum 0, maximum 9007199254740991 (checked by the server).
+ * @property toSeq `to_seq`: The seq of the last replayed frame (from_seq when nothing was missed). Schema: minimum 0, maximum 9007199254740991 (checked by the server).
+ */
+@Serializable
+@SerialName("conversation.resumed")
+data class ConversationResumed(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("from_seq") val fromSeq: StrictLong,
+    @SerialName("to_seq") val toSeq: StrictLong,
+) : ServerMessage
+
+/**
+ * `run.queued`: A run was queued.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`
+ * @property position `position`: 1 starts next. Schema: minimum 1, maximum 20 (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("run.queued")
+data class RunQueued(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    val position: StrictLong,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `queue.changed`: A conversation's queue changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property queued `queued`: The whole queue, next first; empty when the last one started or was cancelled. Schema: maxItems 20 (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("queue.changed")
+data class QueueChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val queued: List<QueuedRun>,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `schedule.snapshot`: Schedules.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property schedules `schedules`: Oldest first. Schema: maxItems 100 (checked by the server).
+ */
+@Serializable
+@SerialName("schedule.snapshot")
+data class ScheduleSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val schedules: List<Schedule>,
+) : ServerMessage
+
+/**
+ * `schedule.created`: A schedule was created.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property schedule `schedule`
+ */
+@Serializable
+@SerialName("schedule.created")
+data class ScheduleCreated(
+    @SerialName("request_id") override val requestId: String? = null,
+    val schedule: Schedule,
+) : ServerMessage
+
+/**
+ * `schedule.changed`: A schedule changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property schedule `schedule`
+ * @property deleted `deleted`: true: the schedule is gone, and schedule is its last state.
+ */
+@Serializable
+@SerialName("schedule.changed")
+data class ScheduleChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    val schedule: Schedule,
+    val deleted: StrictBoolean,
+) : ServerMessage
+
+/**
+ * `pair.created`: A pairing code was created.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property code `code`: One-time pairing code (at least 128 random bits, URL-safe base64). Schema: pattern `^[A-Za-z0-9_-]{22,128}$` (checked by the server).
+ * @property uri `uri`: pheby://pair?url=<public WebSocket URL>&code=<code>, both query values percent-encoded. Schema: pattern `^pheby:\/\/pair\?` (checked by the server).
+ * @property expiresAt `expires_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ */
+@Serializable
+@SerialName("pair.created")
+data class PairCreated(
+    @SerialName("request_id") override val requestId: String? = null,
+    val code: String,
+    val uri: String,
+    @SerialName("expires_at") val expiresAt: String,
+) : ServerMessage
+
+/**
+ * `device.snapshot`: All paired devices.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property devices `devices`: Oldest first.
+ */
+@Serializable
+@SerialName("device.snapshot")
+data class DeviceSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val devices: List<Device>,
+) : ServerMessage
+
+/**
+ * `device.revoked`: A device was revoked.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property deviceId `device_id`
+ */
+@Serializable
+@SerialName("device.revoked")
+data class DeviceRevoked(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("device_id") val deviceId: String,
 ) : ServerMessage

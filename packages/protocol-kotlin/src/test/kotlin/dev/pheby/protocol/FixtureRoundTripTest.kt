@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 18 client message types are covered") {
-                assertEquals(18, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 30 client message types (18 of v1, 12 of extensions) are covered") {
+                assertEquals(30, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 27 server message types are covered") {
-                assertEquals(27, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 40 server message types (27 of v1, 13 of extensions) are covered") {
+                assertEquals(40, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -100,6 +100,11 @@ class FixtureRoundTripTest {
         "AttachmentDescriptor" to AttachmentDescriptor.serializer(),
         "ErrorBody" to ErrorBody.serializer(),
         "UploadResponse" to UploadResponse.serializer(),
+        "ApprovalAnswer" to ApprovalAnswer.serializer(),
+        "ApprovalAnswerResponse" to ApprovalAnswerResponse.serializer(),
+        "ClarifyAnswer" to ClarifyAnswer.serializer(),
+        "ClarifyAnswerResponse" to ClarifyAnswerResponse.serializer(),
+        "PushPayload" to PushPayload.serializer(),
     )
 
     @TestFactory
@@ -117,6 +122,8 @@ class FixtureRoundTripTest {
      * uniqueness, ranges, patterns) are not types in Kotlin, and the models are tolerant readers: a `type`
      * or string-set value they do not know decodes to an `Unknown` case (forward compatibility; the
      * server still rejects such client frames, and a v1 server never sends such server frames).
+     * A client fixture with `needs_feature` is valid with that feature (the models know every extension;
+     * which ones a connection enabled is the server's to enforce), so it is accepted too.
      * The sets are exact: a fixture listed here that starts failing to decode fails this test too.
      */
     private val acceptedClient = mapOf(
@@ -134,6 +141,24 @@ class FixtureRoundTripTest {
         "rename-blank.json" to "non-blank (pattern \\S)",
         "server-type-from-client.json" to "unknown type (ready is a server type)",
         "unknown-type.json" to "unknown type",
+        "hello-pairing-code-21.json" to "pattern (22..128 characters)",
+        "hello-pairing-code-bad-characters.json" to "pattern (URL-safe base64)",
+        "hello-device-name-blank.json" to "non-blank (pattern \\S)",
+        "pair-create-name-201.json" to "maxLength 200",
+        "chat-send-client-message-id-65.json" to "maxLength 64",
+        "conversation-create-client-message-id-blank.json" to "non-blank (pattern \\S)",
+        "open-since-seq-negative.json" to "minimum 0",
+        "push-subscribe-bad-event.json" to "unknown PushEventKind",
+        "push-subscribe-no-events.json" to "minItems 1",
+        "push-subscribe-duplicate-events.json" to "uniqueItems",
+        "push-subscribe-endpoint-not-url.json" to "format uri",
+        "push-subscribe-bad-p256dh.json" to "pattern (65 bytes of base64url)",
+        "presence-bad-state.json" to "unknown PresenceState",
+        "schedule-create-cron-four-fields.json" to "pattern (five fields)",
+        "schedule-create-at-without-offset.json" to "format date-time",
+        "schedule-create-bad-timezone.json" to "pattern (IANA name characters)",
+        "schedule-create-blank-prompt.json" to "non-blank (pattern \\S)",
+        "schedule-create-prompt-too-long.json" to "maxLength 64000",
     )
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
@@ -142,19 +167,37 @@ class FixtureRoundTripTest {
         "run-finished-bad-status.json" to "unknown RunStatus",
         "tool-event-bad-status.json" to "unknown ToolStatus",
         "unknown-server-type.json" to "unknown type",
+        "run-queued-position-0.json" to "minimum 1",
+        "run-queued-position-21.json" to "maximum 20",
+        "queue-changed-21-queued.json" to "maxItems 20",
+        "message-delta-negative-seq.json" to "minimum 0",
+        "ready-bad-vapid-key.json" to "pattern (87 base64url characters)",
+        "ready-device-short-secret.json" to "pattern (43..256 characters)",
+        "push-subscriptions-bad-event.json" to "unknown PushEventKind",
+        "schedule-snapshot-bad-status.json" to "unknown RunStatus",
+        "pair-created-bad-uri.json" to "pattern (pheby://pair?)",
+        "approval-request-expires-at-not-timestamp.json" to "format date-time",
+    )
+    private val acceptedHttp = mapOf(
+        "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",
+        "ClarifyAnswer.blank.json" to "non-blank (pattern \\S)",
+        "PushPayload.unknown-kind.json" to "unknown kind (PushPayload.Unknown)",
+        "PushPayload.tag-33.json" to "pattern (at most 32 characters)",
+        "PushPayload.approval-no-choices.json" to "minItems 1",
     )
 
-    private fun invalidCases(dir: String, serializer: KSerializer<*>, accepted: Map<String, String>) = files(dir).map { file ->
+    private fun invalidCases(dir: String, serializer: (File) -> KSerializer<*>, accepted: Map<String, String>, key: String = "frame") = files(dir).map { file ->
         DynamicTest.dynamicTest("$dir/${file.name}") {
             val fixture = parse(file).jsonObject
-            val text = fixture["raw"]?.jsonPrimitive?.content ?: fixture.getValue("frame").toString()
-            val reason = accepted[file.name]
-            if (fixture.containsKey("server_only")) assertTrue(reason != null, "${file.name} is server_only but not listed")
+            val serializer = serializer(file)
+            val text = fixture["raw"]?.jsonPrimitive?.content ?: fixture.getValue(key).toString()
+            val reason = accepted[file.name] ?: fixture["needs_feature"]?.jsonPrimitive?.content?.let { "valid with the $it feature" }
+            if (fixture.containsKey("server_only")) assertTrue(accepted[file.name] != null, "${file.name} is server_only but not listed")
             if (reason != null) {
                 // Decodes ($reason is only the server's to enforce) and loses nothing on the way back.
                 @Suppress("UNCHECKED_CAST")
                 val decoded = PhebyJson.decodeFromString(serializer as KSerializer<Any>, text)
-                assertEquals(fixture.getValue("frame"), PhebyJson.encodeToJsonElement(serializer, decoded), file.name)
+                assertEquals(fixture.getValue(key), PhebyJson.encodeToJsonElement(serializer, decoded), file.name)
             } else {
                 // SerializationException for structure; IllegalArgumentException from a constant check in init.
                 assertThrows(IllegalArgumentException::class.java, { PhebyJson.decodeFromString(serializer, text) }, file.name)
@@ -164,11 +207,42 @@ class FixtureRoundTripTest {
 
     @TestFactory
     fun `invalid client fixtures fail to decode unless the models accept them on purpose`() =
-        invalidCases("invalid/client", ClientMessage.serializer(), acceptedClient)
+        invalidCases("invalid/client", { ClientMessage.serializer() }, acceptedClient)
 
     @TestFactory
     fun `invalid server fixtures fail to decode unless they only carry an unknown type or value`() =
-        invalidCases("invalid/server", ServerMessage.serializer(), acceptedServer)
+        invalidCases("invalid/server", { ServerMessage.serializer() }, acceptedServer)
+
+    @TestFactory
+    fun `invalid http fixtures fail to decode unless the models accept them on purpose`() =
+        invalidCases("invalid/http", { httpBodies.getValue(it.name.substringBefore('.')) }, acceptedHttp, key = "body")
+
+    @Test
+    fun `a push payload of an unknown kind keeps what every payload has`() {
+        val text = """{"v":1,"kind":"reminder","tag":"t1","ts":"2026-09-02T18:00:00+00:00","title":"Later","x":{"y":1.5e3}}"""
+        val payload = decodePushPayload(text)
+        assertTrue(payload is PushPayload.Unknown)
+        payload as PushPayload.Unknown
+        assertEquals("reminder", payload.kind)
+        assertEquals("t1", payload.tag)
+        assertEquals("Later", payload.title)
+        assertEquals(null, payload.body)
+        assertEquals(text, PhebyJson.encodeToString(PushPayload.serializer(), payload))
+        val known = decodePushPayload("""{"v":1,"kind":"test","tag":"test","ts":"t","subscription_id":"ps_1"}""")
+        assertEquals("test", (known as PushTestPayload).tag)
+    }
+
+    @Test
+    fun `cross-field rules are checked on construction`() {
+        assertThrows(IllegalArgumentException::class.java) { Hello(protocolVersion = 1) }
+        assertThrows(IllegalArgumentException::class.java) { Hello(secret = "s", pairingCode = "c".repeat(22), protocolVersion = 1) }
+        assertEquals("c".repeat(22), Hello(pairingCode = "c".repeat(22), protocolVersion = 1).pairingCode)
+        assertThrows(IllegalArgumentException::class.java) { ScheduleUpdate(scheduleId = "s") }
+        // An explicit null is a change (it removes the name), so it satisfies "at least one field".
+        val clear = ScheduleUpdate(scheduleId = "s", name = OptionalNullable.Value(null))
+        assertTrue(ClientMessage.serializer().let { PhebyJson.encodeToString(it, clear) }.contains("\"name\":null"))
+        assertThrows(IllegalArgumentException::class.java) { ConversationOpen(conversationId = "c", beforeMessageId = "m1", sinceSeq = 3) }
+    }
 
     @Test
     fun `absent and null stay distinct for optional-nullable and required-nullable fields`() {

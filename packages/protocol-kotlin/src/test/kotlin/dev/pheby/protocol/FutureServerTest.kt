@@ -146,6 +146,10 @@ class FutureServerTest {
         is YoloSnapshot, is YoloChanged, is ModelsSnapshot, is ModelCurrent, is ModelChanged,
         is ReasoningSnapshot, is ReasoningChanged -> "setting"
         is AttachmentAdded -> "attachment"
+        is PushSubscribed, is PushUnsubscribed, is PushSubscriptions, is PushTested -> "push"
+        is ConversationResumed, is RunQueued, is QueueChanged -> "resume and queue"
+        is ScheduleSnapshot, is ScheduleCreated, is ScheduleChanged -> "schedule"
+        is PairCreated, is DeviceSnapshot, is DeviceRevoked -> "device"
         is ServerMessage.Unknown -> "unknown ${message.type}"
     }
 
