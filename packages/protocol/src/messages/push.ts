@@ -160,6 +160,8 @@ const payloadHead = <K extends (typeof PUSH_PAYLOAD_KINDS)[number]>(kind: K) => 
   body: pushText.optional().describe("Absent when the server sends no text"),
 });
 
+const expiresAt = Timestamp.optional().describe("When the agent gives up on it; absent when unknown");
+
 const conversationFields = {
   conversation_id: z.string(),
   conversation_name: pushText.optional().describe("Absent when the server sends no text"),
@@ -176,7 +178,7 @@ export const PushApprovalPayload = z
       .optional()
       .describe("A short, redacted preview of the command; absent when the server sends no text"),
     choices: z.array(z.enum(APPROVAL_CHOICES)).min(1).describe("The choices offered, as in approval.request"),
-    expires_at: Timestamp.optional().describe("When the agent gives up on it; absent when unknown"),
+    expires_at: expiresAt,
   })
   .describe("Push payload: an approval is waiting");
 
@@ -193,7 +195,7 @@ export const PushClarifyPayload = z
       .optional()
       .describe("The choices offered (null: free text only); absent when the server sends no text"),
     allow_free_text: z.boolean(),
-    expires_at: Timestamp.optional().describe("When the agent gives up on it; absent when unknown"),
+    expires_at: expiresAt,
   })
   .describe("Push payload: the agent asks a question");
 
