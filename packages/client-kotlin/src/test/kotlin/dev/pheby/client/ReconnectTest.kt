@@ -84,10 +84,11 @@ class ReconnectTest {
 
     @Test
     fun `a lockout - the client waits the lockout out instead of hammering, then reconnects`() = blocking {
-        // Two failures lock the address for 2 s; the client's fallback wait (no "retry after" from the server) is 3 s.
-        val env = mapOf("PHEBY_LOCKOUT_MAX_FAILURES" to "2", "PHEBY_LOCKOUT_DURATION_SECONDS" to "2")
+        // Two failures lock the address for 4 s (long enough for a loaded machine to reconnect within it); the
+        // client's fallback wait, for a server that names no "retry after", is 5 s.
+        val env = mapOf("PHEBY_LOCKOUT_MAX_FAILURES" to "2", "PHEBY_LOCKOUT_DURATION_SECONDS" to "4")
         PhebyServer(env).start().use { server ->
-            val policy = ReconnectPolicy(lockedOutDelay = 3.seconds)
+            val policy = ReconnectPolicy(lockedOutDelay = 5.seconds)
             server.client { copy(reconnect = policy) }.use { client ->
                 val states = Collections.synchronizedList(mutableListOf<ConnectionState>())
                 launch(start = CoroutineStart.UNDISPATCHED) { client.state.collect { states += it } }
