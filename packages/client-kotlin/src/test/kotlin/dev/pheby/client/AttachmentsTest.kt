@@ -9,13 +9,11 @@ import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertArrayEquals
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 import java.io.ByteArrayInputStream
 import java.io.ByteArrayOutputStream
 import java.io.File
@@ -23,19 +21,8 @@ import java.util.concurrent.CountDownLatch
 import kotlin.random.Random
 
 /** Uploads and downloads over the attachment routes, next to the WebSocket. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class AttachmentsTest {
-    private val server = PhebyServer().start()
-    private val client = runBlocking { server.client() }
+class AttachmentsTest : ServerTest() {
     private val bytes = Random(7).nextBytes(200 * 1024)
-
-    @AfterAll
-    fun stop() {
-        client.close()
-        server.close()
-    }
-
-    private suspend fun newConversation() = client.createConversation("Files").conversationId
 
     @Test
     fun `an upload streams with progress (length known or not), downloads byte-identical, and serves ranges`() = blocking {

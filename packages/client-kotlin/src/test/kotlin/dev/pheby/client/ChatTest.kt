@@ -25,34 +25,20 @@ import kotlinx.coroutines.async
 import kotlinx.coroutines.flow.onEach
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.flow.transformWhile
-import kotlinx.coroutines.runBlocking
 import kotlinx.serialization.json.buildJsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import kotlinx.serialization.json.put
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 
 /**
  * The conversation, run, settings and error flows of the conformance suite (packages/conformance),
  * driven through [PhebyClient] against the real pheby-server with the simulator.
  */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class ChatTest {
-    private val server = PhebyServer().start()
-    private val client = runBlocking { server.client() }
-
-    @AfterAll
-    fun stop() {
-        client.close()
-        server.close()
-    }
-
-    private suspend fun newConversation(name: String = "Kotlin test"): String = client.createConversation(name).conversationId
+class ChatTest : ServerTest() {
 
     @Test
     fun `hello asks for delta_append and the server enables it, a client that asks for nothing gets v1`() = blocking {

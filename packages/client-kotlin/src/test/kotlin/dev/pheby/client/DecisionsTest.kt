@@ -13,25 +13,13 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.flow.onEach
 import kotlinx.coroutines.flow.toList
-import kotlinx.coroutines.runBlocking
-import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import org.junit.jupiter.api.TestInstance
 
 /** Approvals (every choice) and clarifications (choice and free text) through [PhebyClient.chat]. */
-@TestInstance(TestInstance.Lifecycle.PER_CLASS)
-class DecisionsTest {
-    private val server = PhebyServer().start()
-    private val client = runBlocking { server.client() }
-
-    @AfterAll
-    fun stop() {
-        client.close()
-        server.close()
-    }
+class DecisionsTest : ServerTest() {
 
     /** Runs [text] in [conversationId], answering each question with [answer]; returns the run's frames. */
     private suspend fun run(
@@ -47,8 +35,6 @@ class DecisionsTest {
             assertTrue(resolved.accepted)
         }
     }
-
-    private suspend fun newConversation() = client.createConversation("Decisions").conversationId
 
     @Test
     fun `once - the request reaches every client and the snapshot, one resolution for all, a second answer is approval_not_found`() = blocking {

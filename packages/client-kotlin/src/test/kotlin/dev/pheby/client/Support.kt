@@ -12,9 +12,11 @@ import kotlinx.coroutines.flow.Flow
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.runBlocking
 import kotlinx.coroutines.withTimeout
+import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertInstanceOf
 import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.TestInstance
 import org.junit.jupiter.api.assertThrows
 import kotlin.time.Duration.Companion.seconds
 
@@ -75,4 +77,20 @@ fun checkRun(frames: List<ServerMessage>, status: RunStatus = RunStatus.COMPLETE
     val text = final ?: draft
     assertTrue(text.startsWith(draft), "message.complete does not extend the streamed draft")
     return text
+}
+
+/** A test class with one server (started once for the class) and one connected client of it. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+abstract class ServerTest {
+    protected val server = PhebyServer().start()
+    protected val client = runBlocking { server.client() }
+
+    /** A new conversation of [client]. */
+    protected suspend fun newConversation(name: String = "Kotlin test"): String = client.createConversation(name).conversationId
+
+    @AfterAll
+    fun stop() {
+        client.close()
+        server.close()
+    }
 }
