@@ -88,7 +88,6 @@ import java.io.InputStream
 import java.io.OutputStream
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit
-import java.util.concurrent.atomic.AtomicBoolean
 import java.util.concurrent.atomic.AtomicLong
 import java.util.concurrent.atomic.AtomicReference
 import kotlin.reflect.KClass
@@ -492,10 +491,11 @@ class PhebyClient internal constructor(
         val waiter = Pending(on, reply)
         require(pending.putIfAbsent(requestId, waiter) == null) { "request_id $requestId is already waiting for a reply" }
         try {
-            // A close that raced the registration would never fail this waiter: check after registering.
-            if (on.isClosed || !on.send(JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString())) {
-                throw PhebyException(PhebyException.CONNECTION_CLOSED, "the connection is closed", requestId)
-            }
+            // A connection that closed before the waiter was registered did not fail it: throw why it closed
+            // (e.g. rate_limited for a socket refused as soon as it opened). One that is closing cannot take
+            // the frame (send is false), and its close fails the waiter with that reason.
+            on.closedBy.get()?.let { throw it.forRequest(requestId) }
+            on.send(JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString())
             val result = withTimeoutOrNull(timeout) { waiter.reply.await() }
                 ?: throw PhebyException(PhebyException.TIMEOUT, "no reply to $type within $timeout", requestId)
             return reply.java.cast(result)
@@ -529,13 +529,15 @@ class PhebyClient internal constructor(
         var message: ServerMessage = decoded
         for (extension in from.extensions) message = extension.onFrame(message, from) ?: return
         if (message is ProtocolError && requestId == null) from.lastError = message.toException()
+        // Emitted before the request resumes: a collector that starts after a request returned never
+        // sees that request's reply as a fresh event.
+        eventFlow.tryEmit(message)
         val waiter = requestId?.let(pending::get)?.takeIf { it.on === from }
         when {
             waiter == null -> Unit
             message is ProtocolError -> waiter.reply.completeExceptionally(message.toException())
             waiter.type.isInstance(message) -> waiter.reply.complete(message)
         }
-        eventFlow.tryEmit(message)
     }
 
     /** `ready` answered this connection's hello: enable its extensions before its next frame, then report it open. */
@@ -549,7 +551,7 @@ class PhebyClient internal constructor(
 
     /** A connection ended (closed by either side, or broken). Called once per connection. */
     private fun onLinkClosed(ended: Link, failure: PhebyException) {
-        if (!ended.markClosed()) return
+        if (!ended.closedBy.compareAndSet(null, failure)) return
         ended.opened.completeExceptionally(failure)
         failPending(ended, failure)
         synchronized(lock) {
@@ -566,9 +568,7 @@ class PhebyClient internal constructor(
 
     private fun failPending(on: Link, failure: PhebyException) {
         for ((requestId, waiter) in pending) {
-            if (waiter.on === on) waiter.reply.completeExceptionally(
-                PhebyException(failure.code, failure.message ?: "", requestId, failure.status, failure.closeCode, failure.retryAfter, failure.cause),
-            )
+            if (waiter.on === on) waiter.reply.completeExceptionally(failure.forRequest(requestId))
         }
     }
 
@@ -617,11 +617,9 @@ class PhebyClient internal constructor(
 
         /** The last `error` without a `request_id` (e.g. `rate_limited` before a 4429): it explains the close. */
         @Volatile var lastError: PhebyException? = null
-        private val ended = AtomicBoolean(false)
 
-        val isClosed: Boolean get() = ended.get()
-
-        fun markClosed(): Boolean = ended.compareAndSet(false, true)
+        /** Why the connection ended, once it has (set once, before its waiters are failed). */
+        val closedBy = AtomicReference<PhebyException?>(null)
 
         fun send(text: String): Boolean = socket?.send(text) ?: false
 
@@ -708,6 +706,10 @@ class PhebyClient internal constructor(
 
 /** A frame the server sent that the models cannot decode: its [raw] text and why. */
 data class InvalidFrame(val raw: String, val reason: String)
+
+/** This failure as the one request [requestId] throws. */
+internal fun PhebyException.forRequest(requestId: String): PhebyException =
+    PhebyException(code, message ?: "", requestId, status, closeCode, retryAfter, cause)
 
 /** An `error` frame as the exception a request throws. */
 internal fun ProtocolError.toException(): PhebyException = PhebyException(

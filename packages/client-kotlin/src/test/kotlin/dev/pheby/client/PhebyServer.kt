@@ -94,6 +94,10 @@ class PhebyServer(
         }
     }
 
+    /** How many distinct connections (`conn` of the log line) logged this `msg`. */
+    fun connections(msg: String): Int = lines.filter { it.contains("\"msg\":\"$msg\"") }
+        .map { (PhebyJson.parseToJsonElement(it) as JsonObject)["conn"].toString() }.toSet().size
+
     /** Everything it logged (JSON lines). */
     val log: List<String> get() = lines.toList()
 
