@@ -1,13 +1,10 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ApprovalChoice
-import dev.pheby.protocol.ApprovalRequest
 import dev.pheby.protocol.ApprovalResolved
 import dev.pheby.protocol.ApprovalRespond
-import dev.pheby.protocol.AttachmentAdded
 import dev.pheby.protocol.AttachmentDescriptor
 import dev.pheby.protocol.ChatSend
-import dev.pheby.protocol.ClarifyRequest
 import dev.pheby.protocol.ClarifyResolved
 import dev.pheby.protocol.ClarifyRespond
 import dev.pheby.protocol.ClientMessage
@@ -22,9 +19,6 @@ import dev.pheby.protocol.ConversationRename
 import dev.pheby.protocol.ConversationRenamed
 import dev.pheby.protocol.ConversationSnapshot
 import dev.pheby.protocol.Hello
-import dev.pheby.protocol.MessageComplete
-import dev.pheby.protocol.MessageDelta
-import dev.pheby.protocol.MessageStart
 import dev.pheby.protocol.ModelChanged
 import dev.pheby.protocol.ModelCurrent
 import dev.pheby.protocol.ModelSet
@@ -45,7 +39,6 @@ import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.RunCancel
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.ServerMessage
-import dev.pheby.protocol.ToolEvent
 import dev.pheby.protocol.YoloChanged
 import dev.pheby.protocol.YoloCurrent
 import dev.pheby.protocol.YoloSet
@@ -349,7 +342,7 @@ class PhebyClient internal constructor(
         val snapshotId = AtomicReference<String?>(null)
         val subscribed = CompletableDeferred<Unit>()
         val done = CompletableDeferred<Unit>()
-        val run = RunFilter(conversationId, sendId)
+        val run = RunFrames(conversationId, sendId)
         launch(start = CoroutineStart.UNDISPATCHED) {
             events.onSubscription { subscribed.complete(Unit) }.collect { message ->
                 val snapshot = message is ConversationHistory && message.requestId != null && message.requestId == snapshotId.get()
@@ -671,37 +664,6 @@ class PhebyClient internal constructor(
 
     private class Follow(val limit: Long?)
 
-    /** Which frames belong to the run a [chat] started: known by the `run.accepted` that answers [sendId]. */
-    private class RunFilter(private val conversationId: String, private val sendId: String) {
-        @Volatile var runId: String? = null
-        private val questions = ConcurrentHashMap.newKeySet<String>()
-
-        fun accepts(message: ServerMessage): Boolean {
-            val run = runId
-            if (run == null) {
-                if (message is RunAccepted && message.requestId == sendId) runId = message.runId
-                return runId != null
-            }
-            return when (message) {
-                is MessageStart -> message.runId == run
-                is RunFinished -> message.runId == run
-                is ToolEvent -> message.conversationId == conversationId
-                // One run at a time per conversation: its messages (notices included) are this run's.
-                is MessageDelta -> message.conversationId == conversationId
-                is MessageComplete -> message.conversationId == conversationId
-                is AttachmentAdded -> message.conversationId == conversationId
-                is ApprovalRequest -> (message.conversationId == conversationId).also { if (it) questions += message.approvalId }
-                is ClarifyRequest -> (message.conversationId == conversationId).also { if (it) questions += message.clarifyId }
-                is ApprovalResolved -> message.approvalId in questions
-                is ClarifyResolved -> message.clarifyId in questions
-                else -> false
-            }
-        }
-
-        fun finishedBy(message: ServerMessage): Boolean = message is RunFinished && message.runId == runId
-
-        fun isActiveIn(snapshot: ConversationHistory): Boolean = snapshot.run?.runId == runId
-    }
 }
 
 /** A frame the server sent that the models cannot decode: its [raw] text and why. */
