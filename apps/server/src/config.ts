@@ -76,6 +76,12 @@ export const Config = z
     ws_compression: bool.default(true),
     /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
     heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
+    /** Failed hellos/HTTP authentications from one address within the window that lock it out. */
+    lockout_max_failures: int(1, 1_000).default(5),
+    /** The window in which those failures are counted. */
+    lockout_window_seconds: int(1, 86_400).default(60),
+    /** How long a locked-out address is refused (4429 / HTTP 429). */
+    lockout_duration_seconds: int(1, 86_400).default(300),
     /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
     cors_origins: list(",")
       .pipe(
@@ -119,6 +125,9 @@ export const ENV_NAMES = {
   PHEBY_WS_COMPRESSION: ["ws_compression"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
   PHEBY_HEARTBEAT_INTERVAL_MS: ["heartbeat_interval_ms"],
+  PHEBY_LOCKOUT_MAX_FAILURES: ["lockout_max_failures"],
+  PHEBY_LOCKOUT_WINDOW_SECONDS: ["lockout_window_seconds"],
+  PHEBY_LOCKOUT_DURATION_SECONDS: ["lockout_duration_seconds"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],

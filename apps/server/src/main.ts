@@ -111,6 +111,11 @@ async function main(): Promise<void> {
     deltaIntervalMs: config.delta_interval_ms,
     compression: config.ws_compression,
     heartbeatIntervalMs: config.heartbeat_interval_ms,
+    lockout: {
+      maxFailures: config.lockout_max_failures,
+      windowMs: config.lockout_window_seconds * 1000,
+      durationMs: config.lockout_duration_seconds * 1000,
+    },
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails

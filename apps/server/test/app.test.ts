@@ -104,6 +104,46 @@ describe("pheby-server", () => {
     expect(await again.exited).toBe(0);
   });
 
+  it("takes its lockout from the environment: one failure locks the address for the configured second", async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), "pheby-app-")), "data");
+    const port = await freePort();
+    const secret = "lockout-settings-secret-0123";
+    const app = start({
+      PHEBY_DATA_DIR: dataDir,
+      PHEBY_PORT: String(port),
+      PHEBY_SECRET: secret,
+      PHEBY_LOCKOUT_MAX_FAILURES: "1",
+      PHEBY_LOCKOUT_DURATION_SECONDS: "1",
+    });
+    await app.listening;
+    const url = `ws://127.0.0.1:${port}/ws`;
+    /** The close code a hello with secret `s` ends in (none for a hello that is accepted). */
+    const closeCode = (s: string) =>
+      new Promise<number | undefined>((resolve, reject) => {
+        const ws = new WebSocket(url);
+        ws.once("open", () => ws.send(JSON.stringify({ type: "hello", secret: s, protocol_version: 1 })));
+        ws.once("message", (data) => {
+          if (JSON.parse(String(data)).type !== "ready") return;
+          ws.close();
+          resolve(undefined);
+        });
+        ws.once("close", (code) => resolve(code));
+        ws.once("error", reject);
+      });
+    expect(await closeCode(`${secret}-wrong`)).toBe(CLOSE_CODES.unauthorized);
+    // With the default (5 failures) the right secret would now be accepted; one failure locked it.
+    expect(await closeCode(secret)).toBe(CLOSE_CODES.lockedOut);
+    // The lock lasts a second, not the default five minutes: poll until it has expired.
+    let ready: number | undefined = CLOSE_CODES.lockedOut;
+    for (let i = 0; i < 200 && ready === CLOSE_CODES.lockedOut; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      ready = await closeCode(secret);
+    }
+    expect(ready).toBeUndefined();
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+  });
+
   it("still stops on SIGTERM when the reader of its stdout has gone away (EPIPE on the log)", async () => {
     // Issue 12 item 3: pino's exit-time flush retried a broken pipe forever.
     const dataDir = mkdtempSync(join(tmpdir(), "pheby-app-"));

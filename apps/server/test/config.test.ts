@@ -120,6 +120,38 @@ describe("loadConfig", () => {
     expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).http_idle_timeout_seconds).toBe(300);
   });
 
+  it("reads the lockout (5 failures in 60 s lock for 300 s by default) from env or YAML, bounds exact", () => {
+    expect(loadConfig({}, dir())).toMatchObject({
+      lockout_max_failures: 5,
+      lockout_window_seconds: 60,
+      lockout_duration_seconds: 300,
+    });
+    const settings = [
+      ["PHEBY_LOCKOUT_MAX_FAILURES", "lockout_max_failures", 1, 1_000],
+      ["PHEBY_LOCKOUT_WINDOW_SECONDS", "lockout_window_seconds", 1, 86_400],
+      ["PHEBY_LOCKOUT_DURATION_SECONDS", "lockout_duration_seconds", 1, 86_400],
+    ] as const;
+    for (const [env, key, min, max] of settings) {
+      expect(loadConfig({ [env]: String(min) }, dir())[key]).toBe(min);
+      expect(loadConfig({ [env]: String(max) }, dir())[key]).toBe(max);
+      for (const bad of [String(min - 1), String(max + 1), "2.5", "soon"]) {
+        expect(() => loadConfig({ [env]: bad }, dir())).toThrow(new RegExp(`${env} \\(${key}\\)`));
+      }
+    }
+    const cwd = dir();
+    writeFileSync(
+      join(cwd, "pheby.yaml"),
+      "lockout_max_failures: 2\nlockout_window_seconds: 30\nlockout_duration_seconds: 3\n",
+    );
+    expect(
+      loadConfig({ PHEBY_CONFIG: "pheby.yaml", PHEBY_LOCKOUT_DURATION_SECONDS: "4" }, cwd),
+    ).toMatchObject({
+      lockout_max_failures: 2,
+      lockout_window_seconds: 30,
+      lockout_duration_seconds: 4,
+    });
+  });
+
   it("checks port bounds exactly", () => {
     expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
     expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);

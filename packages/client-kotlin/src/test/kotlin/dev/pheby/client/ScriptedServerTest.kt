@@ -1,0 +1,206 @@
+package dev.pheby.client
+
+import dev.pheby.protocol.ConversationOpen
+import dev.pheby.protocol.MessageDelta
+import dev.pheby.protocol.PhebyJson
+import dev.pheby.protocol.RunFinished
+import dev.pheby.protocol.RunStatus
+import dev.pheby.protocol.ServerMessage
+import dev.pheby.protocol.decodeServerMessage
+import kotlinx.coroutines.CoroutineStart
+import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.runInterruptible
+import kotlinx.coroutines.async
+import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.take
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.launch
+import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.jsonObject
+import kotlinx.serialization.json.jsonPrimitive
+import mockwebserver3.MockResponse
+import mockwebserver3.MockWebServer
+import okhttp3.Response
+import okhttp3.WebSocket
+import okhttp3.WebSocketListener
+import org.junit.jupiter.api.AfterEach
+import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertTrue
+import org.junit.jupiter.api.Test
+import java.io.File
+import java.net.InetAddress
+import java.util.Collections
+import java.util.concurrent.CompletableFuture
+import java.util.concurrent.LinkedBlockingQueue
+import java.util.concurrent.TimeUnit
+import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.seconds
+
+/**
+ * What the real server cannot be made to do (yet): frames of a newer server, a malformed frame, a
+ * missed append delta, a reply that never comes, and the close codes 4429 with "retry after N s"
+ * (soon sent by the server) and 4426. A scripted WebSocket peer on 127.0.0.1 plays the server,
+ * with frames from `@pheby/protocol`'s fixtures.
+ */
+class ScriptedServerTest {
+    private val fixtures = File(repoRoot, "packages/protocol/fixtures")
+    private val server = MockWebServer().apply { start(InetAddress.getByName("127.0.0.1"), 0) }
+
+    @AfterEach
+    fun close() = server.close()
+
+    private fun fixture(path: String): String {
+        val json = PhebyJson.parseToJsonElement(File(fixtures, path).readText()).jsonObject
+        return (json["frame"] ?: json).toString()
+    }
+
+    /** The server end of one connection: what the client sent, and the socket to answer on. */
+    private class Peer : WebSocketListener() {
+        private val socket = CompletableFuture<WebSocket>()
+        private val frames = LinkedBlockingQueue<JsonObject>()
+
+        override fun onOpen(webSocket: WebSocket, response: Response) {
+            socket.complete(webSocket)
+        }
+
+        override fun onMessage(webSocket: WebSocket, text: String) {
+            frames.add(PhebyJson.parseToJsonElement(text).jsonObject)
+        }
+
+        override fun onClosing(webSocket: WebSocket, code: Int, reason: String) {
+            webSocket.close(code, null)
+        }
+
+        /** The client's next frame; suspends (off the test's thread, so the client's coroutines run meanwhile). */
+        suspend fun next(): JsonObject = runInterruptible(Dispatchers.IO) {
+            checkNotNull(frames.poll(30, TimeUnit.SECONDS)) { "the client sent nothing" }
+        }
+
+        fun send(text: String) = socket.get(30, TimeUnit.SECONDS).send(text)
+
+        fun close(code: Int, reason: String? = null) = socket.get(30, TimeUnit.SECONDS).close(code, reason)
+
+        /** Reads the hello and answers ready (with the features it asked for). */
+        suspend fun accept(features: Boolean = true): JsonObject = next().also { hello ->
+            assertEquals("hello", hello.type)
+            val id = hello.getValue("request_id").jsonPrimitive.content
+            val enabled = if (features) ""","features":["delta.append"]""" else ""
+            send("""{"type":"ready","request_id":"$id","protocol_version":1,"server":"scripted"$enabled,"ts":"2026-09-02T18:00:00+00:00"}""")
+        }
+
+        /** Reads the hello and refuses it as the server does: an error echoing its request_id, then [closeCode]. */
+        suspend fun refuse(code: String, message: String, closeCode: Int, reason: String) {
+            val id = next().getValue("request_id").jsonPrimitive.content
+            send("""{"type":"error","request_id":"$id","error":{"code":"$code","message":"$message"},"ts":"2026-09-02T18:00:00+00:00"}""")
+            close(closeCode, reason)
+        }
+    }
+
+    private fun peer() = Peer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
+
+    private fun client(policy: ReconnectPolicy? = ReconnectPolicy(initialDelay = 50.milliseconds)) =
+        PhebyClient(PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", reconnect = policy))
+
+    @Test
+    fun `frames of a newer server arrive as Unknown, a malformed frame is skipped, and append deltas are stitched`() = blocking {
+        val peer = peer()
+        client().use { client ->
+            val connected = async { client.connect() }
+            val hello = peer.accept()
+            assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
+            assertEquals("[\"delta.append\"]", hello.getValue("features").toString())
+            connected.await()
+            val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
+            val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
+            peer.send(fixture("future/server/unknown-type.json"))
+            peer.send(fixture("future/server/run-finished-unknown-status.json"))
+            peer.send("{not json")
+            peer.send(fixture("valid/server/message.delta.append-start.json"))
+            peer.send(fixture("valid/server/message.delta.append.json"))
+            val (unknown, finished, start, stitched) = events.await()
+            assertEquals("run.paused", (unknown as ServerMessage.Unknown).type)
+            assertEquals(RunStatus.of("interrupted"), (finished as RunFinished).status)
+            assertEquals("It's currently ", (start as MessageDelta).text)
+            // The two append deltas stitch to exactly the cumulative delta a v1 client gets.
+            assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched)
+            assertEquals("{not json", invalid.await().raw)
+            assertTrue(client.state.value is ConnectionState.Open)
+        }
+    }
+
+    @Test
+    fun `a missed append delta is dropped and the conversation re-opened, whose run text resets the draft`() = blocking {
+        val peer = peer()
+        client().use { client ->
+            val connected = async { client.connect() }
+            peer.accept()
+            connected.await()
+            // An offset beyond the (empty) draft: a delta went missing.
+            peer.send(fixture("valid/server/message.delta.append.json"))
+            val reopen = peer.next()
+            assertEquals("conversation.open", reopen.type)
+            val delta = decodeServerMessage(fixture("valid/server/message.delta.append.json")) as MessageDelta
+            assertEquals(delta.conversationId, reopen.getValue("conversation_id").jsonPrimitive.content)
+        }
+    }
+
+    @Test
+    fun `a request without a reply times out, and a reply that does not decode fails its request`() = blocking {
+        val peer = peer()
+        client().use { client ->
+            val connected = async { client.connect() }
+            peer.accept()
+            connected.await()
+            expectPheby(PhebyException.TIMEOUT) { client.request<dev.pheby.protocol.Pong>(dev.pheby.protocol.Ping(), timeout = 200.milliseconds) }
+            assertEquals("ping", peer.next().type)
+            val pinged = async { runCatching { client.ping() }.exceptionOrNull() }
+            val id = peer.next().getValue("request_id").jsonPrimitive.content
+            peer.send("""{"type":"pong","request_id":"$id"}""") // no ts
+            assertEquals(PhebyException.INVALID_FRAME, (pinged.await() as PhebyException).code)
+        }
+    }
+
+    @Test
+    fun `4429 with retry after N s - the client waits exactly that long, then reconnects`() = blocking {
+        val first = peer()
+        val locked = peer()
+        val third = peer()
+        client().use { client ->
+            val states = Collections.synchronizedList(mutableListOf<ConnectionState>())
+            launch(start = CoroutineStart.UNDISPATCHED) { client.state.collect { states += it } }
+            val connected = async { client.connect() }
+            first.accept()
+            connected.await()
+            val reconnected = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
+            first.close(CloseCodes.GOING_AWAY)
+            locked.refuse("rate_limited", "Too many failed hellos from this address; retry after 1 s", CloseCodes.LOCKED_OUT, "retry after 1 s")
+            third.accept()
+            reconnected.await()
+            val wait = states.filterIsInstance<ConnectionState.Reconnecting>().single { it.cause.code == "rate_limited" }
+            assertEquals(1.seconds, wait.delay)
+            assertEquals(1.seconds, wait.cause.retryAfter)
+        }
+    }
+
+    @Test
+    fun `4426 and 4401 are final - no further connection is attempted`() = blocking {
+        for ((code, closeCode) in listOf("version_mismatch" to CloseCodes.VERSION_MISMATCH, "unauthorized" to CloseCodes.UNAUTHORIZED)) {
+            val first = peer()
+            val refused = peer()
+            client().use { client ->
+                val connected = async { client.connect() }
+                first.accept()
+                connected.await()
+                val before = server.requestCount
+                first.close(CloseCodes.GOING_AWAY)
+                refused.refuse(code, "no", closeCode, code)
+                val failed = client.state.first { it is ConnectionState.Failed } as ConnectionState.Failed
+                assertEquals(code, failed.error.code)
+                assertEquals(before + 1, server.requestCount)
+            }
+        }
+    }
+
+}
+
+private val JsonObject.type: String get() = getValue("type").jsonPrimitive.content
