@@ -16,6 +16,10 @@ import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.ConversationRename
 import dev.pheby.protocol.ConversationRenamed
 import dev.pheby.protocol.ConversationSnapshot
+import dev.pheby.protocol.DeviceList
+import dev.pheby.protocol.DeviceRevoke
+import dev.pheby.protocol.DeviceRevoked
+import dev.pheby.protocol.DeviceSnapshot
 import dev.pheby.protocol.Hello
 import dev.pheby.protocol.ModelChanged
 import dev.pheby.protocol.ModelCurrent
@@ -23,8 +27,18 @@ import dev.pheby.protocol.ModelSet
 import dev.pheby.protocol.ModelsCurrent
 import dev.pheby.protocol.ModelsList
 import dev.pheby.protocol.ModelsSnapshot
+import dev.pheby.protocol.PairCreate
+import dev.pheby.protocol.PairCreated
 import dev.pheby.protocol.Ping
 import dev.pheby.protocol.Pong
+import dev.pheby.protocol.PushList
+import dev.pheby.protocol.PushSubscribe
+import dev.pheby.protocol.PushSubscribed
+import dev.pheby.protocol.PushSubscriptions
+import dev.pheby.protocol.PushTest
+import dev.pheby.protocol.PushTested
+import dev.pheby.protocol.PushUnsubscribe
+import dev.pheby.protocol.PushUnsubscribed
 import dev.pheby.protocol.Ready
 import dev.pheby.protocol.ReasoningChanged
 import dev.pheby.protocol.ReasoningCurrent
@@ -33,6 +47,13 @@ import dev.pheby.protocol.ReasoningSnapshot
 import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.RunCancel
 import dev.pheby.protocol.RunFinished
+import dev.pheby.protocol.ScheduleChanged
+import dev.pheby.protocol.ScheduleCreate
+import dev.pheby.protocol.ScheduleCreated
+import dev.pheby.protocol.ScheduleDelete
+import dev.pheby.protocol.ScheduleList
+import dev.pheby.protocol.ScheduleSnapshot
+import dev.pheby.protocol.ScheduleUpdate
 import dev.pheby.protocol.ServerMessage
 import dev.pheby.protocol.YoloChanged
 import dev.pheby.protocol.YoloCurrent
@@ -64,4 +85,16 @@ internal val REPLY_TYPES: Map<KClass<out ClientMessage>, KClass<out ServerMessag
     ModelSet::class to ModelChanged::class,
     ReasoningCurrent::class to ReasoningSnapshot::class,
     ReasoningSet::class to ReasoningChanged::class,
+    // Extensions: only sent on a connection that enabled the feature (else the server answers unknown_type).
+    PushSubscribe::class to PushSubscribed::class,
+    PushUnsubscribe::class to PushUnsubscribed::class,
+    PushList::class to PushSubscriptions::class,
+    PushTest::class to PushTested::class,
+    ScheduleList::class to ScheduleSnapshot::class,
+    ScheduleCreate::class to ScheduleCreated::class,
+    ScheduleUpdate::class to ScheduleChanged::class,
+    ScheduleDelete::class to ScheduleChanged::class,
+    PairCreate::class to PairCreated::class,
+    DeviceList::class to DeviceSnapshot::class,
+    DeviceRevoke::class to DeviceRevoked::class,
 )
