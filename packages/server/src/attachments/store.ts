@@ -4,7 +4,7 @@ import { basename, join, sep } from "node:path";
 import { type AttachmentDescriptor, type AttachmentKind, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AttachmentRef, ProducedFile } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";

@@ -7,7 +7,7 @@ import {
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { ClarifyAnswer, ClarifyQuestion, PermissionAnswer, PermissionQuestion } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
 import type { Hub } from "../ws/connection.js";

@@ -3,12 +3,12 @@ import type { Logger } from "pino";
 import type { AgentBackend, AgentCapabilities } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { Decisions } from "../decisions/decisions.js";
+import { conversationNotFound } from "../errors.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
-import { conversationNotFound } from "./errors.js";
 import type { HistoryRefresh } from "./history.js";
 
 /** Services every handler can use. */

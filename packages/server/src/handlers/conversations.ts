@@ -1,4 +1,5 @@
 import { type ConversationSummary, LIMITS } from "@pheby/protocol";
+import { ProtocolError } from "../errors.js";
 import type { ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
@@ -9,7 +10,6 @@ import {
   requireConversation,
   type ServerContext,
 } from "./context.js";
-import { ProtocolError } from "./errors.js";
 
 /** Name of a conversation created without one. */
 export const DEFAULT_NAME = "New chat";

@@ -1,10 +1,10 @@
 import type { ClientMessage, ClientMessageType } from "@pheby/protocol";
+import { ProtocolError } from "../errors.js";
 import type { Connection } from "../ws/connection.js";
 import { chatHandlers } from "./chat.js";
 import type { Handler, HandlerTable, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
-import { ProtocolError } from "./errors.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
 import { yoloHandlers } from "./yolo.js";

@@ -4,13 +4,13 @@ import type { Logger } from "pino";
 import type { AgentBackend, ProducedFile, TurnResult, TurnSink } from "../agent/port.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
+import { redactArgs, truncate } from "../util/redact.js";
 import { type Clock, iso } from "../util/time.js";
 import type { Connection, Hub } from "../ws/connection.js";
-import { redactArgs, truncate } from "./redact.js";
 
 /** Default of {@link RunEngineDeps.cancelGraceMs}. */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;

@@ -1,7 +1,7 @@
 import type { ReasoningEffort, SettingScope } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentCatalogue, TurnSettings } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
 import type { ScopeSettings, SettingsStore } from "../store/settings.js";
 
 /** An effective model and where it comes from. */

@@ -5,7 +5,7 @@
  */
 import * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
-import { nearestChoice } from "../../decisions/nearest.js";
+import { nearestChoice } from "../nearest.js";
 import type {
   AgentBackend,
   AgentCapabilities,
