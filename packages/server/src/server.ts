@@ -13,6 +13,7 @@ import { createSecretCheck } from "./auth/secret.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
+import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
 import { createHttpApp } from "./http/app.js";
@@ -220,7 +221,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     clock,
     log,
     retentionDays,
-    allowedFileRoots: options.allowedFileRoots ?? [],
+    fileRoots: new FileRoots(options.allowedFileRoots ?? [], (root) =>
+      log.warn({ root }, "allowed file root does not exist; ignored"),
+    ),
   });
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.

@@ -5,6 +5,7 @@ import { type AttachmentDescriptor, type AttachmentKind, LIMITS } from "@pheby/p
 import type { Logger } from "pino";
 import type { AttachmentRef, ProducedFile } from "../agent/port.js";
 import { ProtocolError } from "../errors.js";
+import type { FileRoots } from "../files/roots.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
@@ -61,8 +62,8 @@ export interface AttachmentStoreOptions {
   log: Logger;
   /** Days an attachment is kept; 0 keeps it forever (`expires_at: null`). */
   retentionDays: number;
-  /** Directories the agent may deliver files from (realpath containment). */
-  allowedFileRoots: readonly string[];
+  /** The directories the agent may deliver files from. */
+  fileRoots: FileRoots;
 }
 
 const DAY_MS = 86_400_000;
@@ -94,7 +95,6 @@ export class AttachmentStore {
   readonly #blobs: string;
   readonly #tmp: string;
   readonly #realBlobs: string;
-  readonly #roots: string[];
   /** Temp files of bodies being received now; a sweep leaves them alone. */
   readonly #receiving = new Set<string>();
   #sweeping: Promise<SweepResult> | undefined;
@@ -106,14 +106,6 @@ export class AttachmentStore {
     mkdirSync(this.#blobs, { recursive: true, mode: 0o700 });
     mkdirSync(this.#tmp, { recursive: true, mode: 0o700 });
     this.#realBlobs = realpathSync(this.#blobs);
-    this.#roots = [];
-    for (const root of opts.allowedFileRoots) {
-      try {
-        this.#roots.push(realpathSync(root));
-      } catch {
-        opts.log.warn({ root }, "allowed file root does not exist; ignored");
-      }
-    }
   }
 
   // ---- storing ----
@@ -147,7 +139,7 @@ export class AttachmentStore {
         messageId,
       });
     }
-    const source = await this.#allowedSource(file.path);
+    const source = await this.opts.fileRoots.open(file.path);
     if (!source) {
       log.warn(
         { conversation: conversationId, path: file.path },
@@ -174,25 +166,6 @@ export class AttachmentStore {
       });
     } finally {
       await source.close().catch(() => {});
-    }
-  }
-
-  /** Open `path` when its real path is inside an allowed root (no symlink may lead out). */
-  async #allowedSource(path: string): Promise<FileHandle | undefined> {
-    if (typeof path !== "string" || path === "") return undefined;
-    let real: string;
-    try {
-      real = await realpath(path);
-    } catch {
-      return undefined;
-    }
-    if (!this.#roots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep)))
-      return undefined;
-    try {
-      // O_NOFOLLOW: the resolved path must not have become a symlink since.
-      return await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch {
-      return undefined;
     }
   }
 
