@@ -24,7 +24,6 @@ import type { Outbox } from "./outbox/outbox.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
-import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
@@ -229,7 +228,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
   const outbox: Outbox = fanout;
-  const settings = new Settings(new SettingsStore(store.db), backend, log);
+  const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
     store,
