@@ -221,6 +221,8 @@ type ClientSocket = WebSocket | MemorySocket;
  */
 export class RawClient {
   readonly frames: ServerMessage[] = [];
+  /** Every frame as received, byte for byte (before validation). */
+  readonly raw: string[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
   #seen = 0;
@@ -235,6 +237,7 @@ export class RawClient {
     });
     events.addEventListener("error", () => {});
     events.addEventListener("message", (event) => {
+      this.raw.push(String(event.data));
       const msg = validate(String(event.data));
       if (!msg) return;
       this.frames.push(msg);
