@@ -100,6 +100,20 @@ export function useTempDirs(): () => string {
   };
 }
 
+/** A backend without optional capabilities (sessions `s-<conversation>`) whose turns are `prompt`. */
+export function scriptedBackend(name: string, prompt: AgentBackend["prompt"]): AgentBackend {
+  return {
+    name,
+    capabilities: NO_CAPABILITIES,
+    async start() {},
+    async createSession(conversationId) {
+      return { sessionId: `s-${conversationId}` };
+    },
+    prompt,
+    async close() {},
+  };
+}
+
 /**
  * A scripted backend streaming `chunks`, pausing `pauseMs` (default 1) after each, or not at all
  * when the prompt is "burst". With `gate`, it waits after `gate.after` chunks until `gate.open` resolves.
@@ -109,23 +123,14 @@ export function streamingBackend(
   opts: { pauseMs?: number; gate?: { after: number; open: Promise<void> } } = {},
 ): AgentBackend {
   const { pauseMs = 1, gate } = opts;
-  return {
-    name: "streaming",
-    capabilities: NO_CAPABILITIES,
-    async start() {},
-    async createSession(conversationId) {
-      return { sessionId: `s-${conversationId}` };
-    },
-    async prompt(input, sink: TurnSink): Promise<TurnResult> {
-      for (const [i, chunk] of chunks.entries()) {
-        if (gate && i === gate.after) await gate.open;
-        sink.text(chunk);
-        if (input.text !== "burst") await new Promise((r) => setTimeout(r, pauseMs));
-      }
-      return { status: "completed" };
-    },
-    async close() {},
-  };
+  return scriptedBackend("streaming", async (input, sink: TurnSink): Promise<TurnResult> => {
+    for (const [i, chunk] of chunks.entries()) {
+      if (gate && i === gate.after) await gate.open;
+      sink.text(chunk);
+      if (input.text !== "burst") await new Promise((r) => setTimeout(r, pauseMs));
+    }
+    return { status: "completed" };
+  });
 }
 
 /** Which transport a test server serves: ws on a real port, or the in-memory one (no port). */

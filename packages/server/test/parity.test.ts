@@ -5,11 +5,11 @@
 // shared by its peers), so frames compare byte for byte up to that consistent renaming.
 import { FEATURE_DELTA_APPEND, type ServerMessageType } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
-import type { AgentBackend, TurnResult } from "../src/index.js";
+import type { TurnResult } from "../src/index.js";
 import {
-  NO_CAPABILITIES,
   RawClient,
   SECRET,
+  scriptedBackend,
   startServer,
   type TestServer,
   type TestTransport,
@@ -18,30 +18,21 @@ import {
 const FIXED_CLOCK = { now: () => Date.parse("2026-09-02T18:00:00.000Z") };
 
 /** "approve" asks one approval between two chunks; "wait" streams one chunk and stops only when cancelled. */
-const scripted: AgentBackend = {
-  name: "scripted",
-  capabilities: NO_CAPABILITIES,
-  async start() {},
-  async createSession(conversationId) {
-    return { sessionId: `s-${conversationId}` };
-  },
-  async prompt(input, sink, signal): Promise<TurnResult> {
-    if (input.text === "wait") {
-      sink.text("Working…");
-      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
-      return { status: "cancelled" };
-    }
-    sink.text("Asking to clean up. ");
-    const answer = await sink.askPermission({
-      command: "rm -rf /tmp/build",
-      description: "Destructive shell command",
-      choices: ["once", "session", "always", "deny"],
-    });
-    sink.text(`You chose ${answer.outcome === "selected" ? answer.choice : "nothing"}; done 😀.`);
-    return { status: "completed" };
-  },
-  async close() {},
-};
+const scripted = scriptedBackend("scripted", async (input, sink, signal): Promise<TurnResult> => {
+  if (input.text === "wait") {
+    sink.text("Working…");
+    await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+    return { status: "cancelled" };
+  }
+  sink.text("Asking to clean up. ");
+  const answer = await sink.askPermission({
+    command: "rm -rf /tmp/build",
+    description: "Destructive shell command",
+    choices: ["once", "session", "always", "deny"],
+  });
+  sink.text(`You chose ${answer.outcome === "selected" ? answer.choice : "nothing"}; done 😀.`);
+  return { status: "completed" };
+});
 
 async function hello(ts: TestServer, requestId: string, features?: string[]) {
   const c = await RawClient.open(ts.wsUrl);
