@@ -1,4 +1,4 @@
-/** Options of `createAcpBackend` (a public API of `@pheby/server`). */
+/** Options of {@link createAcpBackend}. */
 export interface AcpBackendOptions {
   /** The agent's argv, e.g. `["hermes", "acp"]` or `["qwen", "--acp"]`. */
   command: string[];
