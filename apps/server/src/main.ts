@@ -18,13 +18,19 @@ import { resolveSecret } from "./secret.js";
 /** The agent's working directory: `agent.cwd`, else the server's. */
 const agentCwd = (config: Config) => resolve(config.agent.cwd ?? process.cwd());
 
+/**
+ * The directories the agent may deliver files from, configured here once: the ACP backend refuses
+ * a file outside them before it reaches the server, and the attachment store copies only from them.
+ */
+const allowedFileRoots = (config: Config) => config.agent.allowed_file_roots.map((root) => resolve(root));
+
 function createAgent(config: Config): AgentBackend {
   if (config.agent.kind === "simulator") return createSimulatorBackend();
   return createAcpBackend({
     command: agentArgv(config.agent),
     cwd: agentCwd(config),
     env: config.agent.env,
-    allowedFileRoots: config.agent.allowed_file_roots.map((root) => resolve(root)),
+    allowedFileRoots: allowedFileRoots(config),
     ...(config.agent.mode ? { mode: config.agent.mode } : {}),
   });
 }
@@ -106,7 +112,7 @@ async function main(): Promise<void> {
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
     httpIdleTimeoutMs: config.http_idle_timeout_seconds * 1000,
-    allowedFileRoots: config.agent.allowed_file_roots,
+    allowedFileRoots: allowedFileRoots(config),
     corsOrigins: config.cors_origins,
     deltaIntervalMs: config.delta_interval_ms,
     compression: config.ws_compression,

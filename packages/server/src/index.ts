@@ -6,9 +6,9 @@
  */
 
 export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
+export { nearestChoice } from "./agent/nearest.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
-export { nearestChoice } from "./decisions/nearest.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,

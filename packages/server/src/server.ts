@@ -1,27 +1,33 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
+import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
 import { Lockout } from "./auth/lockout.js";
+import { ownerOnly } from "./auth/principal.js";
 import { createSecretCheck } from "./auth/secret.js";
+import { HistoryRefresh } from "./conversations/history.js";
+import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
+import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
-import { applySessionTitle } from "./handlers/conversations.js";
-import { HistoryRefresh } from "./handlers/history.js";
+import { Dispatcher } from "./handlers/index.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
+import { Fanout } from "./outbox/fanout.js";
+import type { Outbox } from "./outbox/outbox.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
+import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
-import { SettingsStore } from "./store/settings.js";
 import { Store } from "./store/store.js";
+import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
 import { type Clock, systemClock } from "./util/time.js";
-import { Hub } from "./ws/connection.js";
-import { SocketServer } from "./ws/socket-server.js";
 
 /** Options of {@link createPhebyServer}. */
 export interface PhebyServerOptions {
@@ -147,11 +153,37 @@ export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
- * Create a Pheby server. Opening the store happens here (so a bad data
+ * The server without a network listener: store, core, sessions and the HTTP
+ * app. {@link createPhebyServer} serves it over ws and HTTP; tests (and later
+ * other transports) open sessions on `sessions` directly, e.g. with
+ * `transport/memory.ts`. Internal: not part of the package's API.
+ */
+export interface ServerCore {
+  /** Where transports open one session per connection. */
+  sessions: Sessions;
+  /** The Hono app of the HTTP routes (attachments, health, console). */
+  app: Hono<{ Bindings: HttpBindings }>;
+  log: Logger;
+  httpIdleTimeoutMs: number;
+  /** Start the backend and the attachment sweeps (once; later calls share the first). */
+  start(): Promise<void>;
+  /** Closed with the core, in the order attached, after active runs have failed and before the backend stops. */
+  attach(transport: { close(): Promise<void> }): void;
+  /**
+   * Shut down: active runs are finished as failed, transports closed, the
+   * backend stopped and the database closed. Idempotent.
+   */
+  close(): Promise<void>;
+  readonly closed: boolean;
+  sweepAttachments(): Promise<SweepResult>;
+}
+
+/**
+ * Build the {@link ServerCore}. Opening the store happens here (so a bad data
  * directory fails fast); runs left `running` by a crash or an unclean stop
  * are recorded as failed, so `conversation.open` shows `run: null` for them.
  */
-export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
+export function createServerCore(options: PhebyServerOptions): ServerCore {
   if (typeof options.secret !== "string" || options.secret === "") {
     throw new Error("createPhebyServer: a non-empty secret is required");
   }
@@ -188,16 +220,20 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     clock,
     log,
     retentionDays,
-    allowedFileRoots: options.allowedFileRoots ?? [],
+    fileRoots: new FileRoots(options.allowedFileRoots ?? [], (root) =>
+      log.warn({ root }, "allowed file root does not exist; ignored"),
+    ),
   });
 
-  const hub = new Hub();
-  const settings = new Settings(new SettingsStore(store.db), backend, log);
-  const decisions = new Decisions({ hub, clock, log, yolo: (id) => settings.yolo(id) });
+  // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
+  const fanout = new Fanout();
+  const outbox: Outbox = fanout;
+  const settings = new Settings(store.settings, backend, log);
+  const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
     store,
     attachments,
-    hub,
+    outbox,
     backend,
     decisions,
     settings,
@@ -210,14 +246,14 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const ctx: ServerContext = {
     store,
     attachments,
-    hub,
+    outbox,
     runs,
     decisions,
     settings,
     backend,
     clock,
     log,
-    history: new HistoryRefresh(),
+    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
     historyPageBytes,
   };
   const host: AgentHost = {
@@ -232,7 +268,7 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
       });
     },
     sessionTitle(sessionId, title) {
-      applySessionTitle(ctx, sessionId, title);
+      applySessionTitle(store, outbox, sessionId, title);
     },
     hideSession(sessionId) {
       store.hideSession({ id: newId(), session_id: sessionId, source: backend.name, at: clock.now() });
@@ -242,14 +278,16 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const checkSecret = createSecretCheck(options.secret);
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock);
-  const sockets = new SocketServer(ctx, {
-    checkSecret,
-    lockout,
-    authTimeoutMs: options.authTimeoutMs ?? 10_000,
-    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
-    maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
-    compression: options.compression ?? true,
-    serverName: options.serverName ?? "pheby",
+  const sessions = new Sessions({
+    ctx,
+    dispatcher: new Dispatcher(),
+    fanout,
+    settings: {
+      authenticate: ownerOnly(checkSecret),
+      lockout,
+      authTimeoutMs: options.authTimeoutMs ?? 10_000,
+      serverName: options.serverName ?? "pheby",
+    },
   });
   const app = createHttpApp(
     log,
@@ -263,21 +301,83 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
       return { expired: 0, temps: 0, orphans: 0 };
     });
   let sweepTimer: NodeJS.Timeout | undefined;
-
-  let http: Server | undefined;
   let started: Promise<void> | undefined;
-  let closed: Promise<void> | undefined;
+  let closing: Promise<void> | undefined;
+  const transports: { close(): Promise<void> }[] = [];
+
+  return {
+    sessions,
+    app,
+    log,
+    httpIdleTimeoutMs,
+    start() {
+      // The start sweep also removes what a crash left: temp files and unindexed blobs.
+      started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {
+        sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
+        sweepTimer.unref();
+      });
+      return started;
+    },
+    attach(transport) {
+      transports.push(transport);
+    },
+    get closed() {
+      return closing !== undefined;
+    },
+    close() {
+      closing ??= (async () => {
+        clearInterval(sweepTimer);
+        runs.shutdown();
+        for (const transport of transports) await transport.close();
+        try {
+          await backend.close();
+        } catch (err) {
+          log.warn({ err }, "agent backend did not close cleanly");
+        }
+        await attachments.idle();
+        store.close();
+        log.info("closed");
+      })();
+      return closing;
+    },
+    sweepAttachments: () => attachments.sweep(),
+  };
+}
+
+/**
+ * Create a Pheby server. Opening the store happens here (so a bad data
+ * directory fails fast); runs left `running` by a crash or an unclean stop
+ * are recorded as failed, so `conversation.open` shows `run: null` for them.
+ */
+export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
+  const core = createServerCore(options);
+  const { log, httpIdleTimeoutMs } = core;
+  const sockets = new WsTransport(core.sessions, {
+    log,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
+    maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
+    compression: options.compression ?? true,
+  });
+  core.attach(sockets);
+  let http: Server | undefined;
+  // The HTTP server closes after the sockets (its upgraded connections are theirs) and before the backend.
+  core.attach({
+    close: async () => {
+      const server = http;
+      if (!server) return;
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  });
 
   return {
     async listen(opts = {}) {
-      if (closed) throw new Error("server is closed");
+      if (core.closed) throw new Error("server is closed");
       if (http) throw new Error("server is already listening");
-      // The start sweep also removes what a crash left: temp files and unindexed blobs.
-      started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {});
-      await started;
-      sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
-      sweepTimer.unref();
-      const server = createServer(getRequestListener(app.fetch));
+      await core.start();
+      const server = createServer(getRequestListener(core.app.fetch));
       // Node's requestTimeout (300 s for a whole request) cut slow phone uploads; an idle timeout
       // bounds stalled peers instead. Upgraded sockets are exempt: ws clears the timeout.
       server.requestTimeout = 0;
@@ -298,30 +398,8 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
       return { port, host: wantHost, url: `http://${urlHost}:${port}` };
     },
 
-    close() {
-      closed ??= (async () => {
-        clearInterval(sweepTimer);
-        runs.shutdown();
-        await sockets.close();
-        if (http) {
-          const server = http;
-          await new Promise<void>((resolve) => {
-            server.close(() => resolve());
-            server.closeAllConnections();
-          });
-        }
-        try {
-          await backend.close();
-        } catch (err) {
-          log.warn({ err }, "agent backend did not close cleanly");
-        }
-        await attachments.idle();
-        store.close();
-        log.info("closed");
-      })();
-      return closed;
-    },
+    close: () => core.close(),
 
-    sweepAttachments: () => attachments.sweep(),
+    sweepAttachments: () => core.sweepAttachments(),
   };
 }

@@ -2,12 +2,11 @@
 // offsets stitch to exactly the cumulative text a v1 connection sees at every step, a connection
 // that joins mid-stream starts at offset 0, surrogate pairs are never split, and a connection that
 // does not ask gets exactly the v1 frames.
-import type { AddressInfo } from "node:net";
 import { applyDelta, CLOSE_CODES, FEATURE_DELTA_APPEND, LIMITS, type ServerMessageOf } from "@pheby/protocol";
-import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { WebSocket, WebSocketServer } from "ws";
-import { Connection, Hub } from "../src/ws/connection.js";
+import { Fanout } from "../src/outbox/fanout.js";
+import { eventOf } from "../src/outbox/outbox.js";
+import { FakePeer } from "./fake-peer.js";
 import {
   createConversation,
   RawClient,
@@ -253,34 +252,22 @@ it("with permessage-deflate, short append deltas after the first are compressed;
   append.close();
 });
 
-describe("Hub.broadcastDelta (real sockets)", () => {
-  /** A Hub whose connections are real ws pairs on 127.0.0.1:0; returns what each client received. */
+describe("Fanout: append deltas (fake peers)", () => {
+  /** A Fanout whose peers record what they receive; returns what each peer received. */
   async function hubWith(n: number, appendDeltas: boolean) {
-    const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
-    await new Promise((r) => wss.once("listening", r));
-    const hub = new Hub();
-    const log = pino({ level: "silent" });
-    const received: Delta[][] = [];
-    const conns: Connection[] = [];
-    for (let i = 0; i < n; i++) {
-      const accepted = new Promise<WebSocket>((r) => wss.once("connection", r));
-      const client = new WebSocket(`ws://127.0.0.1:${(wss.address() as AddressInfo).port}`);
-      const got: Delta[] = [];
-      received.push(got);
-      client.on("message", (data) => got.push(JSON.parse(data.toString()) as Delta));
-      const conn = new Connection(await accepted, "127.0.0.1", {
-        log,
-        now: Date.now,
-        maxBufferedBytes: 1 << 20,
-      });
-      conn.appendDeltas = appendDeltas;
-      conns.push(conn);
-      hub.add(conn);
-    }
-    const settle = async (count: number) => {
-      while (received.some((r) => r.length < count)) await new Promise((r) => setTimeout(r, 5));
+    const fanout = new Fanout();
+    const conns = Array.from({ length: n }, () => new FakePeer(appendDeltas ? [FEATURE_DELTA_APPEND] : []));
+    for (const conn of conns) fanout.add(conn);
+    const hub = {
+      broadcastDelta: (msg: Delta) => fanout.publish(eventOf(msg)),
+      broadcast: (msg: Parameters<typeof eventOf>[0]) => fanout.publish(eventOf(msg)),
+      add: (peer: FakePeer) => fanout.add(peer),
+      remove: (peer: FakePeer) => fanout.remove(peer),
     };
-    const close = () => new Promise((r) => wss.close(r));
+    const received = conns.map((c) => c.received as unknown as Delta[]);
+    // Peers receive synchronously: nothing to wait for.
+    const settle = async (_count: number) => {};
+    const close = async () => {};
     return { hub, conns, received, settle, close };
   }
 

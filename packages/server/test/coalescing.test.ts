@@ -24,6 +24,7 @@ afterEach(async () => {
 
 async function streamOnce(deltaIntervalMs: number | undefined, text: "paced" | "burst") {
   ts = await startServer({
+    transport: "memory",
     agent: streamingBackend(CHUNKS, { pauseMs: 2 }),
     ...(deltaIntervalMs === undefined ? {} : { deltaIntervalMs }),
   });
@@ -95,9 +96,9 @@ it("a reader that stalls mid-stream (compressed) gets every delta in order, then
 
 it("deltaIntervalMs must be a number >= 0 (0 accepted, -1 and NaN refused)", async () => {
   for (const bad of [-1, Number.NaN]) {
-    await expect(startServer({ deltaIntervalMs: bad })).rejects.toThrow(
+    await expect(startServer({ deltaIntervalMs: bad, transport: "memory" })).rejects.toThrow(
       /deltaIntervalMs must be a number >= 0/,
     );
   }
-  ts = await startServer({ deltaIntervalMs: 0 });
+  ts = await startServer({ deltaIntervalMs: 0, transport: "memory" });
 });

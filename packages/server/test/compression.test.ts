@@ -1,7 +1,7 @@
 import { request } from "node:http";
 import { CLOSE_CODES, LIMITS } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HARD_MAX_PAYLOAD } from "../src/ws/socket-server.js";
+import { HARD_MAX_PAYLOAD } from "../src/transport/ws/server.js";
 import {
   createConversation,
   pingOfSize,

@@ -11,7 +11,7 @@ import {
 } from "./helpers.js";
 
 describe("conversation lifecycle", () => {
-  const env = useServerWithTwoClients();
+  const env = useServerWithTwoClients({ transport: "memory" });
   let a: RawClient;
   let b: RawClient;
   beforeAll(() => {
@@ -129,7 +129,7 @@ describe("history paging across more than 500 messages", () => {
       store.addMessage(other, "user", "elsewhere", 5_000, null);
     })();
     store.close();
-    ts = await startServer({ dataDir });
+    ts = await startServer({ dataDir, transport: "memory" });
     c = await RawClient.connect(ts.wsUrl);
   });
   afterAll(async () => {
@@ -233,7 +233,7 @@ describe("history pages are bounded by bytes as well as by count", () => {
       }
     })();
     store.close();
-    ts = await startServer({ dataDir, historyPageBytes: BOUND });
+    ts = await startServer({ dataDir, historyPageBytes: BOUND, transport: "memory" });
     c = await RawClient.connect(ts.wsUrl);
   });
   afterAll(async () => {

@@ -100,7 +100,7 @@ let ts: TestServer;
 let a: RawClient;
 let b: RawClient;
 beforeAll(async () => {
-  ts = await startServer({ agent: scripted });
+  ts = await startServer({ agent: scripted, transport: "memory" });
   a = await RawClient.connect(ts.wsUrl);
   b = await RawClient.connect(ts.wsUrl);
 });

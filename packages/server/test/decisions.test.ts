@@ -18,6 +18,7 @@ import {
 
 // /sim timeout withdraws its approval after 30 ms here; nothing else in this file depends on time.
 const env = useServerWithTwoClients({
+  transport: "memory",
   agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20, approvalTimeoutMs: 30 }),
 });
 let a: RawClient; // the sender
@@ -453,7 +454,7 @@ describe("clarifications", () => {
 describe("on their own server", () => {
   it("always runs the tool and is honoured in every conversation of the agent", async () => {
     // Its own server: an "always" approval changes every later /sim approval.
-    const ts = await startServer();
+    const ts = await startServer({ transport: "memory" });
     const c = await RawClient.connect(ts.wsUrl);
     try {
       const id = await createConversation(c);
@@ -482,7 +483,7 @@ describe("on their own server", () => {
 
   it("shutting down withdraws pending approvals; after a restart nothing is pending and the run is gone", async () => {
     const dataDir = tempDir();
-    const first = await startServer({ dataDir });
+    const first = await startServer({ dataDir, transport: "memory" });
     const c = await RawClient.connect(first.wsUrl);
     const id = await createConversation(c);
     const runId = await send(c, id, "/sim approval");
@@ -497,7 +498,7 @@ describe("on their own server", () => {
       status: "failed",
     });
 
-    const second = await startServer({ dataDir });
+    const second = await startServer({ dataDir, transport: "memory" });
     const d = await RawClient.connect(second.wsUrl);
     try {
       const open = await d.ok({ type: "conversation.open", conversation_id: id }, "conversation.history");

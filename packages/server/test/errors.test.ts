@@ -1,7 +1,7 @@
 import { CLOSE_CODES, LIMITS } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSimulatorBackend } from "../src/index.js";
-import { HARD_MAX_PAYLOAD } from "../src/ws/socket-server.js";
+import { HARD_MAX_PAYLOAD } from "../src/transport/ws/server.js";
 import { createConversation, pingOfSize, RawClient, send, startServer, type TestServer } from "./helpers.js";
 
 let ts: TestServer;

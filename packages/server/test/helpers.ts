@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
-import { PhebyClient, type PhebyClientOptions } from "@pheby/client";
+import { PhebyClient, type PhebyClientOptions, type WebSocketLike } from "@pheby/client";
 import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
@@ -20,6 +20,8 @@ import {
   type TurnResult,
   type TurnSink,
 } from "../src/index.js";
+import { createServerCore } from "../src/server.js";
+import { type MemorySocket, MemoryTransport } from "../src/transport/memory.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
 
@@ -66,7 +68,11 @@ export function pingOfSize(bytes: number, requestId = "big"): string {
   return head + "a".repeat(bytes - head.length - tail.length) + tail;
 }
 
-/** A running test server on 127.0.0.1:0 with a fresh temp data dir. */
+/**
+ * A running test server with a fresh temp data dir: on 127.0.0.1:0 (ws and HTTP), or, with
+ * `transport: "memory"`, with no listening port at all. Its `wsUrl` then is a `memory://` URL
+ * that {@link RawClient} and {@link phebyClient} connect to in process; there is no HTTP.
+ */
 export interface TestServer {
   server: PhebyServer;
   url: string;
@@ -94,6 +100,20 @@ export function useTempDirs(): () => string {
   };
 }
 
+/** A backend without optional capabilities (sessions `s-<conversation>`) whose turns are `prompt`. */
+export function scriptedBackend(name: string, prompt: AgentBackend["prompt"]): AgentBackend {
+  return {
+    name,
+    capabilities: NO_CAPABILITIES,
+    async start() {},
+    async createSession(conversationId) {
+      return { sessionId: `s-${conversationId}` };
+    },
+    prompt,
+    async close() {},
+  };
+}
+
 /**
  * A scripted backend streaming `chunks`, pausing `pauseMs` (default 1) after each, or not at all
  * when the prompt is "burst". With `gate`, it waits after `gate.after` chunks until `gate.open` resolves.
@@ -103,32 +123,82 @@ export function streamingBackend(
   opts: { pauseMs?: number; gate?: { after: number; open: Promise<void> } } = {},
 ): AgentBackend {
   const { pauseMs = 1, gate } = opts;
+  return scriptedBackend("streaming", async (input, sink: TurnSink): Promise<TurnResult> => {
+    for (const [i, chunk] of chunks.entries()) {
+      if (gate && i === gate.after) await gate.open;
+      sink.text(chunk);
+      if (input.text !== "burst") await new Promise((r) => setTimeout(r, pauseMs));
+    }
+    return { status: "completed" };
+  });
+}
+
+/** Which transport a test server serves: ws on a real port, or the in-memory one (no port). */
+export type TestTransport = "ws" | "memory";
+
+/** Options of {@link startServer}: the server's, and its transport (default ws). */
+export type TestServerOptions = Partial<PhebyServerOptions> & { transport?: TestTransport };
+
+/** In-memory transports of the running memory servers, by their `memory://` URL. */
+const memoryServers = new Map<string, MemoryTransport>();
+let memoryServerCount = 0;
+
+/** The client end of a new in-memory connection to the server at `url` (a memory server's wsUrl). */
+function memoryConnect(url: string): MemorySocket {
+  const transport = memoryServers.get(url);
+  if (!transport) throw new Error(`no in-memory server at ${url}`);
+  return transport.connect();
+}
+
+/** A WebSocket constructor for `@pheby/client` that opens in-memory connections. */
+const MemoryWebSocket = function MemoryWebSocket(url: string) {
+  return memoryConnect(url);
+} as unknown as NonNullable<PhebyClientOptions["WebSocket"]>;
+
+async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: string): Promise<TestServer> {
+  const core = createServerCore({
+    secret: SECRET,
+    agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
+    ...options,
+    dataDir,
+  });
+  const transport = new MemoryTransport(core.sessions);
+  core.attach(transport);
+  await core.start();
+  const url = `memory://server-${++memoryServerCount}`;
+  const wsUrl = `${url}/ws`;
+  memoryServers.set(wsUrl, transport);
+  const close = async () => {
+    await core.close();
+    memoryServers.delete(wsUrl);
+  };
+  const server: PhebyServer = {
+    listen: () => Promise.reject(new Error("an in-memory test server does not listen")),
+    close,
+    sweepAttachments: () => core.sweepAttachments(),
+  };
   return {
-    name: "streaming",
-    capabilities: NO_CAPABILITIES,
-    async start() {},
-    async createSession(conversationId) {
-      return { sessionId: `s-${conversationId}` };
+    server,
+    url,
+    wsUrl,
+    dataDir,
+    close,
+    cleanup: async () => {
+      await close();
+      rmSync(dataDir, { recursive: true, force: true });
     },
-    async prompt(input, sink: TurnSink): Promise<TurnResult> {
-      for (const [i, chunk] of chunks.entries()) {
-        if (gate && i === gate.after) await gate.open;
-        sink.text(chunk);
-        if (input.text !== "burst") await new Promise((r) => setTimeout(r, pauseMs));
-      }
-      return { status: "completed" };
-    },
-    async close() {},
   };
 }
 
 /** Start a server with a fast simulator (1 ms per word) unless options override it. */
-export async function startServer(options: Partial<PhebyServerOptions> = {}): Promise<TestServer> {
-  const dataDir = options.dataDir ?? tempDir();
+export async function startServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const { transport = "ws", ...serverOptions } = options;
+  const dataDir = serverOptions.dataDir ?? tempDir();
+  if (transport === "memory") return startMemoryServer(serverOptions, dataDir);
   const server = createPhebyServer({
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
-    ...options,
+    ...serverOptions,
     dataDir,
   });
   const info = await server.listen({ port: 0, host: "127.0.0.1" });
@@ -147,20 +217,33 @@ export async function startServer(options: Partial<PhebyServerOptions> = {}): Pr
 
 type Predicate = (m: ServerMessage) => boolean;
 
-/** A raw `ws` client: sends anything, records every frame (validated), and awaits frames by predicate. */
+/** A connection a {@link RawClient} drives: a `ws` WebSocket, or the client end of an in-memory one. */
+type ClientSocket = WebSocket | MemorySocket;
+
+/**
+ * A raw client over ws or in memory: sends anything, records every frame (validated), and
+ * awaits frames by predicate.
+ */
 export class RawClient {
   readonly frames: ServerMessage[] = [];
+  /** Every frame as received, byte for byte (before validation). */
+  readonly raw: string[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
   #seen = 0;
 
-  private constructor(readonly ws: WebSocket) {
+  private constructor(readonly socket: ClientSocket) {
+    // Both kinds have the WHATWG event API (ws's text frames arrive as strings there).
+    const events = socket as unknown as WebSocketLike;
     this.closed = new Promise((resolve) => {
-      ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() }));
+      events.addEventListener("close", (event) =>
+        resolve({ code: event.code, reason: String(event.reason) }),
+      );
     });
-    ws.on("error", () => {});
-    ws.on("message", (data) => {
-      const msg = validate(data.toString());
+    events.addEventListener("error", () => {});
+    events.addEventListener("message", (event) => {
+      this.raw.push(String(event.data));
+      const msg = validate(String(event.data));
       if (!msg) return;
       this.frames.push(msg);
       for (const w of [...this.#waiters]) {
@@ -172,25 +255,34 @@ export class RawClient {
     });
   }
 
-  /** Open a socket (no hello). */
+  /** The `ws` socket (ws tests only: compression, pauses, raw bytes on the wire). */
+  get ws(): WebSocket {
+    if (!(this.socket instanceof WebSocket)) throw new Error("an in-memory client has no ws socket");
+    return this.socket;
+  }
+
+  /** Open a connection (no hello): over ws, or in memory for a memory server's `memory://` URL. */
   static async open(
     wsUrl: string,
     options: { headers?: Record<string, string>; autoPong?: boolean; perMessageDeflate?: boolean } = {},
   ) {
-    const ws = new WebSocket(wsUrl, {
-      headers: options.headers,
-      autoPong: options.autoPong ?? true,
-      perMessageDeflate: options.perMessageDeflate ?? true,
-    });
-    const client = new RawClient(ws);
+    const socket: ClientSocket = wsUrl.startsWith("memory:")
+      ? memoryConnect(wsUrl)
+      : new WebSocket(wsUrl, {
+          headers: options.headers,
+          autoPong: options.autoPong ?? true,
+          perMessageDeflate: options.perMessageDeflate ?? true,
+        });
+    const client = new RawClient(socket);
+    const events = socket as unknown as WebSocketLike;
     await new Promise<void>((resolve, reject) => {
-      ws.once("open", () => resolve());
-      ws.once("error", reject);
+      events.addEventListener("open", () => resolve());
+      events.addEventListener("error", reject);
     });
     return client;
   }
 
-  /** Open a socket and complete the handshake. */
+  /** Open a connection and complete the handshake. */
   static async connect(wsUrl: string, options: Parameters<typeof RawClient.open>[1] = {}) {
     const client = await RawClient.open(wsUrl, options);
     client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
@@ -199,7 +291,7 @@ export class RawClient {
   }
 
   send(frame: unknown): void {
-    this.ws.send(typeof frame === "string" || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
+    this.socket.send(typeof frame === "string" || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
   }
 
   /** The next frame (after those already consumed by earlier `next` calls) matching type and predicate. */
@@ -275,7 +367,7 @@ export class RawClient {
   }
 
   close(): void {
-    this.ws.close();
+    this.socket.close();
   }
 }
 
@@ -303,6 +395,7 @@ export async function phebyClient(
     secret: SECRET,
     reconnect: false,
     pingIntervalMs: 0,
+    ...(ts.wsUrl.startsWith("memory:") ? { WebSocket: MemoryWebSocket } : {}),
     ...options,
   });
   client.onInvalidFrame((f) => violations.push({ raw: f.raw.slice(0, 200), error: f.error.message }));
@@ -344,7 +437,7 @@ export function captureLogs(level: "debug" | "warn" = "debug"): { logger: Logger
  * Register hooks that start one server for the file with two connected
  * clients of the same user: `a` (the requester) and `b` (who sees broadcasts).
  */
-export function useServerWithTwoClients(options: Partial<PhebyServerOptions> = {}) {
+export function useServerWithTwoClients(options: TestServerOptions = {}) {
   const env = {} as { ts: TestServer; a: RawClient; b: RawClient };
   beforeAll(async () => {
     env.ts = await startServer(options);

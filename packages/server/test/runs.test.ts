@@ -4,7 +4,7 @@ import { SIM_LONG_MAX } from "../src/agent/simulator/index.js";
 import { BACKEND_FAILED } from "../src/runs/engine.js";
 import { createConversation, type RawClient, send, useServerWithTwoClients } from "./helpers.js";
 
-const env = useServerWithTwoClients();
+const env = useServerWithTwoClients({ transport: "memory" });
 let a: RawClient; // the sender
 let b: RawClient; // another client of the same user
 beforeAll(() => {

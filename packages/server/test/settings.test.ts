@@ -11,7 +11,7 @@ import {
   useServerWithTwoClients,
 } from "./helpers.js";
 
-const env = useServerWithTwoClients();
+const env = useServerWithTwoClients({ transport: "memory" });
 let a: RawClient; // the requester
 let b: RawClient; // another client, who sees the broadcasts
 beforeAll(() => {
@@ -248,7 +248,7 @@ describe("reasoning effort", () => {
 describe("persistence", () => {
   it("YOLO, global defaults and conversation overrides survive a restart", async () => {
     const dataDir = tempDir();
-    const first = await startServer({ dataDir });
+    const first = await startServer({ dataDir, transport: "memory" });
     const c = await RawClient.connect(first.wsUrl);
     const id = await createConversation(c);
     const plain = await createConversation(c);
@@ -260,7 +260,7 @@ describe("persistence", () => {
     c.close();
     await first.close();
 
-    const second = await startServer({ dataDir });
+    const second = await startServer({ dataDir, transport: "memory" });
     const d = await RawClient.connect(second.wsUrl);
     try {
       expect((await d.ok({ type: "yolo.current", conversation_id: id }, "yolo.snapshot")).enabled).toBe(true);

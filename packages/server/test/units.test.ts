@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { nearestChoice } from "../src/agent/nearest.js";
 import { longText } from "../src/agent/simulator/index.js";
 import { clientAddress, isLoopback, lockoutKey } from "../src/auth/address.js";
 import { Lockout } from "../src/auth/lockout.js";
 import { createSecretCheck } from "../src/auth/secret.js";
-import { nearestChoice } from "../src/decisions/nearest.js";
-import { REDACTED, redactArgs, truncate } from "../src/runs/redact.js";
+import { REDACTED, redactArgs, truncate } from "../src/util/redact.js";
 
 describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost entry)", () => {
   it("uses the direct peer when it is not loopback, whatever the header says", () => {

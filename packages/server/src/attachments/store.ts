@@ -1,30 +1,17 @@
 import { constants, mkdirSync, readFileSync, realpathSync } from "node:fs";
 import { type FileHandle, open, readdir, realpath, rename, rm } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
-import { type AttachmentDescriptor, type AttachmentKind, LIMITS } from "@pheby/protocol";
+import { type AttachmentDescriptor, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AttachmentRef, ProducedFile } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
+import type { FileRoots } from "../files/roots.js";
+import type { AttachmentRow } from "../store/attachments.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
 import { sanitiseFilename } from "./filename.js";
 import { isTextual, SNIFF_BYTES, sniff } from "./sniff.js";
-
-/** A row of the `attachments` table (timestamps in ms). */
-export interface AttachmentRow {
-  id: string;
-  conversation_id: string;
-  direction: "inbound" | "outbound";
-  filename: string;
-  mime_type: string;
-  size: number;
-  kind: AttachmentKind;
-  inline_image: number;
-  message_id: string | null;
-  created_at: number;
-  expires_at: number | null;
-}
 
 /** An attachment claimed by a `chat.send`: what the agent gets and what clients are told. */
 export interface Claimed {
@@ -61,8 +48,8 @@ export interface AttachmentStoreOptions {
   log: Logger;
   /** Days an attachment is kept; 0 keeps it forever (`expires_at: null`). */
   retentionDays: number;
-  /** Directories the agent may deliver files from (realpath containment). */
-  allowedFileRoots: readonly string[];
+  /** The directories the agent may deliver files from. */
+  fileRoots: FileRoots;
 }
 
 const DAY_MS = 86_400_000;
@@ -94,7 +81,6 @@ export class AttachmentStore {
   readonly #blobs: string;
   readonly #tmp: string;
   readonly #realBlobs: string;
-  readonly #roots: string[];
   /** Temp files of bodies being received now; a sweep leaves them alone. */
   readonly #receiving = new Set<string>();
   #sweeping: Promise<SweepResult> | undefined;
@@ -106,14 +92,6 @@ export class AttachmentStore {
     mkdirSync(this.#blobs, { recursive: true, mode: 0o700 });
     mkdirSync(this.#tmp, { recursive: true, mode: 0o700 });
     this.#realBlobs = realpathSync(this.#blobs);
-    this.#roots = [];
-    for (const root of opts.allowedFileRoots) {
-      try {
-        this.#roots.push(realpathSync(root));
-      } catch {
-        opts.log.warn({ root }, "allowed file root does not exist; ignored");
-      }
-    }
   }
 
   // ---- storing ----
@@ -147,7 +125,7 @@ export class AttachmentStore {
         messageId,
       });
     }
-    const source = await this.#allowedSource(file.path);
+    const source = await this.opts.fileRoots.open(file.path);
     if (!source) {
       log.warn(
         { conversation: conversationId, path: file.path },
@@ -174,25 +152,6 @@ export class AttachmentStore {
       });
     } finally {
       await source.close().catch(() => {});
-    }
-  }
-
-  /** Open `path` when its real path is inside an allowed root (no symlink may lead out). */
-  async #allowedSource(path: string): Promise<FileHandle | undefined> {
-    if (typeof path !== "string" || path === "") return undefined;
-    let real: string;
-    try {
-      real = await realpath(path);
-    } catch {
-      return undefined;
-    }
-    if (!this.#roots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep)))
-      return undefined;
-    try {
-      // O_NOFOLLOW: the resolved path must not have become a symlink since.
-      return await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
-    } catch {
-      return undefined;
     }
   }
 
@@ -266,12 +225,7 @@ export class AttachmentStore {
       expires_at: this.opts.retentionDays > 0 ? now + this.opts.retentionDays * DAY_MS : null,
     };
     try {
-      this.opts.store.db
-        .prepare(
-          `INSERT INTO attachments (id, conversation_id, direction, filename, mime_type, size, kind, inline_image, message_id, created_at, expires_at)
-           VALUES (@id, @conversation_id, @direction, @filename, @mime_type, @size, @kind, @inline_image, @message_id, @created_at, @expires_at)`,
-        )
-        .run(row);
+      this.opts.store.attachments.insert(row);
     } catch (err) {
       await rm(join(this.#blobs, id), { force: true });
       throw err;
@@ -296,9 +250,7 @@ export class AttachmentStore {
   // ---- reading ----
 
   #row(id: string): AttachmentRow | undefined {
-    return this.opts.store.db.prepare("SELECT * FROM attachments WHERE id = ?").get(id) as
-      | AttachmentRow
-      | undefined;
+    return this.opts.store.attachments.get(id);
   }
 
   #expired(row: AttachmentRow): boolean {
@@ -350,12 +302,7 @@ export class AttachmentStore {
 
   /** Unexpired attachments of a conversation that belong to a message (claimed uploads and deliverables). */
   list(conversationId: string): AttachmentDescriptor[] {
-    const rows = this.opts.store.db
-      .prepare(
-        `SELECT * FROM attachments WHERE conversation_id = ? AND message_id IS NOT NULL
-           AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, rowid`,
-      )
-      .all(conversationId, this.opts.clock.now()) as AttachmentRow[];
+    const rows = this.opts.store.attachments.ofMessages(conversationId, this.opts.clock.now());
     return rows.map((r) => this.descriptor(r));
   }
 
@@ -364,9 +311,7 @@ export class AttachmentStore {
    * so snapshots place them beside the message `conversation.history` lists.
    */
   assignMessage(draftId: string, messageId: string): void {
-    this.opts.store.db
-      .prepare("UPDATE attachments SET message_id = ? WHERE message_id = ?")
-      .run(messageId, draftId);
+    this.opts.store.attachments.moveMessage(draftId, messageId);
   }
 
   // ---- claims ----
@@ -394,7 +339,7 @@ export class AttachmentStore {
             "attachment_ids: unknown, expired, already sent or from another conversation",
           );
         }
-        this.opts.store.db.prepare("UPDATE attachments SET message_id = ? WHERE id = ?").run(messageId, id);
+        this.opts.store.attachments.setMessage(id, messageId);
         row.message_id = messageId;
         claimed.push({ ref: this.#ref(row), descriptor: this.descriptor(row) });
       }
@@ -447,13 +392,10 @@ export class AttachmentStore {
   async #sweep(atStart: boolean): Promise<SweepResult> {
     const { store, clock, log } = this.opts;
     const result: SweepResult = { expired: 0, temps: 0, orphans: 0 };
-    const expired = store.db
-      .prepare("SELECT id FROM attachments WHERE expires_at IS NOT NULL AND expires_at <= ?")
-      .all(clock.now()) as { id: string }[];
-    for (const { id } of expired) {
+    for (const id of store.attachments.expired(clock.now())) {
       if (!ID.test(id)) continue;
       await rm(join(this.#blobs, id), { force: true });
-      store.db.prepare("DELETE FROM attachments WHERE id = ?").run(id);
+      store.attachments.delete(id);
       result.expired += 1;
     }
     for (const name of await readdir(this.#tmp)) {
@@ -462,9 +404,8 @@ export class AttachmentStore {
       result.temps += 1;
     }
     if (atStart) {
-      const known = store.db.prepare("SELECT 1 FROM attachments WHERE id = ?");
       for (const name of await readdir(this.#blobs)) {
-        if (!ID.test(name) || known.get(name) !== undefined) continue;
+        if (!ID.test(name) || store.attachments.has(name)) continue;
         await rm(join(this.#blobs, name), { force: true });
         result.orphans += 1;
       }

@@ -7,10 +7,10 @@ import {
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { ClarifyAnswer, ClarifyQuestion, PermissionAnswer, PermissionQuestion } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
+import type { Outbox } from "../outbox/outbox.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
-import type { Hub } from "../ws/connection.js";
 
 /** The run a question belongs to. */
 export interface Asker {
@@ -22,7 +22,7 @@ export interface Asker {
 
 /** What {@link Decisions} needs from the server. */
 export interface DecisionsDeps {
-  hub: Hub;
+  outbox: Outbox;
   clock: Clock;
   log: Logger;
   /** Whether YOLO is on for a conversation, read when each question is asked. */
@@ -47,7 +47,7 @@ class Gate<W extends { conversation_id: string }, A> {
   readonly #entries = new Map<string, Entry<W, A>>();
 
   constructor(
-    private readonly hub: Hub,
+    private readonly outbox: Outbox,
     /** The broadcast asking the question. */
     private readonly requested: (wire: W) => ServerMessage,
     private readonly cancelled: A,
@@ -68,7 +68,7 @@ class Gate<W extends { conversation_id: string }, A> {
         },
       });
       withdraw?.addEventListener("abort", onAbort, { once: true });
-      this.hub.broadcast(this.requested(wire));
+      this.outbox.publish({ message: this.requested(wire), conversationId: wire.conversation_id });
     });
   }
 
@@ -81,7 +81,8 @@ class Gate<W extends { conversation_id: string }, A> {
     const entry = this.#entries.get(id);
     if (!entry) return;
     this.#entries.delete(id);
-    this.hub.broadcast(resolved);
+    // `*.resolved` does not name its conversation on the wire; the outbox still learns it.
+    this.outbox.publish({ message: resolved, conversationId: entry.wire.conversation_id });
     entry.settle(answer);
   }
 
@@ -112,7 +113,7 @@ export class Decisions {
 
   constructor(private readonly deps: DecisionsDeps) {
     this.#approvals = new Gate(
-      deps.hub,
+      deps.outbox,
       (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
       CANCELLED,
       // A withdrawn approval is failed closed: the agent is denied, and no client answered it.
@@ -124,7 +125,7 @@ export class Decisions {
       }),
     );
     this.#clarifications = new Gate(
-      deps.hub,
+      deps.outbox,
       (wire: PendingClarification) => ({ type: "clarify.request", ...wire }),
       CANCELLED,
       (clarify_id) => ({

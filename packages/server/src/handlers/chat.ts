@@ -1,6 +1,6 @@
-import { type HandlerTable, requireConversation } from "./context.js";
+import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation } from "./context.js";
 
-/** chat.send / run.cancel: thin wrappers over the run engine. */
+/** chat.send / run.cancel: thin wrappers over the run engine, which publishes their replies. */
 export const chatHandlers: HandlerTable = {
   "chat.send": async (ctx, req) => {
     // A live turn must not interleave with a history replay of the same session.
@@ -10,11 +10,13 @@ export const chatHandlers: HandlerTable = {
     // The claim runs inside the transaction that records the user message, after the
     // run_active check: a rejected send claims nothing and leaves the IDs retryable.
     const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
-    ctx.runs.send(conv, req.msg.text, req.conn, req.msg.request_id, claim);
+    ctx.runs.send(conv, req.msg.text, { peer: req.peer, requestId: req.msg.request_id }, claim);
+    return PUBLISHED_BY_CORE;
   },
 
   "run.cancel": (ctx, req) => {
     requireConversation(ctx, req.msg.conversation_id);
     ctx.runs.cancel(req.msg.conversation_id, req.msg.run_id, req.msg.request_id);
+    return PUBLISHED_BY_CORE;
   },
 };

@@ -1,52 +1,72 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend, AgentCapabilities } from "../agent/port.js";
+import type { AgentBackend } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
+import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
+import { conversationNotFound } from "../errors.js";
+import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
-import type { Connection, Hub } from "../ws/connection.js";
-import { conversationNotFound } from "./errors.js";
-import type { HistoryRefresh } from "./history.js";
 
 /** Services every handler can use. */
 export interface ServerContext {
   store: Store;
   attachments: AttachmentStore;
-  hub: Hub;
+  /** Where events go (the Fanout, or a wrapper around it). */
+  outbox: Outbox;
   runs: RunEngine;
   decisions: Decisions;
   settings: Settings;
   backend: AgentBackend;
   clock: Clock;
   log: Logger;
-  /** Refreshes empty transcript mirrors from the agent's replay (see history.ts). */
+  /** Refreshes empty transcript mirrors from the agent's replay (see conversations/history.ts). */
   history: HistoryRefresh;
   /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
   historyPageBytes: number;
 }
 
-/** One decoded request from an authenticated connection. */
+/** One decoded request of an authenticated peer. */
 export interface Request<T extends ClientMessageType> {
-  conn: Connection;
+  /** Who sent it: its features, its principal (and, as the run engine's origin, where a reply copy goes). */
+  peer: Peer;
   msg: ClientMessageOf<T>;
 }
+
+/**
+ * What a handler answers. The session sends `reply` to the requester with its
+ * `request_id`, then publishes `broadcast` to the outbox, in that order.
+ * Events a handler causes through the core (run.accepted, *.resolved) are
+ * published by the core itself.
+ */
+export interface Outcome {
+  reply?: ServerMessage;
+  broadcast?: OutboxEvent;
+}
+
+/** The outcome of a request whose reply the core publishes itself (`run.accepted`, `*.resolved`, `run.finished`). */
+export const PUBLISHED_BY_CORE: Outcome = Object.freeze({});
 
 /** A request handler. Throw a ProtocolError for a typed error; anything else becomes `internal_error`. */
 export type Handler<T extends ClientMessageType> = (
   ctx: ServerContext,
   req: Request<T>,
-) => void | Promise<void>;
+) => Outcome | Promise<Outcome>;
 
 /** Handlers by request type; one module per domain contributes a table. */
 export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };
 
-/** Send the direct reply to a request, echoing its `request_id`. */
-export function reply(req: Request<ClientMessageType>, msg: ServerMessage): void {
-  const requestId = req.msg.request_id;
-  req.conn.send(requestId === undefined ? msg : { ...msg, request_id: requestId });
+/**
+ * One domain's handlers. With `feature`, they are an extension's: a peer that
+ * did not enable it gets `unknown_type` for them, exactly as if the server did
+ * not know the type (so it sees v1, byte for byte).
+ */
+export interface HandlerModule {
+  feature?: string;
+  handlers: HandlerTable;
 }
 
 /** A live conversation, or `conversation_not_found`. */
@@ -54,14 +74,4 @@ export function requireConversation(ctx: ServerContext, id: string): Conversatio
   const conv = ctx.store.getConversation(id);
   if (!conv) throw conversationNotFound();
   return conv;
-}
-
-/**
- * The backend's capabilities once it is up. A lazily started backend (ACP) reports optimistic
- * values until its agent has declared its own, so every capability check goes through here.
- * Throws when the agent cannot be started; callers fall back to what the server can do alone.
- */
-export async function agentCapabilities(ctx: ServerContext): Promise<AgentCapabilities> {
-  await ctx.backend.ensureReady?.();
-  return ctx.backend.capabilities;
 }

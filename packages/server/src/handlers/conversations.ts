@@ -1,15 +1,11 @@
 import { type ConversationSummary, LIMITS } from "@pheby/protocol";
+import { readyCapabilities } from "../agent/capabilities.js";
+import { ProtocolError } from "../errors.js";
+import { eventOf } from "../outbox/outbox.js";
 import type { ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
-import {
-  agentCapabilities,
-  type HandlerTable,
-  reply,
-  requireConversation,
-  type ServerContext,
-} from "./context.js";
-import { ProtocolError } from "./errors.js";
+import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 
 /** Name of a conversation created without one. */
 export const DEFAULT_NAME = "New chat";
@@ -29,7 +25,7 @@ async function importAgentSessions(ctx: ServerContext): Promise<void> {
   const { backend, store, log } = ctx;
   if (!backend.listSessions) return;
   try {
-    if (!(await agentCapabilities(ctx)).listSessions) return;
+    if (!(await readyCapabilities(backend)).listSessions) return;
     const known = store.knownSessionIds();
     for (const session of await backend.listSessions()) {
       if (known.has(session.sessionId)) continue;
@@ -59,9 +55,11 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
 
 /** conversation.list / create / open / rename / delete. */
 export const conversationHandlers: HandlerTable = {
-  "conversation.list": async (ctx, req) => {
+  "conversation.list": async (ctx) => {
     await importAgentSessions(ctx);
-    reply(req, { type: "conversation.snapshot", conversations: ctx.store.listConversations().map(summary) });
+    return {
+      reply: { type: "conversation.snapshot", conversations: ctx.store.listConversations().map(summary) },
+    };
   },
 
   "conversation.create": async (ctx, req) => {
@@ -76,33 +74,37 @@ export const conversationHandlers: HandlerTable = {
       created_at: ctx.clock.now(),
     });
     ctx.history.authoritative(id);
-    reply(req, { type: "conversation.created", conversation_id: id, name });
-    ctx.hub.broadcast({ type: "conversation.updated", conversation_id: id, name });
+    return {
+      reply: { type: "conversation.created", conversation_id: id, name },
+      broadcast: eventOf({ type: "conversation.updated", conversation_id: id, name }),
+    };
   },
 
   "conversation.open": async (ctx, req) => {
     const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id } = req.msg;
     const pageSize = Math.min(limit, LIMITS.historyPage); // the spec caps a larger limit, it does not reject it
-    await ctx.history.refresh(ctx, requireConversation(ctx, id));
+    await ctx.history.refresh(requireConversation(ctx, id));
     requireConversation(ctx, id); // it may have been deleted while the agent replayed
     const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
     const page = ctx.store.messagePage(id, pageSize, before, ctx.historyPageBytes);
-    reply(req, {
-      type: "conversation.history",
-      conversation_id: id,
-      messages: page.rows.map((m) => ({
-        message_id: `m${m.id}`,
-        role: m.role,
-        text: m.text,
-        ts: m.ts === null ? null : iso(m.ts),
-      })),
-      has_more: page.hasMore,
-      attachments: ctx.attachments.list(id),
-      run: ctx.runs.state(id),
-      tools: ctx.runs.tools(id),
-      approvals: ctx.decisions.approvals(id),
-      clarifications: ctx.decisions.clarifications(id),
-    });
+    return {
+      reply: {
+        type: "conversation.history",
+        conversation_id: id,
+        messages: page.rows.map((m) => ({
+          message_id: `m${m.id}`,
+          role: m.role,
+          text: m.text,
+          ts: m.ts === null ? null : iso(m.ts),
+        })),
+        has_more: page.hasMore,
+        attachments: ctx.attachments.list(id),
+        run: ctx.runs.state(id),
+        tools: ctx.runs.tools(id),
+        approvals: ctx.decisions.approvals(id),
+        clarifications: ctx.decisions.clarifications(id),
+      },
+    };
   },
 
   "conversation.rename": (ctx, req) => {
@@ -110,8 +112,8 @@ export const conversationHandlers: HandlerTable = {
     requireConversation(ctx, id);
     const name = req.msg.name.trim();
     ctx.store.renameConversation(id, name, true);
-    reply(req, { type: "conversation.renamed", conversation_id: id, name });
-    ctx.hub.broadcast({ type: "conversation.renamed", conversation_id: id, name });
+    const renamed = { type: "conversation.renamed", conversation_id: id, name } as const;
+    return { reply: renamed, broadcast: eventOf(renamed) };
   },
 
   "conversation.delete": async (ctx, req) => {
@@ -123,22 +125,14 @@ export const conversationHandlers: HandlerTable = {
       throw new ProtocolError("conversation_not_found", "Conversation not found");
     if (conv.session_id && ctx.backend.deleteSession) {
       try {
-        if ((await agentCapabilities(ctx)).deleteSession) await ctx.backend.deleteSession(conv.session_id);
+        if ((await readyCapabilities(ctx.backend)).deleteSession)
+          await ctx.backend.deleteSession(conv.session_id);
       } catch (err) {
         ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
       }
     }
     ctx.store.deleteConversation(id, ctx.clock.now());
-    reply(req, { type: "conversation.deleted", conversation_id: id });
-    ctx.hub.broadcast({ type: "conversation.deleted", conversation_id: id });
+    const deleted = { type: "conversation.deleted", conversation_id: id } as const;
+    return { reply: deleted, broadcast: eventOf(deleted) };
   },
 };
-
-/** The agent renamed a session: follow it unless the user chose a name. */
-export function applySessionTitle(ctx: ServerContext, sessionId: string, title: string): void {
-  const conv = ctx.store.conversationBySession(sessionId);
-  const name = title.trim().slice(0, LIMITS.conversationNameChars);
-  if (!conv || conv.user_renamed || name === "" || name === conv.name) return;
-  ctx.store.renameConversation(conv.id, name, false);
-  ctx.hub.broadcast({ type: "conversation.updated", conversation_id: conv.id, name });
-}

@@ -1,7 +1,7 @@
 import { iso } from "../util/time.js";
-import { type HandlerTable, reply } from "./context.js";
+import type { HandlerTable } from "./context.js";
 
-/** ping → pong (the ws-level heartbeat lives in ws/socket-server.ts). */
+/** ping → pong (the ws-level heartbeat lives in transport/ws/). */
 export const heartbeatHandlers: HandlerTable = {
-  ping: (ctx, req) => reply(req, { type: "pong", ts: iso(ctx.clock.now()) }),
+  ping: (ctx) => ({ reply: { type: "pong", ts: iso(ctx.clock.now()) } }),
 };

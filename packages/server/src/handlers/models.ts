@@ -1,5 +1,6 @@
+import { eventOf } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { type HandlerTable, reply, requireConversation, type ServerContext } from "./context.js";
+import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 
 /** `conversation_id` when the scope is a conversation (so a broadcast says which one changed). */
 function scoped(scope: "conversation" | "global", conversationId: string | undefined) {
@@ -19,81 +20,85 @@ function checkConversation(ctx: ServerContext, conversationId: string | undefine
  */
 export const modelHandlers: HandlerTable = {
   "models.list": async (ctx, req) => {
-    const catalogue = await ctx.settings.catalogue("models");
+    const { catalogue, capabilities } = await ctx.settings.catalogue("models");
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
     const current = ctx.settings.model(catalogue, id);
-    reply(req, {
-      type: "models.snapshot",
-      providers: catalogue.providers.map((p) => ({
-        slug: p.slug,
-        name: p.name,
-        is_current: p.slug === current.provider,
-        models: p.models,
-        total_models: p.models.length,
-      })),
-      current_model: current.model,
-      current_provider: current.provider,
-      scope: current.scope,
-      supported_reasoning_efforts: ctx.backend.capabilities.reasoning
-        ? ctx.settings.efforts(catalogue, current.model)
-        : [],
-      ts: iso(ctx.clock.now()),
-    });
+    return {
+      reply: {
+        type: "models.snapshot",
+        providers: catalogue.providers.map((p) => ({
+          slug: p.slug,
+          name: p.name,
+          is_current: p.slug === current.provider,
+          models: p.models,
+          total_models: p.models.length,
+        })),
+        current_model: current.model,
+        current_provider: current.provider,
+        scope: current.scope,
+        supported_reasoning_efforts: capabilities.reasoning
+          ? ctx.settings.efforts(catalogue, current.model)
+          : [],
+        ts: iso(ctx.clock.now()),
+      },
+    };
   },
 
   "models.current": async (ctx, req) => {
-    const catalogue = await ctx.settings.catalogue("models");
+    const { catalogue } = await ctx.settings.catalogue("models");
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
     const { model, provider, scope } = ctx.settings.model(catalogue, id);
-    reply(req, {
-      type: "model.current",
-      model,
-      provider,
-      scope,
-      ...scoped(scope, id),
-      ts: iso(ctx.clock.now()),
-    });
+    return {
+      reply: {
+        type: "model.current",
+        model,
+        provider,
+        scope,
+        ...scoped(scope, id),
+        ts: iso(ctx.clock.now()),
+      },
+    };
   },
 
   "model.set": async (ctx, req) => {
-    const catalogue = await ctx.settings.catalogue("models");
+    const { catalogue } = await ctx.settings.catalogue("models");
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
     const set = ctx.settings.setModel(catalogue, id, req.msg.model, req.msg.provider);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "model.changed", ...set, scope, ...scoped(scope, id) } as const;
-    reply(req, changed);
-    ctx.hub.broadcast(changed);
+    return { reply: changed, broadcast: eventOf(changed) };
   },
 
   "reasoning.current": async (ctx, req) => {
-    const catalogue = await ctx.settings.catalogue("reasoning");
+    const { catalogue } = await ctx.settings.catalogue("reasoning");
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
     const { effort, scope } = ctx.settings.effort(catalogue, id);
     // The efforts of the model this scope runs on (OpenCode's differ per model).
     const { model } = ctx.settings.model(catalogue, id);
-    reply(req, {
-      type: "reasoning.snapshot",
-      effort,
-      enabled: effort !== "none",
-      scope,
-      ...scoped(scope, id),
-      supported_efforts: ctx.settings.efforts(catalogue, model),
-      ts: iso(ctx.clock.now()),
-    });
+    return {
+      reply: {
+        type: "reasoning.snapshot",
+        effort,
+        enabled: effort !== "none",
+        scope,
+        ...scoped(scope, id),
+        supported_efforts: ctx.settings.efforts(catalogue, model),
+        ts: iso(ctx.clock.now()),
+      },
+    };
   },
 
   "reasoning.set": async (ctx, req) => {
-    const catalogue = await ctx.settings.catalogue("reasoning");
+    const { catalogue } = await ctx.settings.catalogue("reasoning");
     const { effort, conversation_id: id } = req.msg;
     checkConversation(ctx, id);
     ctx.settings.setEffort(catalogue, id, effort);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "reasoning.changed", effort, scope, ...scoped(scope, id) } as const;
-    reply(req, changed);
-    ctx.hub.broadcast(changed);
+    return { reply: changed, broadcast: eventOf(changed) };
   },
 };

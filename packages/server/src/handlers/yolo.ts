@@ -1,4 +1,5 @@
-import { type HandlerTable, reply, requireConversation } from "./context.js";
+import { eventOf } from "../outbox/outbox.js";
+import { type HandlerTable, requireConversation } from "./context.js";
 
 /** yolo.current / yolo.set: a persisted, conversation-scoped flag. */
 export const yoloHandlers: HandlerTable = {
@@ -6,7 +7,7 @@ export const yoloHandlers: HandlerTable = {
     const { conversation_id } = req.msg;
     requireConversation(ctx, conversation_id);
     const enabled = ctx.settings.yolo(conversation_id);
-    reply(req, { type: "yolo.snapshot", enabled, scope: "conversation", conversation_id });
+    return { reply: { type: "yolo.snapshot", enabled, scope: "conversation", conversation_id } };
   },
 
   "yolo.set": (ctx, req) => {
@@ -14,7 +15,6 @@ export const yoloHandlers: HandlerTable = {
     requireConversation(ctx, conversation_id);
     ctx.settings.setYolo(conversation_id, enabled);
     const changed = { type: "yolo.changed", enabled, scope: "conversation", conversation_id } as const;
-    reply(req, changed);
-    ctx.hub.broadcast(changed);
+    return { reply: changed, broadcast: eventOf(changed) };
   },
 };

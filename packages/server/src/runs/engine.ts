@@ -4,13 +4,13 @@ import type { Logger } from "pino";
 import type { AgentBackend, ProducedFile, TurnResult, TurnSink } from "../agent/port.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
+import { eventOf, type Origin, type Outbox } from "../outbox/outbox.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
+import { redactArgs, truncate } from "../util/redact.js";
 import { type Clock, iso } from "../util/time.js";
-import type { Connection, Hub } from "../ws/connection.js";
-import { redactArgs, truncate } from "./redact.js";
 
 /** Default of {@link RunEngineDeps.cancelGraceMs}. */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
@@ -63,7 +63,7 @@ class Run {
 export interface RunEngineDeps {
   store: Store;
   attachments: AttachmentStore;
-  hub: Hub;
+  outbox: Outbox;
   backend: AgentBackend;
   decisions: Decisions;
   settings: Settings;
@@ -115,14 +115,15 @@ export class RunEngine {
 
   /**
    * `chat.send`: start a run for a user message. Throws `run_active` when one
-   * is running. `claim` is called with the user message's wire ID inside the
-   * transaction that records it; if it throws, nothing is recorded.
+   * is running. `origin` is who asked: its peer's copy of `run.accepted` is the
+   * reply and carries its `requestId`; a run nobody asked for live (no peer)
+   * is accepted all the same. `claim` is called with the user message's wire ID
+   * inside the transaction that records it; if it throws, nothing is recorded.
    */
   send(
     conv: ConversationRow,
     text: string,
-    from: Connection,
-    requestId: string | undefined,
+    origin: Origin = {},
     claim: (messageId: string) => Claimed[] = () => [],
   ): string {
     if (this.#active.has(conv.id)) {
@@ -131,13 +132,9 @@ export class RunEngine {
     const { run, claimed } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
-    this.deps.hub.broadcastReply(
-      { type: "run.accepted", conversation_id: conv.id, run_id: run.runId },
-      from,
-      requestId,
-    );
+    this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
     for (const { descriptor } of claimed) {
-      this.deps.hub.broadcast({
+      this.#publish({
         type: "attachment.added",
         conversation_id: conv.id,
         attachment: descriptor,
@@ -170,7 +167,7 @@ export class RunEngine {
    */
   async unsolicited(conv: ConversationRow, text: string, kind?: "notice"): Promise<void> {
     if (kind === "notice") {
-      this.deps.hub.broadcast({
+      this.#publish({
         type: "message.complete",
         conversation_id: conv.id,
         message_id: `notice-${newId()}`,
@@ -185,7 +182,7 @@ export class RunEngine {
     }
     if (this.#closed || !this.deps.store.getConversation(conv.id)) return;
     const { run } = this.#begin(conv.id, null);
-    this.deps.hub.broadcast({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
+    this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
     this.#startMessage(run);
     await this.#drive(run, async (sink) => {
       sink.text(text);
@@ -223,6 +220,11 @@ export class RunEngine {
     return iso(this.deps.clock.now());
   }
 
+  /** Every run event names its conversation; a reply's origin marks the copy that carries its request_id. */
+  #publish(message: ServerMessage & { conversation_id: string }, replyTo?: Origin): void {
+    this.deps.outbox.publish(eventOf(message, replyTo));
+  }
+
   #begin(
     conversationId: string,
     userText: string | null,
@@ -247,7 +249,7 @@ export class RunEngine {
   }
 
   #startMessage(run: Run): void {
-    this.deps.hub.broadcast({
+    this.#publish({
       type: "message.start",
       conversation_id: run.conversationId,
       run_id: run.runId,
@@ -281,7 +283,6 @@ export class RunEngine {
   }
 
   #sink(run: Run): TurnSink {
-    const { hub } = this.deps;
     return {
       text: (chunk) => {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
@@ -318,7 +319,7 @@ export class RunEngine {
         this.#flushDelta(run);
         run.notices += 1;
         // A notice in a run gets its own message_id so it never replaces the draft answer.
-        hub.broadcast({
+        this.#publish({
           type: "message.complete",
           conversation_id: run.conversationId,
           message_id: `notice-${run.runId}-${run.notices}`,
@@ -358,7 +359,7 @@ export class RunEngine {
    */
   async #deliver(run: Run, file: ProducedFile): Promise<void> {
     if (run.finished) return;
-    const { attachments, hub, log } = this.deps;
+    const { attachments, log } = this.deps;
     try {
       const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
       if (!row) return;
@@ -368,7 +369,7 @@ export class RunEngine {
         attachments.assignMessage(run.messageId, run.finalMessageId);
         row.message_id = run.finalMessageId;
       }
-      hub.broadcast({
+      this.#publish({
         type: "attachment.added",
         conversation_id: run.conversationId,
         attachment: attachments.descriptor(row),
@@ -385,7 +386,7 @@ export class RunEngine {
     if (run.finished || run.text.length === run.sentLength) return;
     run.sentLength = run.text.length;
     run.lastDeltaAt = performance.now();
-    this.deps.hub.broadcastDelta({
+    this.#publish({
       type: "message.delta",
       conversation_id: run.conversationId,
       message_id: run.messageId,
@@ -418,7 +419,7 @@ export class RunEngine {
       ts: now,
     };
     this.deps.store.upsertTool(row);
-    this.deps.hub.broadcast({ type: "tool.event", ...toolState(row) });
+    this.#publish({ type: "tool.event", ...toolState(row) });
   }
 
   /** End a run exactly once: close open tools, message.complete, persist, run.finished. */
@@ -442,9 +443,9 @@ export class RunEngine {
       status === "failed"
         ? truncate(typeof reported === "string" && reported ? reported : BACKEND_FAILED)
         : undefined;
-    const { hub, store, log } = this.deps;
+    const { store, log } = this.deps;
     const now = this.deps.clock.now();
-    hub.broadcast({
+    this.#publish({
       type: "message.complete",
       conversation_id: run.conversationId,
       message_id: run.messageId,
@@ -472,7 +473,7 @@ export class RunEngine {
       log.error({ err, run: run.runId }, "could not record the end of a run");
     }
     this.#active.delete(run.conversationId);
-    hub.broadcast({
+    this.#publish({
       type: "run.finished",
       ...(status === "cancelled" && run.cancelRequestId !== undefined
         ? { request_id: run.cancelRequestId }

@@ -1,7 +1,8 @@
 import type { ReasoningEffort, SettingScope } from "@pheby/protocol";
 import type { Logger } from "pino";
+import { type Catalogued, catalogueFor, turnCatalogue } from "../agent/capabilities.js";
 import type { AgentBackend, AgentCatalogue, TurnSettings } from "../agent/port.js";
-import { ProtocolError } from "../handlers/errors.js";
+import { ProtocolError } from "../errors.js";
 import type { ScopeSettings, SettingsStore } from "../store/settings.js";
 
 /** An effective model and where it comes from. */
@@ -18,6 +19,12 @@ export interface CurrentEffort {
 }
 
 const UNSET: ScopeSettings = { model: null, provider: null, effort: null };
+const EMPTY_CATALOGUE: AgentCatalogue = {
+  providers: [],
+  defaultModel: null,
+  reasoningEfforts: [],
+  defaultEffort: null,
+};
 
 /**
  * The server-owned settings: YOLO per conversation, and model / reasoning
@@ -40,18 +47,14 @@ export class Settings {
     this.store.setYolo(conversationId, enabled);
   }
 
-  /** The backend's catalogue, or `not_implemented` when it lacks the capability. */
-  async catalogue(capability: "models" | "reasoning"): Promise<AgentCatalogue> {
-    const unsupported = () => {
+  /** The backend's catalogue (and capabilities), or `not_implemented` when it lacks the capability. */
+  async catalogue(capability: "models" | "reasoning"): Promise<Catalogued> {
+    const found = await catalogueFor(this.backend, capability);
+    if (!found) {
       const what = capability === "models" ? "Model selection" : "Reasoning effort";
-      return new ProtocolError("not_implemented", `${what} is not supported by this agent`);
-    };
-    await this.backend.ensureReady?.();
-    if (!this.backend.capabilities[capability] || !this.backend.catalogue) throw unsupported();
-    const catalogue = await this.backend.catalogue();
-    // A lazy backend may learn these capabilities only with its catalogue (ACP: models are per session).
-    if (!this.backend.capabilities[capability]) throw unsupported();
-    return catalogue;
+      throw new ProtocolError("not_implemented", `${what} is not supported by this agent`);
+    }
+    return found;
   }
 
   /** The effective model of a conversation (or the global one when `conversationId` is undefined). */
@@ -119,24 +122,14 @@ export class Settings {
    */
   async forTurn(conversationId: string): Promise<TurnSettings> {
     const yolo = this.store.yolo(conversationId);
-    const { catalogue } = this.backend;
-    if (!(this.backend.capabilities.models || this.backend.capabilities.reasoning) || !catalogue) {
-      return { model: null, effort: null, yolo };
+    const found = await turnCatalogue(this.backend);
+    if (!found) return { model: null, effort: null, yolo };
+    if (found.error !== undefined) {
+      this.log.warn({ err: found.error }, "agent catalogue unavailable; the turn uses stored settings only");
     }
-    let cat: AgentCatalogue = {
-      providers: [],
-      defaultModel: null,
-      reasoningEfforts: [],
-      defaultEffort: null,
-    };
-    try {
-      cat = await catalogue.call(this.backend);
-    } catch (err) {
-      this.log.warn({ err }, "agent catalogue unavailable; the turn uses stored settings only");
-    }
+    const cat = found.catalogue ?? EMPTY_CATALOGUE;
     const current = this.model(cat, conversationId);
-    // Read after the catalogue: a lazy backend may only know its capabilities from it.
-    const { capabilities } = this.backend;
+    const { capabilities } = found;
     return {
       model:
         capabilities.models && current.model !== null

@@ -2,7 +2,9 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
+import { AttachmentRows } from "./attachments.js";
 import { migrate } from "./migrations.js";
+import { SettingsStore } from "./settings.js";
 
 /** A conversation row (timestamps in ms). */
 export interface ConversationRow {
@@ -46,7 +48,12 @@ export const DB_FILE = "pheby.sqlite";
  * indexed statement, and a single-user server has no write contention.
  */
 export class Store {
+  /** The connection; only `store/` runs SQL on it (tests may inspect it). */
   readonly db: Database.Database;
+  /** Global and per-conversation settings (migration v2). */
+  readonly settings: SettingsStore;
+  /** The attachment index (migration v3). */
+  readonly attachments: AttachmentRows;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -59,6 +66,8 @@ export class Store {
     this.db.pragma("foreign_keys = ON");
     this.db.pragma("busy_timeout = 5000");
     migrate(this.db);
+    this.settings = new SettingsStore(this.db);
+    this.attachments = new AttachmentRows(this.db);
   }
 
   // ---- conversations ----

@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { inject } from "vitest";
 import type {
   AgentHost,
   ClarifyAnswer,
@@ -21,8 +22,16 @@ import type {
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
 const fakeAgent = fileURLToPath(new URL("./fake-agent.ts", import.meta.url));
 
-/** argv of the fake agent, runnable from any cwd. */
-export const FAKE_AGENT_COMMAND = [process.execPath, "--import", tsxLoader, fakeAgent];
+/**
+ * argv of the fake agent, runnable from any cwd: the bundle test/global-setup.ts built for this run,
+ * else (a run without that setup) the TypeScript source through tsx.
+ */
+export const FAKE_AGENT_COMMAND = [process.execPath, ...fakeAgentArgs()];
+
+function fakeAgentArgs(): string[] {
+  const bundle = inject("fakeAgentBundle");
+  return bundle ? [bundle] : ["--import", tsxLoader, fakeAgent];
+}
 
 /** A temp dir with the fake agent's state and call log. */
 export function fakeAgentDir(): {

@@ -7,7 +7,7 @@ import type { PhebyClient } from "@pheby/client";
 import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
-import { phebyClient, runFrames, startServer, type TestServer } from "../helpers.js";
+import { phebyClient, runFrames, startServer, type TestServer, type TestTransport } from "../helpers.js";
 
 /** A Pheby server with the ACP backend and one connected client that records every frame. */
 export interface PhebyAcp {
@@ -47,10 +47,19 @@ export interface RunOutcome {
   complete: ServerMessageOf<"message.complete">;
 }
 
-/** Start a server whose agent is `createAcpBackend(agent)`, and connect a client. */
+/**
+ * Start a server whose agent is `createAcpBackend(agent)`, and connect a client: over ws on a real
+ * port unless `transport: "memory"` (then no port, and no HTTP for attachments).
+ */
 export async function startPhebyAcp(
   agent: AcpBackendOptions,
-  server: { dataDir?: string; logger?: Logger; allowedFileRoots?: string[]; cancelGraceMs?: number } = {},
+  server: {
+    dataDir?: string;
+    logger?: Logger;
+    allowedFileRoots?: string[];
+    cancelGraceMs?: number;
+    transport?: TestTransport;
+  } = {},
 ): Promise<PhebyAcp> {
   const backend = createAcpBackend(agent);
   const ts = await startServer({ agent: backend, ...server });

@@ -1,7 +1,8 @@
 /**
- * The ACP backend end to end: a real Pheby server (127.0.0.1, port 0) with `createAcpBackend`
- * spawning the scripted fake agent as a real child process, driven through `@pheby/client`.
- * Every frame is validated against `@pheby/protocol` (test/setup.ts).
+ * The ACP backend end to end: a real Pheby server with `createAcpBackend` spawning the scripted
+ * fake agent as a real child process, driven through `@pheby/client`. The server runs over the
+ * in-memory transport (no port), except "files both ways", which needs the HTTP attachment
+ * routes on 127.0.0.1:0. Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -10,7 +11,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { captureLogs, tempDir } from "../helpers.js";
 import { FAKE_AGENT_COMMAND, fakeAgentDir } from "./harness.js";
-import { framesOf, type PhebyAcp, startPhebyAcp } from "./pheby.js";
+import { framesOf, type PhebyAcp, startPhebyAcp as startPheby } from "./pheby.js";
+
+/** A Pheby server with the ACP backend over the in-memory transport (unless `transport` says ws). */
+const startPhebyAcp = (agent: AcpBackendOptions, server: Parameters<typeof startPheby>[1] = {}) =>
+  startPheby(agent, { transport: "memory", ...server });
 
 type FakeAgent = ReturnType<typeof fakeAgentDir>;
 
@@ -539,7 +544,7 @@ describe("ACP through Pheby: files both ways", () => {
 
   it("image and resource blocks become outbound attachments of the run's draft, downloadable byte for byte", async () => {
     const fake = fakeAgentDir();
-    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir] });
+    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir], transport: "ws" });
     servers.push(p);
     const id = await p.create();
     const run = await p.chat(id, "files");
@@ -561,7 +566,7 @@ describe("ACP through Pheby: files both ways", () => {
 
   it("MEDIA: lines inside the allowed roots are copied into the store, the tags stripped; others never served", async () => {
     const fake = fakeAgentDir();
-    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir] });
+    const p = await startPhebyAcp(agentOptions(fake), { allowedFileRoots: [fake.dir], transport: "ws" });
     servers.push(p);
     mkdirSync(join(fake.dir, "out"));
     const inside = join(fake.dir, "out", "summary.txt");
@@ -581,7 +586,7 @@ describe("ACP through Pheby: files both ways", () => {
 
   it("client uploads reach the agent as image, resource_link and embedded resource blocks", async () => {
     const fake = fakeAgentDir();
-    const p = await startPhebyAcp(agentOptions(fake));
+    const p = await startPhebyAcp(agentOptions(fake), { transport: "ws" });
     servers.push(p);
     const id = await p.create();
     // A real PNG header (sniffed as an image), a PDF (linked by path) and a small text (inlined).

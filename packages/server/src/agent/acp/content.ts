@@ -3,8 +3,8 @@
  * and agent output (image/resource blocks, Hermes `MEDIA:<path>` lines) becomes
  * produced files.
  */
-import { readFile, realpath } from "node:fs/promises";
-import { basename, isAbsolute, sep } from "node:path";
+import { readFile } from "node:fs/promises";
+import { basename } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { ContentBlock, PromptCapabilities } from "@agentclientprotocol/sdk";
 import type { AttachmentRef, ProducedFile } from "../port.js";
@@ -32,27 +32,6 @@ export async function promptBlocks(
     }
   }
   return blocks;
-}
-
-/** Resolve `path` and return its real path when it lies inside one of `roots`, else null. */
-export async function insideRoots(path: string, roots: readonly string[]): Promise<string | null> {
-  if (!isAbsolute(path)) return null;
-  let real: string;
-  try {
-    real = await realpath(path);
-  } catch {
-    return null;
-  }
-  for (const root of roots) {
-    const realRoot = await realpath(root).catch(() => null);
-    if (
-      realRoot &&
-      (real === realRoot || real.startsWith(realRoot.endsWith(sep) ? realRoot : realRoot + sep))
-    ) {
-      return real;
-    }
-  }
-  return null;
 }
 
 /** A file reference found in agent output: bytes to store, or a host path still to be root-checked. */

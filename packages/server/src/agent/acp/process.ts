@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import * as acp from "@agentclientprotocol/sdk";
-import { redactText } from "../../runs/redact.js";
+import { redactText } from "../../util/redact.js";
 import type { AgentHost } from "../port.js";
 
 /** Handlers for what the agent calls on us. */

@@ -3,7 +3,7 @@
  * questions and the MEDIA-line filter. Updates reach it already serialized.
  */
 import type { ContentBlock, ToolCall, ToolCallUpdate } from "@agentclientprotocol/sdk";
-import { truncate } from "../../runs/redact.js";
+import { truncate } from "../../util/redact.js";
 import type { TurnResult, TurnSink } from "../port.js";
 import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
 

@@ -1,7 +1,7 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
-import { nearestChoice } from "../../decisions/nearest.js";
+import { nearestChoice } from "../nearest.js";
 import type { AgentBackend, AgentHost, ProducedFile, TurnInput, TurnResult, TurnSink } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 import { pdfDocument, pngImage } from "./files.js";

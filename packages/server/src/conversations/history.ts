@@ -1,5 +1,16 @@
-import type { ConversationRow } from "../store/store.js";
-import { agentCapabilities, type ServerContext } from "./context.js";
+import type { Logger } from "pino";
+import { readyCapabilities } from "../agent/capabilities.js";
+import type { AgentBackend } from "../agent/port.js";
+import type { ConversationRow, Store } from "../store/store.js";
+
+/** What {@link HistoryRefresh} needs. */
+export interface HistoryRefreshDeps {
+  store: Store;
+  backend: AgentBackend;
+  log: Logger;
+  /** Whether the conversation has an active run (its mirror is being written live). */
+  running(conversationId: string): boolean;
+}
 
 /**
  * History for `conversation.open` comes from the server's transcript mirror. A mirror can be
@@ -22,40 +33,40 @@ export class HistoryRefresh {
   readonly #settled = new Set<string>();
   readonly #running = new Map<string, Promise<void>>();
 
+  constructor(private readonly deps: HistoryRefreshDeps) {}
+
   /** The conversation's mirror is authoritative (it was created here); never replay it. */
   authoritative(conversationId: string): void {
     this.#settled.add(conversationId);
   }
 
   /** Refresh an empty mirror from the agent's replay if the rule allows; never throws. */
-  refresh(ctx: ServerContext, conv: ConversationRow): Promise<void> {
+  refresh(conv: ConversationRow): Promise<void> {
+    const { store, backend, log } = this.deps;
     const running = this.#running.get(conv.id);
     if (running) return running;
     if (this.#settled.has(conv.id) || !conv.session_id) return Promise.resolve();
-    if (ctx.store.messagePage(conv.id, 1).rows.length > 0) {
+    if (store.messagePage(conv.id, 1).rows.length > 0) {
       this.#settled.add(conv.id);
       return Promise.resolve();
     }
-    if (ctx.runs.state(conv.id)) return Promise.resolve();
+    if (this.deps.running(conv.id)) return Promise.resolve();
     const sessionId = conv.session_id;
     const job = (async () => {
       try {
-        const caps = await agentCapabilities(ctx);
-        if (!caps.loadHistory || !ctx.backend.loadHistory) return;
-        const entries = await ctx.backend.loadHistory(sessionId);
-        const added = ctx.store.importHistory(
+        const caps = await readyCapabilities(backend);
+        if (!caps.loadHistory || !backend.loadHistory) return;
+        const entries = await backend.loadHistory(sessionId);
+        const added = store.importHistory(
           conv.id,
           entries.map((e) => {
             const ts = e.ts ? Date.parse(e.ts) : Number.NaN;
             return { role: e.role, text: e.text, ts: Number.isNaN(ts) ? null : ts };
           }),
         );
-        ctx.log.debug(
-          { conversation: conv.id, messages: added },
-          "transcript mirror refreshed from the agent",
-        );
+        log.debug({ conversation: conv.id, messages: added }, "transcript mirror refreshed from the agent");
       } catch (err) {
-        ctx.log.debug({ err, conversation: conv.id }, "agent history replay failed; serving the mirror");
+        log.debug({ err, conversation: conv.id }, "agent history replay failed; serving the mirror");
       } finally {
         this.#settled.add(conv.id);
         this.#running.delete(conv.id);

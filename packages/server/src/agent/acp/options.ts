@@ -1,0 +1,25 @@
+/** Options of {@link createAcpBackend}. */
+export interface AcpBackendOptions {
+  /** The agent's argv, e.g. `["hermes", "acp"]` or `["qwen", "--acp"]`. */
+  command: string[];
+  /** Working directory of the agent process and of every session. Must be absolute. */
+  cwd: string;
+  /** Extra environment for the agent. `PHEBY_*` variables of this process are never inherited. */
+  env?: Record<string, string>;
+  /** Host directories the agent may deliver files from (`MEDIA:` lines, `file://` links). */
+  allowedFileRoots: string[];
+  /** Session mode to put new and resumed sessions in (e.g. `"default"` so Qwen Code asks permission). */
+  mode?: string;
+  /** A control request (session/new, set_config_option, …) unanswered this long means the agent hung. Default 30 s. */
+  requestTimeoutMs?: number;
+  /** How long the agent may take to answer `initialize` after spawning. Default 60 s (Python agents boot slowly). */
+  startTimeoutMs?: number;
+  /** After `session/cancel`, how long the turn may take to stop before the agent is killed. Default: `requestTimeoutMs`. */
+  cancelTimeoutMs?: number;
+  /** On close, how long the agent gets to exit before SIGKILL. Default 5 s. */
+  shutdownTimeoutMs?: number;
+  /** First respawn delay after a crash; doubles per consecutive crash, up to 30 s. Default 1 s. */
+  respawnBackoffMs?: number;
+  /** Output outside any turn is gathered this long before it is pushed as one message. Default 300 ms. */
+  unsolicitedFlushMs?: number;
+}

@@ -1,0 +1,61 @@
+/**
+ * Questions from the agent, agent → client requests: `session/request_permission`
+ * becomes an approval and `elicitation/create` (form mode) a clarification,
+ * asked through the running turn's sink and withdrawn with it.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import { nearestChoice } from "../nearest.js";
+import { mapElicitationForm } from "./elicitation.js";
+import { mapPermissionOptions } from "./permissions.js";
+import { type AcpState, drain } from "./state.js";
+
+const CANCELLED: acp.RequestPermissionResponse = { outcome: { outcome: "cancelled" } };
+
+export async function permission(
+  state: AcpState,
+  params: acp.RequestPermissionRequest,
+  signal: AbortSignal,
+): Promise<acp.RequestPermissionResponse> {
+  const session = state.sessions.get(params.sessionId);
+  if (!session?.turn) return CANCELLED;
+  await drain(session); // the tool call it is about is shown first
+  const turn = session.turn;
+  const { choices, optionFor } = mapPermissionOptions(params.options);
+  if (!turn || choices.length === 0) return CANCELLED;
+  const call = params.toolCall;
+  const input = (call.rawInput ?? {}) as { command?: unknown; description?: unknown };
+  const answer = await turn.ask(signal, (withdraw) =>
+    turn.sink.askPermission(
+      {
+        toolCallId: call.toolCallId,
+        command: typeof input.command === "string" ? input.command : (call.title ?? call.toolCallId),
+        description:
+          typeof input.description === "string" ? input.description : (call.title ?? call.kind ?? ""),
+        choices,
+      },
+      withdraw,
+    ),
+  );
+  // The user may pick a choice the agent does not offer: apply the nearest one it does.
+  const applied = answer.outcome === "selected" ? nearestChoice(answer.choice, choices) : undefined;
+  const optionId = applied && optionFor.get(applied);
+  return optionId ? { outcome: { outcome: "selected", optionId } } : CANCELLED;
+}
+
+export async function elicitation(
+  state: AcpState,
+  params: acp.CreateElicitationRequest,
+  signal: AbortSignal,
+): Promise<acp.CreateElicitationResponse> {
+  const sessionId =
+    "sessionId" in params && typeof params.sessionId === "string" ? params.sessionId : undefined;
+  const session = sessionId ? state.sessions.get(sessionId) : undefined;
+  const schema = "requestedSchema" in params ? (params.requestedSchema as acp.ElicitationSchema) : null;
+  const form = params.mode === "form" && schema ? mapElicitationForm(params.message, schema) : null;
+  if (!session?.turn || !form) return { action: "decline" };
+  await drain(session);
+  const turn = session.turn;
+  if (!turn) return { action: "cancel" };
+  const answer = await turn.ask(signal, (withdraw) => turn.sink.askClarification(form.question, withdraw));
+  return form.toResponse(answer);
+}

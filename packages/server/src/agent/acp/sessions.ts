@@ -1,0 +1,88 @@
+/**
+ * Opening ACP sessions in an agent process: new ones, and reopening known
+ * ones in a process that has not seen them (resume, else load) after a
+ * restart. `session/load` replays history, collected here instead of being
+ * treated as live output.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import type { AgentHistoryEntry } from "../port.js";
+import { stripMediaLines } from "./content.js";
+import type { AgentProcess } from "./process.js";
+import { setMode, setSettings } from "./session-settings.js";
+import { legacyModelsOf } from "./settings.js";
+import { type AcpState, drain, type SessionResponse, type SessionState } from "./state.js";
+
+/** `session/new`: a fresh session, whose settings are the agent's defaults (for the catalogue). */
+export async function newSession(state: AcpState, proc: AgentProcess): Promise<SessionState> {
+  const response = await proc.request<acp.NewSessionResponse>(
+    "session/new",
+    { cwd: state.options.cwd, mcpServers: [] },
+    state.requestTimeoutMs,
+  );
+  const session = state.session(response.sessionId);
+  await opened(state, proc, session, response);
+  state.fresh = { ...session.settings };
+  return session;
+}
+
+/** Make sure `proc` has the session open: resume it (or load it) when this process has not seen it. */
+export async function open(state: AcpState, proc: AgentProcess, session: SessionState): Promise<void> {
+  if (session.openIn === proc) return;
+  const caps = proc.init.agentCapabilities;
+  if (caps?.sessionCapabilities?.resume) {
+    const response = await proc.request<acp.ResumeSessionResponse>(
+      "session/resume",
+      { sessionId: session.id, cwd: state.options.cwd, mcpServers: [] },
+      state.requestTimeoutMs,
+    );
+    await opened(state, proc, session, response);
+  } else if (caps?.loadSession) {
+    await load(state, proc, session);
+  } else {
+    throw new Error(
+      "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
+    );
+  }
+}
+
+/** `session/load`: collect the replayed messages instead of treating them as live output. */
+export async function load(
+  state: AcpState,
+  proc: AgentProcess,
+  session: SessionState,
+): Promise<AgentHistoryEntry[]> {
+  await drain(session);
+  session.replay = [];
+  session.replayMessageId = null;
+  try {
+    const response = await proc.request<acp.LoadSessionResponse | null>(
+      "session/load",
+      { sessionId: session.id, cwd: state.options.cwd, mcpServers: [] },
+      state.requestTimeoutMs,
+    );
+    await drain(session);
+    await opened(state, proc, session, response ?? {});
+    return session.replay
+      .map((e) => (e.role === "assistant" ? { ...e, text: stripMediaLines(e.text) } : e))
+      .filter((e) => e.text.trim().length > 0);
+  } finally {
+    session.replay = null;
+  }
+}
+
+/** Record what a session/new|load|resume response said, and put the session in the configured mode. */
+async function opened(
+  state: AcpState,
+  proc: AgentProcess,
+  session: SessionState,
+  response: SessionResponse,
+): Promise<void> {
+  session.openIn = proc;
+  setSettings(state, session, {
+    configOptions: response.configOptions ?? [],
+    legacyModels: legacyModelsOf(response),
+  });
+  session.modes = response.modes ?? null;
+  const mode = state.options.mode;
+  if (mode) await setMode(state, proc, session, mode);
+}

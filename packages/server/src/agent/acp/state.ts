@@ -1,0 +1,87 @@
+/**
+ * The state the ACP backend's parts share, below all of them: each session's
+ * state and the backend-wide settings knowledge. Nothing here talks to the
+ * agent.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import type { ReasoningEffort } from "@pheby/protocol";
+import type { FileRoots } from "../../files/roots.js";
+import type { AgentHistoryEntry, AgentHost } from "../port.js";
+import type { AcpBackendOptions } from "./options.js";
+import type { AgentProcess } from "./process.js";
+import type { SessionSettingsState } from "./settings.js";
+import type { Turn } from "./turn.js";
+
+/** One agent session as the backend tracks it. */
+export interface SessionState {
+  id: string;
+  settings: SessionSettingsState;
+  modes: acp.SessionModeState | null;
+  /** Serializes this session's updates in arrival order. */
+  queue: Promise<void>;
+  turn: Turn | null;
+  /** Settles when {@link turn} has ended. */
+  turnEnded: Promise<void>;
+  /** Collects replayed messages while `session/load` runs. */
+  replay: AgentHistoryEntry[] | null;
+  replayMessageId: string | null;
+  /** The process that has this session open (a new process must resume or load it first). */
+  openIn: AgentProcess | null;
+  unsolicited: { text: string; timer: NodeJS.Timeout } | null;
+}
+
+/** What session/new, session/load and session/resume answer. */
+export type SessionResponse = acp.NewSessionResponse | acp.LoadSessionResponse | acp.ResumeSessionResponse;
+
+/** The backend's shared state: options, host, sessions, and what the agent said about settings. */
+export class AcpState {
+  /** Set by `start()`, before any other call. */
+  host!: AgentHost;
+  /** The allowed file roots, resolved by `start()`. */
+  roots!: FileRoots;
+  readonly requestTimeoutMs: number;
+  readonly sessions = new Map<string, SessionState>();
+  /** Settings of the latest fresh session: the agent's defaults, for the catalogue. */
+  fresh: SessionSettingsState | null = null;
+  /**
+   * The session opened to read the catalogue, until a conversation takes it. Hidden through the
+   * host (persisted), so an agent that keeps sessions never shows it as an empty conversation.
+   */
+  spare: SessionState | null = null;
+  /** The efforts each model offered when a session used it (OpenCode's change with the model). */
+  readonly modelEfforts = new Map<string, ReasoningEffort[]>();
+
+  constructor(readonly options: AcpBackendOptions) {
+    this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  }
+
+  /** The session's state, created on first sight. */
+  session(id: string): SessionState {
+    let s = this.sessions.get(id);
+    if (!s) {
+      s = {
+        id,
+        settings: { configOptions: [], legacyModels: null },
+        modes: null,
+        queue: Promise.resolve(),
+        turn: null,
+        turnEnded: Promise.resolve(),
+        replay: null,
+        replayMessageId: null,
+        openIn: null,
+        unsolicited: null,
+      };
+      this.sessions.set(id, s);
+    }
+    return s;
+  }
+}
+
+/** Wait until every queued update of the session has been applied. */
+export async function drain(session: SessionState): Promise<void> {
+  let last: Promise<void> | undefined;
+  while (last !== session.queue) {
+    last = session.queue;
+    await last;
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Supervises the agent process: spawned on first need, respawned with
+ * exponential backoff after a crash, shut down on close. A process's death
+ * withdraws the questions of the turns it was running.
+ */
+import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import type { AcpBackendOptions } from "./options.js";
+import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
+import type { AcpState } from "./state.js";
+
+const MAX_BACKOFF_MS = 30_000;
+
+export class Supervisor {
+  #proc: AgentProcess | null = null;
+  #starting: Promise<AgentProcess> | null = null;
+  #closed = false;
+  #crashes = 0;
+  #lastExitAt = 0;
+  /** What the latest process said at `initialize` (kept after it exits). */
+  lastInit: InitializeResponse | null = null;
+
+  constructor(
+    private readonly state: AcpState,
+    private readonly handlers: ClientHandlers,
+  ) {}
+
+  /** The live process, if any (capabilities read it without starting one). */
+  get current(): AgentProcess | null {
+    return this.#proc;
+  }
+
+  /** The live agent process, spawned on first need and respawned (with backoff) after a crash. */
+  process(): Promise<AgentProcess> {
+    if (this.#closed) return Promise.reject(new AgentGoneError("the agent backend is closed"));
+    if (this.#proc?.alive) return Promise.resolve(this.#proc);
+    this.#starting ??= this.#spawn().finally(() => {
+      this.#starting = null;
+    });
+    return this.#starting;
+  }
+
+  /** A turn completed: the agent works, so the next crash starts the backoff over. */
+  healthy(): void {
+    this.#crashes = 0;
+  }
+
+  /** Stop the agent: EOF and SIGTERM, then SIGKILL after the shutdown timeout. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    const proc = this.#proc ?? (await this.#starting?.catch(() => null));
+    await proc?.shutdown(this.state.options.shutdownTimeoutMs ?? 5_000);
+  }
+
+  async #spawn(): Promise<AgentProcess> {
+    const { options, host } = this.state;
+    if (this.#crashes > 0) {
+      const backoff = Math.min(
+        (options.respawnBackoffMs ?? 1_000) * 2 ** (this.#crashes - 1),
+        MAX_BACKOFF_MS,
+      );
+      const wait = this.#lastExitAt + backoff - Date.now();
+      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    }
+    let proc: AgentProcess;
+    try {
+      proc = await AgentProcess.start(
+        {
+          command: options.command,
+          cwd: options.cwd,
+          env: agentEnv(options),
+          startTimeoutMs: options.startTimeoutMs ?? 60_000,
+        },
+        this.handlers,
+        host.log,
+      );
+    } catch (err) {
+      this.#crashes++;
+      this.#lastExitAt = Date.now();
+      host.log.warn({ err: errorMessage(err) }, "agent failed to start");
+      throw err;
+    }
+    this.#proc = proc;
+    this.lastInit = proc.init;
+    void proc.exited.then((reason) => this.#exited(proc, reason));
+    return proc;
+  }
+
+  #exited(proc: AgentProcess, reason: string): void {
+    if (this.#proc === proc) this.#proc = null;
+    if (this.#closed) return;
+    this.#crashes++;
+    this.#lastExitAt = Date.now();
+    this.state.host.log.warn({ reason }, "agent process exited");
+    for (const s of this.state.sessions.values()) if (s.openIn === proc) s.turn?.withdrawAll();
+  }
+}
+
+/** The agent's environment: ours without Pheby's own settings (the shared secret among them), plus its own. */
+function agentEnv(options: AcpBackendOptions): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PHEBY_")) env[k] = v;
+  return Object.assign(env, options.env);
+}

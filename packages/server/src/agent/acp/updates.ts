@@ -1,0 +1,84 @@
+/**
+ * `session/update` notifications, agent → client: applied to the session's
+ * running turn, to its replay while `session/load` runs, or, outside any
+ * turn, pushed to the host as unsolicited output.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import { stripMediaLines } from "./content.js";
+import { errorMessage } from "./process.js";
+import { setSettings } from "./session-settings.js";
+import type { AcpState, SessionState } from "./state.js";
+
+/** Queue an update behind the session's earlier ones (the SDK dispatches handlers concurrently). */
+export function enqueue(state: AcpState, n: acp.SessionNotification): void {
+  const session = state.session(n.sessionId);
+  session.queue = session.queue
+    .then(() => apply(state, session, n.update))
+    .catch((err) => state.host.log.error({ err: errorMessage(err) }, "failed to apply an agent update"));
+}
+
+async function apply(state: AcpState, session: SessionState, update: acp.SessionUpdate): Promise<void> {
+  if (session.replay) return replayed(session, update);
+  const turn = session.turn;
+  switch (update.sessionUpdate) {
+    case "agent_message_chunk":
+      if (turn) await turn.message(update.content);
+      else if (update.content.type === "text") unsolicited(state, session, update.content.text);
+      return;
+    case "tool_call":
+    case "tool_call_update":
+      turn?.tool(update);
+      return;
+    case "session_info_update":
+      if (typeof update.title === "string" && update.title.trim())
+        state.host.sessionTitle(session.id, update.title.trim());
+      return;
+    case "config_option_update":
+      setSettings(state, session, { ...session.settings, configOptions: update.configOptions });
+      return;
+    case "current_mode_update":
+      if (session.modes) session.modes.currentModeId = update.currentModeId;
+      return;
+    case "notice": {
+      const text = [update.title, update.description].filter(Boolean).join(": ");
+      if (turn) turn.sink.notice(text);
+      else state.host.unsolicited({ sessionId: session.id, text, kind: "notice" });
+      return;
+    }
+    default:
+      // Thoughts, plans, usage, commands: not part of Pheby's answer text.
+      return;
+  }
+}
+
+function replayed(session: SessionState, update: acp.SessionUpdate): void {
+  if (update.sessionUpdate !== "user_message_chunk" && update.sessionUpdate !== "agent_message_chunk") return;
+  if (update.content.type !== "text") return;
+  const role = update.sessionUpdate === "user_message_chunk" ? "user" : "assistant";
+  const entries = session.replay!;
+  const last = entries[entries.length - 1];
+  const messageId = update.messageId ?? null;
+  if (last && last.role === role && messageId === session.replayMessageId) last.text += update.content.text;
+  else entries.push({ role, text: update.content.text });
+  session.replayMessageId = messageId;
+}
+
+/** Output outside any turn: gather briefly, then push as one message. */
+function unsolicited(state: AcpState, session: SessionState, text: string): void {
+  if (session.unsolicited) {
+    session.unsolicited.text += text;
+    return;
+  }
+  const timer = setTimeout(() => flushUnsolicited(state, session), state.options.unsolicitedFlushMs ?? 300);
+  session.unsolicited = { text, timer };
+}
+
+/** Push gathered unsolicited output now (a turn is starting, or the gathering window ended). */
+export function flushUnsolicited(state: AcpState, session: SessionState): void {
+  const pending = session.unsolicited;
+  if (!pending) return;
+  clearTimeout(pending.timer);
+  session.unsolicited = null;
+  const text = stripMediaLines(pending.text);
+  if (text.trim()) state.host.unsolicited({ sessionId: session.id, text });
+}

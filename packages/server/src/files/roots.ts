@@ -1,0 +1,59 @@
+/**
+ * The allowed file roots: the directories an agent may deliver files from.
+ * This is the one place they are resolved (real paths, once) and checked, for
+ * the ACP backend (which refuses a `MEDIA:` line or a link outside them) and
+ * for the attachment store (which copies only from inside them).
+ */
+import { constants, realpathSync } from "node:fs";
+import { type FileHandle, open, realpath } from "node:fs/promises";
+import { isAbsolute, sep } from "node:path";
+
+export class FileRoots {
+  readonly #roots: string[] = [];
+
+  /**
+   * Resolve each root's real path now (symlinks followed), so a root that is
+   * itself a link is compared by its target. A root that does not exist is
+   * reported through `onMissing` and ignored.
+   */
+  constructor(roots: readonly string[], onMissing: (root: string) => void = () => {}) {
+    for (const root of roots) {
+      try {
+        this.#roots.push(realpathSync(root));
+      } catch {
+        onMissing(root);
+      }
+    }
+  }
+
+  /**
+   * The real path of `path` when it lies strictly inside one of the roots
+   * (`root + "/"` prefix, after resolving every symlink), else null. Only
+   * absolute paths qualify: a relative one would depend on the process's cwd.
+   */
+  async resolve(path: string): Promise<string | null> {
+    if (typeof path !== "string" || !isAbsolute(path)) return null;
+    let real: string;
+    try {
+      real = await realpath(path);
+    } catch {
+      return null;
+    }
+    const inside = this.#roots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep));
+    return inside ? real : null;
+  }
+
+  /**
+   * Open `path` for reading when it lies inside a root. `O_NOFOLLOW`: the
+   * resolved path must not have become a symlink since it was checked.
+   */
+  async open(path: string): Promise<FileHandle | undefined> {
+    const real = await this.resolve(path);
+    if (real === null) return undefined;
+    try {
+      return await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch {
+      return undefined;
+    }
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The one seam between the core and whoever listens: the core (runs,
+ * decisions, handlers) publishes typed events with their conversation to an
+ * {@link Outbox} and never learns how, or to whom, bytes travel. The
+ * {@link Fanout} is the Outbox that serialises and sends; a wrapper that
+ * implements Outbox and forwards to it (a replay log stamping `seq`, a push
+ * notifier) plugs in between without touching the core (docs/architecture.md).
+ */
+import type { ServerMessage, ServerMessageType } from "@pheby/protocol";
+import type { Principal } from "../auth/principal.js";
+
+/** How a frame should travel; the transport applies what it can. */
+export interface SendHint {
+  /** The message type, for logs. */
+  type: ServerMessageType;
+  /** Compress even a short frame (append deltas); undefined: the transport's own threshold. */
+  compress?: boolean;
+}
+
+/** An authenticated connection as the outbox sees it: what it enabled, who it is, how to reach it. */
+export interface Peer {
+  /** Connection ID, for logs. */
+  readonly id: number;
+  /** The extensions this connection enabled in its hello (`ready.features`). */
+  readonly features: ReadonlySet<string>;
+  /** What it authenticated as; null only before its hello succeeded (such a peer never receives events). */
+  readonly principal: Principal | null;
+  /** Send one serialised frame. */
+  send(frame: string, hint: SendHint): void;
+  /** Close the connection (e.g. a revoked credential). */
+  close(code: number, reason: string): void;
+}
+
+/**
+ * Who caused an event: the peer whose request it answers and that request's
+ * ID. Both optional: a run started by the server (unsolicited output, later a
+ * queue or a schedule) has no peer, and a request may carry no `request_id`.
+ */
+export interface Origin {
+  peer?: Peer;
+  requestId?: string;
+}
+
+/** One event as the core publishes it. */
+export interface OutboxEvent {
+  /** The v1 message every peer gets (unless {@link feature} narrows who). */
+  message: ServerMessage;
+  /**
+   * The conversation it belongs to, also for messages whose v1 form does not
+   * name it (`approval.resolved`, `clarify.resolved`); null for events of no
+   * conversation (a global model or reasoning change).
+   */
+  conversationId: string | null;
+  /** The event is also the reply to this request: only `replyTo.peer`'s copy carries `replyTo.requestId`. */
+  replyTo?: Origin;
+  /** Deliver only to peers that enabled this extension (an extension's own event). */
+  feature?: string;
+  /**
+   * Fields only peers that enabled an extension get, by extension name (e.g.
+   * resume's `seq`), appended after the v1 fields (and after a reply's
+   * `request_id`). Peers without any of them get the v1 frame byte for byte.
+   */
+  fields?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+/** Where the core writes its events. */
+export interface Outbox {
+  publish(event: OutboxEvent): void;
+}
+
+/** The event of a message that names its conversation in `conversation_id` (or of none when it has no such field). */
+export function eventOf(message: ServerMessage, replyTo?: Origin): OutboxEvent {
+  const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : null;
+  return replyTo === undefined ? { message, conversationId } : { message, conversationId, replyTo };
+}

@@ -1,0 +1,13 @@
+import { FEATURE_DELTA_APPEND } from "@pheby/protocol";
+
+/** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
+export const SERVER_FEATURES: readonly string[] = [FEATURE_DELTA_APPEND];
+
+/**
+ * The features enabled for a hello that asked for `asked`: those this server
+ * supports, each once, in the order asked. Unknown names are ignored, never an
+ * error: a client may ask a newer server's features of an older one.
+ */
+export function negotiate(asked: readonly string[]): string[] {
+  return asked.filter((f, i) => SERVER_FEATURES.includes(f) && asked.indexOf(f) === i);
+}

@@ -1,0 +1,229 @@
+import {
+  CLOSE_CODES,
+  type DecodeError,
+  decodeClientFrame,
+  type ErrorCode,
+  LIMITS,
+  PROTOCOL_VERSION,
+  type RawFrame,
+  type ServerMessage,
+  type V1ClientMessage,
+} from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { Lockout } from "../auth/lockout.js";
+import type { Authenticate, Principal } from "../auth/principal.js";
+import type { ServerContext } from "../handlers/context.js";
+import type { Dispatcher } from "../handlers/index.js";
+import type { Fanout } from "../outbox/fanout.js";
+import type { Peer, SendHint } from "../outbox/outbox.js";
+import { iso } from "../util/time.js";
+import { negotiate } from "./features.js";
+import type { PeerLink } from "./link.js";
+
+/** What every session needs, whatever its transport. */
+export interface SessionSettings {
+  /** Who a hello's secret authenticates (compared in constant time), or undefined. */
+  authenticate: Authenticate;
+  lockout: Lockout;
+  authTimeoutMs: number;
+  serverName: string;
+}
+
+/** The services sessions work with. */
+export interface SessionDeps {
+  /** Handlers' services; `ctx.outbox` receives the broadcasts handlers return. */
+  ctx: ServerContext;
+  dispatcher: Dispatcher;
+  /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
+  fanout: Fanout;
+  settings: SessionSettings;
+}
+
+const NO_FEATURES: ReadonlySet<string> = new Set();
+const encoder = new TextEncoder();
+
+function frameBytes(data: RawFrame): number {
+  return typeof data === "string" ? encoder.encode(data).byteLength : data.byteLength;
+}
+
+/** Where transports open sessions: one per connection. */
+export class Sessions {
+  constructor(private readonly deps: SessionDeps) {}
+
+  /**
+   * A transport accepted a connection. A locked-out address is refused at
+   * once; otherwise the peer has `authTimeoutMs` to say hello.
+   */
+  open(link: PeerLink): PeerSession {
+    return new PeerSession(link, this.deps);
+  }
+}
+
+/**
+ * One peer's protocol session over any {@link PeerLink}: the frame limit,
+ * decoding, the handshake (hello/ready, auth timer, lockout), dispatch of
+ * requests, and the send path the Fanout uses once it is authenticated.
+ */
+export class PeerSession implements Peer {
+  readonly id: number;
+  features: ReadonlySet<string> = NO_FEATURES;
+  principal: Principal | null = null;
+  readonly #log: Logger;
+  #authTimer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly link: PeerLink,
+    private readonly deps: SessionDeps,
+  ) {
+    this.id = link.id;
+    this.#log = deps.ctx.log;
+    this.#log.debug({ conn: this.id, addr: link.address }, "connection open");
+    if (this.#refuseIfLocked()) return;
+    this.#authTimer = setTimeout(() => {
+      if (this.principal || !this.link.open) return;
+      this.#log.debug({ conn: this.id }, "auth timeout");
+      this.error("auth_timeout", "No hello received in time");
+      this.close(CLOSE_CODES.authTimeout, "auth timeout");
+    }, deps.settings.authTimeoutMs);
+  }
+
+  /** Send one serialised frame (the Fanout's path, and this session's own replies). */
+  send(frame: string, hint: SendHint): void {
+    if (!this.link.open) return;
+    this.link.send(frame, hint);
+    this.#log.debug({ conn: this.id, type: hint.type }, "frame out");
+  }
+
+  close(code: number, reason: string): void {
+    this.link.close(code, reason);
+  }
+
+  /** The transport received one frame. */
+  receive(data: RawFrame): void {
+    if (!this.link.open) return;
+    const size = frameBytes(data);
+    if (size > LIMITS.frameBytes) {
+      this.#log.debug({ conn: this.id, size }, "frame too large");
+      this.error("too_large", `frame exceeds ${LIMITS.frameBytes} bytes`);
+      this.close(CLOSE_CODES.messageTooBig, "frame too large");
+      return;
+    }
+    const decoded = decodeClientFrame(data);
+    if (!this.principal) {
+      this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
+      return;
+    }
+    if (!decoded.ok) {
+      this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
+      this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
+      return;
+    }
+    this.#log.debug({ conn: this.id, type: decoded.message.type }, "frame in");
+    void this.#dispatch(decoded.message);
+  }
+
+  /** The transport saw the connection end. */
+  closed(code: number): void {
+    clearTimeout(this.#authTimer);
+    this.deps.fanout.remove(this);
+    this.#log.debug({ conn: this.id, code }, "connection closed");
+  }
+
+  /** Send one message to this peer only. */
+  sendMessage(msg: ServerMessage): void {
+    this.send(JSON.stringify(msg), { type: msg.type });
+  }
+
+  /** Send an `error` frame (echoing `requestId` when there is one). */
+  error(code: ErrorCode, message: string, requestId?: string): void {
+    this.sendMessage({
+      type: "error",
+      ...(requestId === undefined ? {} : { request_id: requestId }),
+      error: { code, message },
+      ts: iso(this.deps.ctx.clock.now()),
+    });
+  }
+
+  /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
+  async #dispatch(msg: V1ClientMessage): Promise<void> {
+    const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
+    const requestId = msg.request_id;
+    if ("error" in answer) {
+      this.error(answer.error.code, answer.error.message, requestId);
+      return;
+    }
+    if (answer.reply) {
+      this.sendMessage(requestId === undefined ? answer.reply : { ...answer.reply, request_id: requestId });
+    }
+    if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
+  }
+
+  /**
+   * Refuse a connection whose address is locked out (`rate_limited`, 4429).
+   * Checked when the connection opens and again at its first frame: sockets
+   * opened before the lockout must not keep comparing secrets, so an address
+   * gets exactly `maxFailures` comparisons per window however many it holds.
+   */
+  #refuseIfLocked(requestId?: string): boolean {
+    if (!this.deps.settings.lockout.isLocked(this.link.address)) return false;
+    this.#log.warn({ conn: this.id, addr: this.link.address }, "refused: address locked out");
+    this.error("rate_limited", "Too many failed hellos from this address; try again later", requestId);
+    this.close(CLOSE_CODES.lockedOut, "locked out");
+    return true;
+  }
+
+  /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
+  #hello(msg: V1ClientMessage | undefined, bad: DecodeError | undefined): void {
+    const { lockout, authenticate, serverName } = this.deps.settings;
+    const log = this.#log;
+    const addr = this.link.address;
+    if (this.#refuseIfLocked(msg?.request_id ?? bad?.request_id)) return;
+    if (msg?.type !== "hello") {
+      log.debug({ conn: this.id, type: msg?.type }, "rejected: first frame is not a valid hello");
+      // The spec's hello failures are unauthorized/version_mismatch/auth_timeout; a malformed hello
+      // (e.g. bad features) stays unauthorized, and the message names the field (never a value).
+      const why = bad
+        ? `The first frame must be a valid hello (${bad.message})`
+        : "The first frame must be hello";
+      this.error("unauthorized", why, msg?.request_id ?? bad?.request_id);
+      this.close(CLOSE_CODES.unauthorized, "unauthorized");
+      return;
+    }
+    const principal = authenticate(msg.secret);
+    if (!principal) {
+      const locked = lockout.fail(addr);
+      log.warn({ conn: this.id, addr, locked }, "rejected: wrong secret");
+      this.error("unauthorized", "Invalid secret", msg.request_id);
+      this.close(CLOSE_CODES.unauthorized, "unauthorized");
+      return;
+    }
+    if (msg.protocol_version !== PROTOCOL_VERSION) {
+      const locked = lockout.fail(addr);
+      log.warn({ conn: this.id, version: msg.protocol_version, locked }, "rejected: protocol version");
+      this.error(
+        "version_mismatch",
+        `Unsupported protocol_version; this server speaks ${PROTOCOL_VERSION}`,
+        msg.request_id,
+      );
+      this.close(CLOSE_CODES.versionMismatch, "version mismatch");
+      return;
+    }
+    lockout.succeed(addr);
+    this.principal = principal;
+    const features = msg.features === undefined ? undefined : negotiate(msg.features);
+    this.features = new Set(features);
+    // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
+    clearTimeout(this.#authTimer);
+    this.deps.fanout.add(this);
+    log.debug({ conn: this.id }, "authenticated");
+    this.sendMessage({
+      type: "ready",
+      ...(msg.request_id === undefined ? {} : { request_id: msg.request_id }),
+      protocol_version: PROTOCOL_VERSION,
+      server: serverName,
+      // Only when asked, so a v1 client's ready stays exactly as before.
+      ...(features === undefined ? {} : { features }),
+      ts: iso(this.deps.ctx.clock.now()),
+    });
+  }
+}
