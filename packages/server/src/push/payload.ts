@@ -249,8 +249,6 @@ export function testPush(subscriptionId: string): PushNotification {
   };
 }
 
-const bytes = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8");
-
 /**
  * The JSON payload of a notification: `{ v, kind, …ids, …texts }`, or without the texts (`withText`
  * false: previews off, or the retry after a 413). Texts are shortened, longest first, until the

@@ -41,7 +41,7 @@ export interface ReceiverEndpoint {
   requests: number;
   /** Script the next answers (consumed in order; then 201). */
   answer(...answers: Answer[]): void;
-  /** Resolves with the `n`th push (1-based) once it has arrived. */
+  /** Resolves with the `n`th push (1-based; default: the one after the last `next()` returned) once it has arrived. */
   next(n?: number): Promise<ReceivedPush>;
   /** Resolves once `n` requests have arrived. */
   requested(n: number): Promise<void>;
@@ -52,6 +52,7 @@ interface EndpointState extends ReceiverEndpoint {
   authSecret: Buffer;
   script: Answer[];
   waiters: (() => void)[];
+  seen: number;
 }
 
 export interface PushReceiver {
@@ -122,9 +123,11 @@ export async function startReceiver(): Promise<PushReceiver> {
         authSecret,
         script: [],
         waiters: [],
+        seen: 0,
         answer: (...answers) => state.script.push(...answers),
-        next: async (n = state.received.length + 1) => {
+        next: async (n = state.seen + 1) => {
           await waitFor(state, () => state.received.length >= n);
+          state.seen = Math.max(state.seen, n);
           return state.received[n - 1]!;
         },
         requested: (n) => waitFor(state, () => state.requests >= n),
@@ -172,7 +175,7 @@ function decrypt(state: EndpointState, body: Buffer): Buffer {
   for (let offset = 0, seq = 0; offset < records.length; offset += rs, seq++) {
     const record = records.subarray(offset, Math.min(offset + rs, records.length));
     const iv = Buffer.from(nonce);
-    iv.writeUIntBE(iv.readUIntBE(6, 6) ^ seq, 6, 6);
+    iv.writeUInt32BE((iv.readUInt32BE(8) ^ seq) >>> 0, 8); // NONCE XOR SEQ (RFC 8188 §2.3), seq < 2^32
     const decipher = createDecipheriv("aes-128-gcm", cek, iv);
     decipher.setAuthTag(record.subarray(record.length - 16));
     const plain = Buffer.concat([decipher.update(record.subarray(0, record.length - 16)), decipher.final()]);

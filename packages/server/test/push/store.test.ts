@@ -41,7 +41,7 @@ describe("PushStore", () => {
       created_by: "owner",
       created_at: 1000,
     });
-    open.splice(0).forEach((s) => s.close());
+    for (const s of open.splice(0)) s.close();
     const again = pushStore(dir).push;
     expect(again.get(row.id)).toEqual(row);
     expect(again.list()).toEqual([row]);
