@@ -80,8 +80,8 @@ export async function startReceiver(): Promise<PushReceiver> {
       }
       state.requests++;
       const answer = state.script.shift() ?? 201;
-      const status = typeof answer === "object" ? answer.status : answer;
-      if (answer !== "hang" && status >= 200 && status < 300) {
+      const status = answer === "hang" ? 0 : typeof answer === "object" ? answer.status : answer;
+      if (status >= 200 && status < 300) {
         try {
           state.received.push(decode(state, req.headers, Buffer.concat(chunks)));
         } catch (err) {
