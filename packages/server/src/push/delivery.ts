@@ -115,10 +115,11 @@ export class PushDelivery {
     while (this.#queues.size > 0) await Promise.all([...this.#queues.values()].map((q) => q.drained));
   }
 
-  /** Stop: abort requests in flight and waits, drop what is queued. */
-  close(): void {
+  /** Stop: abort requests in flight and waits, drop what is queued; resolves once every queue has stopped. */
+  async close(): Promise<void> {
     this.#closed = true;
     for (const queue of this.#queues.values()) queue.controller.abort();
+    await this.idle();
   }
 
   async #drain(subscriptionId: string, queue: Queue): Promise<void> {
@@ -157,6 +158,8 @@ export class PushDelivery {
         },
         signal,
       );
+      // Shutting down: the store may be closing, and the outcome no longer matters.
+      if (signal.aborted) return { outcome: "dropped", reason: "closed" };
       this.#logSend(sub, job, attempt, outcome, performance.now() - started);
       const now = this.deps.clock.now();
       switch (outcome.kind) {
@@ -186,7 +189,6 @@ export class PushDelivery {
         case "retry": {
           const error = outcome.kind === "rate_limited" ? "HTTP 429" : outcome.reason;
           this.deps.store.recordError(sub.id, error, now);
-          if (signal.aborted) return { outcome: "dropped", reason: "closed" };
           if (attempt >= this.#retry.attempts) return { outcome: "failed", error };
           const delay =
             outcome.kind === "rate_limited" && outcome.retryAfterMs !== undefined

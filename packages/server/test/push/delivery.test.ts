@@ -1,8 +1,6 @@
-import { Writable } from "node:stream";
-import { pino } from "pino";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Resolve } from "../../src/push/address.js";
-import { type DeliveryResult, PushDelivery, type RetryPolicy } from "../../src/push/delivery.js";
+import type { DeliveryResult } from "../../src/push/delivery.js";
 import {
   approvalPush,
   clarifyPush,
@@ -16,94 +14,9 @@ import {
   runFinishedPush,
   testPush,
 } from "../../src/push/payload.js";
-import { PushSender } from "../../src/push/sender.js";
-import { loadOrCreateVapidKeys } from "../../src/push/vapid.js";
-import { OWNER, PUSH_MIGRATION, PushStore, type PushSubscriptionRow } from "../../src/store/push.js";
-import { Store } from "../../src/store/store.js";
+import { OWNER } from "../../src/store/push.js";
 import { newId } from "../../src/util/ids.js";
-import { systemClock } from "../../src/util/time.js";
-import { useTempDirs } from "../helpers.js";
-import { type PushReceiver, type ReceiverEndpoint, startReceiver } from "./receiver.js";
-
-const tempDir = useTempDirs();
-const cleanups: (() => Promise<void> | void)[] = [];
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-
-const CONV = "a1b2c3d4e5f60718293a4b5c6d7e8f90";
-const FAST_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 50, maxDelayMs: 5_000 };
-
-interface Rig {
-  receiver: PushReceiver;
-  push: PushStore;
-  delivery: PushDelivery;
-  logs: Record<string, unknown>[];
-  vapidPublicKey: string;
-  subscribe(endpoint: ReceiverEndpoint): PushSubscriptionRow;
-}
-
-async function rig(
-  options: { allowPrivate?: boolean; timeoutMs?: number; retry?: RetryPolicy; resolve?: Resolve } = {},
-): Promise<Rig> {
-  const dir = tempDir();
-  const receiver = await startReceiver();
-  const store = new Store(dir);
-  store.db.exec(PUSH_MIGRATION);
-  const push = new PushStore(store.db);
-  const vapid = loadOrCreateVapidKeys(dir);
-  const logs: Record<string, unknown>[] = [];
-  const log = pino(
-    { level: "debug" },
-    new Writable({
-      write(chunk: Buffer, _enc, done) {
-        logs.push(JSON.parse(chunk.toString()) as Record<string, unknown>);
-        done();
-      },
-    }),
-  );
-  const sender = new PushSender({
-    vapid,
-    subject: "mailto:owner@pheby.example",
-    policy: { allowPrivate: options.allowPrivate ?? true },
-    timeoutMs: options.timeoutMs ?? 10_000,
-    ...(options.resolve ? { resolve: options.resolve } : {}),
-  });
-  const delivery = new PushDelivery({
-    sender,
-    store: push,
-    clock: systemClock,
-    log,
-    retry: options.retry ?? FAST_RETRY,
-  });
-  cleanups.push(
-    // Every push that arrived decrypted and carried a valid VAPID signature.
-    () => expect(receiver.errors).toEqual([]),
-    () => receiver.close(),
-    () => store.close(),
-    () => sender.close(),
-    () => delivery.close(),
-  );
-  return {
-    receiver,
-    push,
-    delivery,
-    logs,
-    vapidPublicKey: vapid.publicKey,
-    subscribe: (endpoint) =>
-      push.subscribe(
-        {
-          id: newId(),
-          endpoint: endpoint.endpoint,
-          ...endpoint.keys,
-          device_name: endpoint.name,
-          events: ["approval", "clarify", "run_finished", "message"],
-          created_by: OWNER,
-        },
-        Date.now(),
-      ).row,
-  };
-}
+import { CONV, rig } from "./rig.js";
 
 const approval = (extra: Partial<Parameters<typeof approvalPush>[0]> = {}) =>
   approvalPush(
@@ -411,7 +324,7 @@ describe("a bad endpoint hurts nobody else", () => {
     expect((await r.delivery.enqueue(fineSub, approval(), true)).outcome).toBe("delivered");
     // The other endpoint's push went through while this one's request is still open.
     expect(settled).toBeUndefined();
-    r.delivery.close();
+    await r.delivery.close();
     expect(await stuckResult).toEqual({ outcome: "dropped", reason: "closed" });
   });
 
@@ -443,7 +356,7 @@ describe("a bad endpoint hurts nobody else", () => {
       true,
     );
     expect(await question).toEqual({ outcome: "dropped", reason: "superseded" });
-    r.delivery.close();
+    await r.delivery.close();
     await blocker;
     expect(await resolved).toEqual({ outcome: "dropped", reason: "closed" });
   });

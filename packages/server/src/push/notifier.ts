@@ -1,0 +1,173 @@
+import type { ServerMessage } from "@pheby/protocol";
+import type { PushStore, PushSubscriptionRow } from "../store/push.js";
+import type { Clock } from "../util/time.js";
+import type { DeliveryResult, PushDelivery } from "./delivery.js";
+import {
+  approvalPush,
+  clarifyPush,
+  messagePush,
+  type PushNotification,
+  resolvedPush,
+  runFinishedPush,
+} from "./payload.js";
+import type { Presence } from "./presence.js";
+
+/** What {@link PushNotifier} needs. */
+export interface PushNotifierDeps {
+  store: PushStore;
+  delivery: PushDelivery;
+  presence: Presence;
+  clock: Clock;
+  /** Text in payloads (`PHEBY_PUSH_PREVIEW`, default true); false sends ids only. */
+  preview: boolean;
+  /** A conversation's current name, for titles (undefined: deleted). */
+  conversationName(conversationId: string): string | undefined;
+}
+
+interface RunInfo {
+  conversationId: string;
+  /** Started by a client's `chat.send` (→ `run_finished`), or by the agent on its own (→ `message`). */
+  solicited: boolean;
+  /** The final text, from the run's `message.complete`. */
+  text: string;
+  /** The tool most recently seen running, named by an approval push. */
+  tool?: string;
+}
+
+interface Asked {
+  conversationId: string;
+  expiresAt?: number;
+}
+
+/**
+ * Turns server events into pushes: one push per event, off the hot path (the delivery queues).
+ * It observes what the engine broadcasts, so it never changes what a connection receives.
+ *
+ * - `approval.request` / `clarify.request` → `approval` / `clarify`;
+ * - a run's `run.finished`: `run_finished` when a client started it, `message` when the agent did
+ *   (a schedule, background output), never both, and nothing for a cancelled run;
+ * - `approval.resolved` / `clarify.resolved` of a question that was pushed → `resolved` with the
+ *   question's `Topic`, so a lock screen stops offering a stale action.
+ *
+ * A conversation-bound push is skipped only while {@link Presence} proves the owner is looking.
+ */
+export class PushNotifier {
+  readonly #runs = new Map<string, RunInfo>();
+  /** Questions pushed and still open, by approval_id / clarify_id. */
+  readonly #asked = new Map<string, Asked>();
+
+  constructor(private readonly deps: PushNotifierDeps) {}
+
+  /** A run was accepted; `solicited` when a client's `chat.send` started it. */
+  runStarted(runId: string, conversationId: string, solicited: boolean): void {
+    this.#runs.set(runId, { conversationId, solicited, text: "" });
+  }
+
+  /** Observe one broadcast event. Never throws into the caller's broadcast. */
+  observe(msg: ServerMessage): void {
+    switch (msg.type) {
+      case "tool.event": {
+        const run = msg.run_id === undefined ? undefined : this.#runs.get(msg.run_id);
+        if (run && msg.status === "running") run.tool = msg.tool_name;
+        return;
+      }
+      case "message.complete": {
+        const run = this.#runs.get(msg.message_id.replace(/^draft-/, ""));
+        if (run && msg.kind !== "notice") run.text = msg.text;
+        return;
+      }
+      case "run.finished":
+        return this.#runFinished(msg.run_id, msg.status, msg.error);
+      case "approval.request": {
+        const name = this.deps.conversationName(msg.conversation_id);
+        if (name === undefined) return;
+        const tool = msg.run_id === null ? undefined : this.#runs.get(msg.run_id)?.tool;
+        const pushed = this.#notify(
+          approvalPush({ ...msg, conversationName: name, ...(tool ? { tool } : {}) }, this.deps.clock.now()),
+        );
+        if (pushed > 0) this.#asked.set(msg.approval_id, { conversationId: msg.conversation_id });
+        return;
+      }
+      case "clarify.request": {
+        const name = this.deps.conversationName(msg.conversation_id);
+        if (name === undefined) return;
+        const pushed = this.#notify(clarifyPush({ ...msg, conversationName: name }, this.deps.clock.now()));
+        if (pushed > 0) this.#asked.set(msg.clarify_id, { conversationId: msg.conversation_id });
+        return;
+      }
+      case "approval.resolved": {
+        const asked = this.#asked.get(msg.approval_id);
+        if (!asked) return;
+        this.#asked.delete(msg.approval_id);
+        this.#send(
+          resolvedPush(
+            {
+              conversation_id: asked.conversationId,
+              approval_id: msg.approval_id,
+              choice: msg.choice,
+              accepted: msg.accepted,
+            },
+            this.deps.clock.now(),
+          ),
+        );
+        return;
+      }
+      case "clarify.resolved": {
+        const asked = this.#asked.get(msg.clarify_id);
+        if (!asked) return;
+        this.#asked.delete(msg.clarify_id);
+        this.#send(
+          resolvedPush(
+            { conversation_id: asked.conversationId, clarify_id: msg.clarify_id, accepted: msg.accepted },
+            this.deps.clock.now(),
+          ),
+        );
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  #runFinished(runId: string, status: "completed" | "cancelled" | "failed", error: string | undefined): void {
+    const run = this.#runs.get(runId);
+    if (!run) return;
+    this.#runs.delete(runId);
+    if (status === "cancelled") return; // the owner cancelled it: they know
+    const name = this.deps.conversationName(run.conversationId);
+    if (name === undefined) return;
+    const base = { conversation_id: run.conversationId, run_id: runId, conversationName: name };
+    if (run.solicited) {
+      this.#notify(
+        runFinishedPush({ ...base, status, text: status === "failed" ? (error ?? run.text) : run.text }),
+      );
+    } else if (status === "completed" && run.text.trim() !== "") {
+      this.#notify(messagePush({ ...base, text: run.text }));
+    }
+  }
+
+  /** Send a conversation's notification unless the owner is looking at it; returns how many were queued. */
+  #notify(notification: PushNotification): number {
+    if (
+      notification.conversationId !== undefined &&
+      this.deps.presence.watching(notification.conversationId)
+    ) {
+      return 0;
+    }
+    return this.#send(notification);
+  }
+
+  /** Queue a notification for every subscription that chose its event; returns how many. */
+  #send(notification: PushNotification): number {
+    const targets = this.deps.store
+      .list()
+      .filter((s) => notification.event === undefined || s.events.includes(notification.event));
+    for (const sub of targets) void this.send(sub, notification);
+    return targets.length;
+  }
+
+  /** Queue one notification for one subscription (also `push.test`). */
+  send(subscription: PushSubscriptionRow, notification: PushNotification): Promise<DeliveryResult> {
+    return this.deps.delivery.enqueue(subscription, notification, this.deps.preview);
+  }
+}
