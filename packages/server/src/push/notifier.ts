@@ -1,4 +1,5 @@
 import type { ServerMessage } from "@pheby/protocol";
+import type { Logger } from "pino";
 import type { PushStore, PushSubscriptionRow } from "../store/push.js";
 import type { Clock } from "../util/time.js";
 import type { DeliveryResult, PushDelivery } from "./delivery.js";
@@ -18,6 +19,7 @@ export interface PushNotifierDeps {
   delivery: PushDelivery;
   presence: Presence;
   clock: Clock;
+  log: Logger;
   /** Text in payloads (`PHEBY_PUSH_PREVIEW`, default true); false sends ids only. */
   preview: boolean;
   /** A conversation's current name, for titles (undefined: deleted). */
@@ -65,6 +67,14 @@ export class PushNotifier {
 
   /** Observe one broadcast event. Never throws into the caller's broadcast. */
   observe(msg: ServerMessage): void {
+    try {
+      this.#observe(msg);
+    } catch (err) {
+      this.deps.log.error({ err, type: msg.type }, "push notifier failed on an event");
+    }
+  }
+
+  #observe(msg: ServerMessage): void {
     switch (msg.type) {
       case "tool.event": {
         const run = msg.run_id === undefined ? undefined : this.#runs.get(msg.run_id);
@@ -77,7 +87,8 @@ export class PushNotifier {
         return;
       }
       case "run.finished":
-        return this.#runFinished(msg.run_id, msg.status, msg.error);
+        this.#runFinished(msg.run_id, msg.status, msg.error);
+        return;
       case "approval.request": {
         const name = this.deps.conversationName(msg.conversation_id);
         if (name === undefined) return;

@@ -16,6 +16,7 @@ function notifier(r: Rig, presence = new Presence()) {
     delivery: r.delivery,
     presence,
     clock: systemClock,
+    log: r.log,
     preview: true,
     conversationName: (id) => (id === CONV ? "Project X" : id === OTHER ? "Other" : undefined),
   });

@@ -1,6 +1,6 @@
 // Shared set-up of the push tests: a real receiver, a real SQLite store, the real sender and queues.
 import { Writable } from "node:stream";
-import { pino } from "pino";
+import { type Logger, pino } from "pino";
 import { afterEach, expect } from "vitest";
 import type { Resolve } from "../../src/push/address.js";
 import { PushDelivery, type RetryPolicy } from "../../src/push/delivery.js";
@@ -27,6 +27,7 @@ export interface Rig {
   push: PushStore;
   delivery: PushDelivery;
   logs: Record<string, unknown>[];
+  log: Logger;
   vapidPublicKey: string;
   subscribe(endpoint: ReceiverEndpoint, events?: string[]): PushSubscriptionRow;
 }
@@ -77,6 +78,7 @@ export async function rig(
     push,
     delivery,
     logs,
+    log,
     vapidPublicKey: vapid.publicKey,
     subscribe: (endpoint, events = ["approval", "clarify", "run_finished", "message"]) =>
       push.subscribe(
