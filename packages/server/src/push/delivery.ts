@@ -23,7 +23,7 @@ export const MAX_QUEUED_PER_ENDPOINT = 32;
 export type DeliveryResult =
   | { outcome: "delivered"; status: number; withText: boolean }
   | { outcome: "removed"; status: number }
-  | { outcome: "failed"; error: string }
+  | { outcome: "failed"; error: string; status?: number }
   | { outcome: "dropped"; reason: "expired" | "superseded" | "overflow" | "unsubscribed" | "closed" };
 
 interface Job {
@@ -32,6 +32,8 @@ interface Job {
   withText: boolean;
   /** When the push service should stop trying (ms since the epoch): the TTL counts from the event. */
   expiresAt: number;
+  /** One attempt only (`push.test` reports the first answer, it does not retry). */
+  once: boolean;
   done: (result: DeliveryResult) => void;
 }
 
@@ -78,6 +80,7 @@ export class PushDelivery {
     subscription: PushSubscriptionRow,
     notification: PushNotification,
     preview: boolean,
+    options: { once?: boolean } = {},
   ): Promise<DeliveryResult> {
     return new Promise((done) => {
       if (this.#closed) return done({ outcome: "dropped", reason: "closed" });
@@ -85,6 +88,7 @@ export class PushDelivery {
         notification,
         withText: preview,
         expiresAt: this.deps.clock.now() + notification.ttlSeconds * 1000,
+        once: options.once ?? false,
         done,
       };
       let queue = this.#queues.get(subscription.id);
@@ -172,7 +176,8 @@ export class PushDelivery {
           return { outcome: "removed", status: outcome.status };
         case "too_large":
           this.deps.store.recordError(sub.id, `HTTP ${outcome.status}`, now);
-          if (!job.withText) return { outcome: "failed", error: `HTTP ${outcome.status}` };
+          if (!job.withText || job.once)
+            return { outcome: "failed", error: `HTTP ${outcome.status}`, status: outcome.status };
           job.withText = false;
           continue; // at once, ids only: the text was the problem, not the service
         case "refused":
@@ -184,18 +189,21 @@ export class PushDelivery {
             outcome.status ? `HTTP ${outcome.status}` : "not encryptable",
             now,
           );
-          return { outcome: "failed", error: `HTTP ${outcome.status}` };
+          return outcome.status
+            ? { outcome: "failed", error: `HTTP ${outcome.status}`, status: outcome.status }
+            : { outcome: "failed", error: "the keys do not encrypt" };
         case "rate_limited":
         case "retry": {
           const error = outcome.kind === "rate_limited" ? "HTTP 429" : outcome.reason;
           this.deps.store.recordError(sub.id, error, now);
-          if (attempt >= this.#retry.attempts) return { outcome: "failed", error };
+          const status = outcome.status === undefined ? {} : { status: outcome.status };
+          if (attempt >= this.#retry.attempts || job.once) return { outcome: "failed", error, ...status };
           const delay =
             outcome.kind === "rate_limited" && outcome.retryAfterMs !== undefined
               ? outcome.retryAfterMs
               : this.#backoff(attempt);
           if (delay > this.#retry.maxDelayMs || now + delay >= job.expiresAt) {
-            return { outcome: "failed", error };
+            return { outcome: "failed", error, ...status };
           }
           if (!(await wait(delay, signal))) return { outcome: "dropped", reason: "closed" };
         }

@@ -1,5 +1,6 @@
 import type { ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
+import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
 import type { PushStore, PushSubscriptionRow } from "../store/push.js";
 import type { Clock } from "../util/time.js";
 import type { DeliveryResult, PushDelivery } from "./delivery.js";
@@ -43,7 +44,8 @@ interface Asked {
 
 /**
  * Turns server events into pushes: one push per event, off the hot path (the delivery queues).
- * It observes what the engine broadcasts, so it never changes what a connection receives.
+ * It is an {@link Outbox} around the Fanout: it forwards every event first, unchanged, then
+ * observes it, so it never changes what a connection receives or when.
  *
  * - `approval.request` / `clarify.request` → `approval` / `clarify`;
  * - a run's `run.finished`: `run_finished` when a client started it, `message` when the agent did
@@ -53,29 +55,37 @@ interface Asked {
  *
  * A conversation-bound push is skipped only while {@link Presence} proves the owner is looking.
  */
-export class PushNotifier {
+export class PushNotifier implements Outbox {
   readonly #runs = new Map<string, RunInfo>();
   /** Questions pushed and still open, by approval_id / clarify_id. */
   readonly #asked = new Map<string, Asked>();
 
-  constructor(private readonly deps: PushNotifierDeps) {}
+  constructor(
+    private readonly inner: Outbox,
+    private readonly deps: PushNotifierDeps,
+  ) {}
 
-  /** A run was accepted; `solicited` when a client's `chat.send` started it. */
-  runStarted(runId: string, conversationId: string, solicited: boolean): void {
-    this.#runs.set(runId, { conversationId, solicited, text: "" });
-  }
-
-  /** Observe one broadcast event. Never throws into the caller's broadcast. */
-  observe(msg: ServerMessage): void {
+  /** Forward the event, then observe it. Never throws into the publisher. */
+  publish(event: OutboxEvent): void {
+    this.inner.publish(event);
     try {
-      this.#observe(msg);
+      this.#observe(event);
     } catch (err) {
-      this.deps.log.error({ err, type: msg.type }, "push notifier failed on an event");
+      this.deps.log.error({ err, type: event.message.type }, "push notifier failed on an event");
     }
   }
 
-  #observe(msg: ServerMessage): void {
+  #observe(event: OutboxEvent): void {
+    const msg: ServerMessage = event.message;
     switch (msg.type) {
+      case "run.accepted":
+        // A client's chat.send is the reply-to of its run.accepted; a run the agent started has none.
+        this.#runs.set(msg.run_id, {
+          conversationId: msg.conversation_id,
+          solicited: event.replyTo?.peer !== undefined,
+          text: "",
+        });
+        return;
       case "tool.event": {
         const run = msg.run_id === undefined ? undefined : this.#runs.get(msg.run_id);
         if (run && msg.status === "running") run.tool = msg.tool_name;
@@ -93,17 +103,42 @@ export class PushNotifier {
         const name = this.deps.conversationName(msg.conversation_id);
         if (name === undefined) return;
         const tool = msg.run_id === null ? undefined : this.#runs.get(msg.run_id)?.tool;
+        const expiresAt = expiryOf(event);
         const pushed = this.#notify(
-          approvalPush({ ...msg, conversationName: name, ...(tool ? { tool } : {}) }, this.deps.clock.now()),
+          approvalPush(
+            {
+              ...msg,
+              conversationName: name,
+              ...(tool ? { tool } : {}),
+              ...(expiresAt ? { expiresAt } : {}),
+            },
+            this.deps.clock.now(),
+          ),
         );
-        if (pushed > 0) this.#asked.set(msg.approval_id, { conversationId: msg.conversation_id });
+        if (pushed > 0) {
+          this.#asked.set(msg.approval_id, {
+            conversationId: msg.conversation_id,
+            ...(expiresAt ? { expiresAt } : {}),
+          });
+        }
         return;
       }
       case "clarify.request": {
         const name = this.deps.conversationName(msg.conversation_id);
         if (name === undefined) return;
-        const pushed = this.#notify(clarifyPush({ ...msg, conversationName: name }, this.deps.clock.now()));
-        if (pushed > 0) this.#asked.set(msg.clarify_id, { conversationId: msg.conversation_id });
+        const expiresAt = expiryOf(event);
+        const pushed = this.#notify(
+          clarifyPush(
+            { ...msg, conversationName: name, ...(expiresAt ? { expiresAt } : {}) },
+            this.deps.clock.now(),
+          ),
+        );
+        if (pushed > 0) {
+          this.#asked.set(msg.clarify_id, {
+            conversationId: msg.conversation_id,
+            ...(expiresAt ? { expiresAt } : {}),
+          });
+        }
         return;
       }
       case "approval.resolved": {
@@ -115,8 +150,7 @@ export class PushNotifier {
             {
               conversation_id: asked.conversationId,
               approval_id: msg.approval_id,
-              choice: msg.choice,
-              accepted: msg.accepted,
+              ...expiry(asked),
             },
             this.deps.clock.now(),
           ),
@@ -129,7 +163,7 @@ export class PushNotifier {
         this.#asked.delete(msg.clarify_id);
         this.#send(
           resolvedPush(
-            { conversation_id: asked.conversationId, clarify_id: msg.clarify_id, accepted: msg.accepted },
+            { conversation_id: asked.conversationId, clarify_id: msg.clarify_id, ...expiry(asked) },
             this.deps.clock.now(),
           ),
         );
@@ -148,12 +182,12 @@ export class PushNotifier {
     const name = this.deps.conversationName(run.conversationId);
     if (name === undefined) return;
     const base = { conversation_id: run.conversationId, run_id: runId, conversationName: name };
+    const now = this.deps.clock.now();
     if (run.solicited) {
-      this.#notify(
-        runFinishedPush({ ...base, status, text: status === "failed" ? (error ?? run.text) : run.text }),
-      );
+      const text = status === "failed" ? (error ?? run.text) : run.text;
+      this.#notify(runFinishedPush({ ...base, status, text }, now));
     } else if (status === "completed" && run.text.trim() !== "") {
-      this.#notify(messagePush({ ...base, text: run.text }));
+      this.#notify(messagePush({ ...base, text: run.text }, now));
     }
   }
 
@@ -178,7 +212,20 @@ export class PushNotifier {
   }
 
   /** Queue one notification for one subscription (also `push.test`). */
-  send(subscription: PushSubscriptionRow, notification: PushNotification): Promise<DeliveryResult> {
-    return this.deps.delivery.enqueue(subscription, notification, this.deps.preview);
+  send(
+    subscription: PushSubscriptionRow,
+    notification: PushNotification,
+    options?: { once?: boolean },
+  ): Promise<DeliveryResult> {
+    return this.deps.delivery.enqueue(subscription, notification, this.deps.preview, options);
   }
 }
+
+/** When the agent gives up on a question, if the `expiry` extension told (ms since the epoch). */
+function expiryOf(event: OutboxEvent): number | undefined {
+  const at = event.fields?.expiry?.expires_at;
+  const ms = typeof at === "string" ? Date.parse(at) : Number.NaN;
+  return Number.isNaN(ms) ? undefined : ms;
+}
+
+const expiry = (asked: Asked) => (asked.expiresAt === undefined ? {} : { expiresAt: asked.expiresAt });

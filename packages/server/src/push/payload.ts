@@ -1,14 +1,20 @@
 import { createHash } from "node:crypto";
-import type { ApprovalChoice } from "@pheby/protocol";
-import { redactText, truncate } from "../runs/redact.js";
+import {
+  type ApprovalChoice,
+  LIMITS,
+  PUSH_EVENT_KINDS,
+  type PushEventKind,
+  type PushPayloadKind,
+} from "@pheby/protocol";
+import { redactText } from "../util/redact.js";
 import type { Urgency } from "./sender.js";
 
 /** Event kinds a subscription can choose (`push.subscribe.events`). */
-export const PUSH_EVENTS = ["approval", "clarify", "run_finished", "message"] as const;
-export type PushEvent = (typeof PUSH_EVENTS)[number];
+export const PUSH_EVENTS = PUSH_EVENT_KINDS;
+export type PushEvent = PushEventKind;
 
 /** Every payload kind: the subscribable events, the replacing `resolved`, and `push.test`'s `test`. */
-export type PushKind = PushEvent | "resolved" | "test";
+export type PushKind = PushPayloadKind;
 
 /** Version of the payload format (`v`). */
 export const PAYLOAD_VERSION = 1;
@@ -16,14 +22,14 @@ export const PAYLOAD_VERSION = 1;
 /**
  * Largest plaintext payload, in UTF-8 bytes: a single `aes128gcm` record adds an 86-byte header
  * (salt, record size, key id = the sender's 65-byte public key), a padding delimiter and a 16-byte
- * tag, so this is what keeps the encrypted body within the 4,096 bytes every push service must
- * accept (RFC 8030 §7.2, RFC 8291 §4).
+ * tag, so this keeps the encrypted body within the 4,096 bytes every push service must accept
+ * (RFC 8030 §7.2, RFC 8291 §4). `LIMITS.pushPayloadBytes` in the contract.
  */
-export const MAX_PLAINTEXT_BYTES = 4096 - 86 - 1 - 16;
+export const MAX_PLAINTEXT_BYTES = LIMITS.pushPayloadBytes;
 
 /**
- * An unsolicited approval, when the backend does not say when it expires, is offered for this long:
- * Hermes denies an unanswered approval by itself after 60 s. Clarifications follow the same rule.
+ * An approval whose expiry the backend does not tell is offered for this long: Hermes denies an
+ * unanswered approval by itself after 60 s. Clarifications follow the same rule.
  */
 export const DECISION_TTL_SECONDS = 60;
 /** A finished run or an unsolicited message stays worth delivering for a day. */
@@ -33,17 +39,20 @@ export const TEST_TTL_SECONDS = 60;
 
 /**
  * A notification before encoding: `ids` are what every payload carries (ids, enums, times), `texts`
- * the user-visible text left out with previews off or after a 413. Both are flat JSON.
+ * the user-visible text, left out with previews off or after a 413. Both are flat JSON.
  */
 export interface PushNotification {
   kind: PushKind;
   /** The subscribable event a subscription must have chosen to get this (test: none, always sent). */
   event: PushEvent | undefined;
   conversationId: string | undefined;
+  /** When it happened (ISO-8601): the payload's `ts`. */
+  ts: string;
   ids: Record<string, unknown>;
   texts: Record<string, string | string[] | null>;
   ttlSeconds: number;
   urgency: Urgency;
+  /** The RFC 8030 `Topic`, also the payload's `tag`. */
   topic: string;
 }
 
@@ -63,6 +72,12 @@ function decisionTtl(expiresAt: number | undefined, now: number): number {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
+/** A payload text: at most `LIMITS.pushTextChars` code points (never a split surrogate pair). */
+export function clip(text: string, max: number = LIMITS.pushTextChars): string {
+  const points = Array.from(text);
+  return points.length <= max ? text : `${points.slice(0, max - 1).join("")}…`;
+}
+
 /** The first non-blank line of a text, trimmed. */
 export function firstLine(text: string): string {
   return (
@@ -73,19 +88,13 @@ export function firstLine(text: string): string {
   );
 }
 
-/** Longest command preview in an approval push (the full command is in the app). */
-const COMMAND_PREVIEW = 200;
-/** Longest body line; the rest is in the app. */
-const BODY = 500;
-/** At most this many clarification choices of at most 100 characters travel in a push. */
+/** At most this many clarification choices travel in a push. */
 const CHOICES = 10;
-const CHOICE = 100;
 
 /** What an approval push needs: the `approval.request` fields plus what the notifier knows. */
 export interface ApprovalPushInput {
   approval_id: string;
   conversation_id: string;
-  run_id: string | null;
   command: string;
   description: string;
   choices: readonly ApprovalChoice[];
@@ -98,22 +107,25 @@ export interface ApprovalPushInput {
 
 /** `approval` (urgency high): the command preview is redacted like tool arguments. */
 export function approvalPush(input: ApprovalPushInput, now: number): PushNotification {
-  const command = redactText(input.command, COMMAND_PREVIEW);
+  const command = clip(redactText(input.command, 10_000));
+  const preview = command !== "" ? command : clip(redactText(input.description, 10_000));
   return {
     kind: "approval",
     event: "approval",
     conversationId: input.conversation_id,
+    ts: iso(now),
     ids: {
       conversation_id: input.conversation_id,
       approval_id: input.approval_id,
-      run_id: input.run_id,
       choices: [...input.choices],
       ...(input.expiresAt === undefined ? {} : { expires_at: iso(input.expiresAt) }),
     },
     texts: {
-      title: truncate(input.conversationName, 200),
-      body: command !== "" ? command : redactText(input.description, COMMAND_PREVIEW),
-      ...(input.tool === undefined ? {} : { tool: truncate(input.tool, 100) }),
+      title: clip(input.conversationName),
+      body: preview,
+      conversation_name: clip(input.conversationName),
+      command_preview: preview,
+      ...(input.tool === undefined ? {} : { tool: clip(input.tool) }),
     },
     ttlSeconds: decisionTtl(input.expiresAt, now),
     urgency: "high",
@@ -125,7 +137,6 @@ export function approvalPush(input: ApprovalPushInput, now: number): PushNotific
 export interface ClarifyPushInput {
   clarify_id: string;
   conversation_id: string;
-  run_id: string | null;
   question: string;
   choices: readonly string[] | null;
   allow_free_text: boolean;
@@ -139,18 +150,19 @@ export function clarifyPush(input: ClarifyPushInput, now: number): PushNotificat
     kind: "clarify",
     event: "clarify",
     conversationId: input.conversation_id,
+    ts: iso(now),
     ids: {
       conversation_id: input.conversation_id,
       clarify_id: input.clarify_id,
-      run_id: input.run_id,
       allow_free_text: input.allow_free_text,
       ...(input.expiresAt === undefined ? {} : { expires_at: iso(input.expiresAt) }),
     },
     texts: {
-      title: truncate(input.conversationName, 200),
-      body: truncate(input.question, BODY),
-      choices:
-        input.choices === null ? null : input.choices.slice(0, CHOICES).map((c) => truncate(c, CHOICE)),
+      title: clip(input.conversationName),
+      body: clip(input.question),
+      conversation_name: clip(input.conversationName),
+      question: clip(input.question),
+      choices: input.choices === null ? null : input.choices.slice(0, CHOICES).map((c) => clip(c)),
     },
     ttlSeconds: decisionTtl(input.expiresAt, now),
     urgency: "high",
@@ -169,13 +181,18 @@ export interface RunFinishedPushInput {
 }
 
 /** `run_finished` (urgency normal): completed or failed, with the first line of the answer or error. */
-export function runFinishedPush(input: RunFinishedPushInput): PushNotification {
+export function runFinishedPush(input: RunFinishedPushInput, now: number): PushNotification {
   return {
     kind: "run_finished",
     event: "run_finished",
     conversationId: input.conversation_id,
+    ts: iso(now),
     ids: { conversation_id: input.conversation_id, run_id: input.run_id, status: input.status },
-    texts: { title: truncate(input.conversationName, 200), body: truncate(firstLine(input.text), BODY) },
+    texts: {
+      title: clip(input.conversationName),
+      body: clip(firstLine(input.text)),
+      conversation_name: clip(input.conversationName),
+    },
     ttlSeconds: RESULT_TTL_SECONDS,
     urgency: "normal",
     topic: pushTopic(input.conversation_id, "run_finished"),
@@ -191,13 +208,18 @@ export interface MessagePushInput {
 }
 
 /** `message` (urgency normal): unsolicited assistant output (a schedule, background output). */
-export function messagePush(input: MessagePushInput): PushNotification {
+export function messagePush(input: MessagePushInput, now: number): PushNotification {
   return {
     kind: "message",
     event: "message",
     conversationId: input.conversation_id,
+    ts: iso(now),
     ids: { conversation_id: input.conversation_id, run_id: input.run_id },
-    texts: { title: truncate(input.conversationName, 200), body: truncate(firstLine(input.text), BODY) },
+    texts: {
+      title: clip(input.conversationName),
+      body: clip(firstLine(input.text)),
+      conversation_name: clip(input.conversationName),
+    },
     ttlSeconds: RESULT_TTL_SECONDS,
     urgency: "normal",
     topic: pushTopic(input.conversation_id, "message"),
@@ -205,15 +227,15 @@ export function messagePush(input: MessagePushInput): PushNotification {
 }
 
 /** What a `resolved` push needs: the question that was answered or withdrawn. */
-export type ResolvedPushInput = { conversation_id: string; accepted: boolean; expiresAt?: number } & (
-  | { approval_id: string; choice: ApprovalChoice }
+export type ResolvedPushInput = { conversation_id: string; expiresAt?: number } & (
+  | { approval_id: string }
   | { clarify_id: string }
 );
 
 /**
- * `resolved`: replaces an approval or clarification push (same `Topic`, same urgency so it travels
- * as fast) once the question was answered or withdrawn, so a lock screen stops offering a stale
- * action. Only ids: it carries nothing to show.
+ * `resolved`: replaces an approval or clarification push (same `Topic` and tag, same urgency so it
+ * travels as fast) once the question was answered or withdrawn, so a lock screen stops offering a
+ * stale action. Only ids: it carries nothing to show.
  */
 export function resolvedPush(input: ResolvedPushInput, now: number): PushNotification {
   const of = "approval_id" in input ? "approval" : "clarify";
@@ -221,12 +243,10 @@ export function resolvedPush(input: ResolvedPushInput, now: number): PushNotific
     kind: "resolved",
     event: of,
     conversationId: input.conversation_id,
+    ts: iso(now),
     ids: {
       conversation_id: input.conversation_id,
-      ...("approval_id" in input
-        ? { approval_id: input.approval_id, choice: input.choice }
-        : { clarify_id: input.clarify_id }),
-      accepted: input.accepted,
+      ...("approval_id" in input ? { approval_id: input.approval_id } : { clarify_id: input.clarify_id }),
     },
     texts: {},
     ttlSeconds: Math.max(1, decisionTtl(input.expiresAt, now)),
@@ -236,11 +256,12 @@ export function resolvedPush(input: ResolvedPushInput, now: number): PushNotific
 }
 
 /** `test` (`push.test`): proves the path end to end; sent whatever events the subscription chose. */
-export function testPush(subscriptionId: string): PushNotification {
+export function testPush(subscriptionId: string, now: number): PushNotification {
   return {
     kind: "test",
     event: undefined,
     conversationId: undefined,
+    ts: iso(now),
     ids: { subscription_id: subscriptionId },
     texts: { title: "Pheby", body: "Test notification" },
     ttlSeconds: TEST_TTL_SECONDS,
@@ -255,7 +276,13 @@ export function testPush(subscriptionId: string): PushNotification {
  * payload fits {@link MAX_PLAINTEXT_BYTES}; ids alone always fit.
  */
 export function encodePayload(notification: PushNotification, withText: boolean): string {
-  const base = { v: PAYLOAD_VERSION, kind: notification.kind, ...notification.ids };
+  const base = {
+    v: PAYLOAD_VERSION,
+    kind: notification.kind,
+    tag: notification.topic,
+    ts: notification.ts,
+    ...notification.ids,
+  };
   if (!withText) return JSON.stringify(base);
   const texts: Record<string, string | string[] | null> = { ...notification.texts };
   for (;;) {

@@ -23,7 +23,6 @@ const approval = (extra: Partial<Parameters<typeof approvalPush>[0]> = {}) =>
     {
       approval_id: "3d4e5f6070a1",
       conversation_id: CONV,
-      run_id: "8c1f",
       command: "curl -H 'Authorization: Bearer sk-live-0123456789abcdef' https://x.example",
       description: "Network access",
       choices: ["once", "session", "always", "deny"],
@@ -43,16 +42,20 @@ describe("each kind arrives at a real receiver and decrypts", () => {
     const result = await r.delivery.enqueue(sub, approval({ expiresAt }), true);
     expect(result).toEqual({ outcome: "delivered", status: 201, withText: true });
     const got = await phone.next();
+    const preview = "curl -H 'Authorization: Bearer [REDACTED]' https://x.example";
     expect(got.payload).toEqual({
       v: 1,
       kind: "approval",
+      tag: pushTopic(CONV, "approval"),
+      ts: expect.any(String),
       conversation_id: CONV,
       approval_id: "3d4e5f6070a1",
-      run_id: "8c1f",
       choices: ["once", "session", "always", "deny"],
       expires_at: new Date(expiresAt).toISOString(),
       title: "Project X",
-      body: "curl -H 'Authorization: Bearer [REDACTED]' https://x.example",
+      body: preview,
+      conversation_name: "Project X",
+      command_preview: preview,
       tool: "run_shell_command",
     });
     expect(got.headers.urgency).toBe("high");
@@ -75,7 +78,6 @@ describe("each kind arrives at a real receiver and decrypts", () => {
         {
           clarify_id: "c1",
           conversation_id: CONV,
-          run_id: "8c1f",
           question: "Deploy to staging or production?",
           choices: ["staging", "production"],
           allow_free_text: true,
@@ -83,24 +85,27 @@ describe("each kind arrives at a real receiver and decrypts", () => {
         },
         now,
       ),
-      runFinishedPush({
-        conversation_id: CONV,
-        run_id: "8c1f",
-        status: "completed",
-        text: "\n  Deployed to staging.  \nDetails follow…",
-        conversationName: "Project X",
-      }),
-      messagePush({
-        conversation_id: CONV,
-        run_id: "9d2e",
-        text: "Nightly report: all green",
-        conversationName: "Cron",
-      }),
-      resolvedPush(
-        { conversation_id: CONV, approval_id: "3d4e5f6070a1", choice: "deny", accepted: false },
+      runFinishedPush(
+        {
+          conversation_id: CONV,
+          run_id: "8c1f",
+          status: "completed",
+          text: "\n  Deployed to staging.  \nDetails follow…",
+          conversationName: "Project X",
+        },
         now,
       ),
-      testPush("sub-1"),
+      messagePush(
+        {
+          conversation_id: CONV,
+          run_id: "9d2e",
+          text: "Nightly report: all green",
+          conversationName: "Cron",
+        },
+        now,
+      ),
+      resolvedPush({ conversation_id: CONV, approval_id: "3d4e5f6070a1" }, now),
+      testPush("sub-1", now),
     ];
     const results = await Promise.all(notifications.map((n) => r.delivery.enqueue(sub, n, true)));
     expect(results.map((x) => x.outcome)).toEqual([
@@ -112,21 +117,28 @@ describe("each kind arrives at a real receiver and decrypts", () => {
     ]);
     await phone.next(5);
     const [clarify, finished, message, resolved, test] = phone.received;
+    const ts = new Date(now).toISOString();
     expect(clarify!.payload).toEqual({
       v: 1,
       kind: "clarify",
+      tag: pushTopic(CONV, "clarify"),
+      ts,
       conversation_id: CONV,
       clarify_id: "c1",
-      run_id: "8c1f",
       allow_free_text: true,
       title: "Project X",
       body: "Deploy to staging or production?",
+      conversation_name: "Project X",
+      question: "Deploy to staging or production?",
       choices: ["staging", "production"],
     });
     expect(clarify!.headers).toMatchObject({ urgency: "high", ttl: String(DECISION_TTL_SECONDS) });
     expect(finished!.payload).toEqual({
       v: 1,
       kind: "run_finished",
+      tag: pushTopic(CONV, "run_finished"),
+      ts,
+      conversation_name: "Project X",
       conversation_id: CONV,
       run_id: "8c1f",
       status: "completed",
@@ -146,15 +158,17 @@ describe("each kind arrives at a real receiver and decrypts", () => {
     expect(resolved!.payload).toEqual({
       v: 1,
       kind: "resolved",
+      tag: pushTopic(CONV, "approval"),
+      ts,
       conversation_id: CONV,
       approval_id: "3d4e5f6070a1",
-      choice: "deny",
-      accepted: false,
     });
     expect(resolved!.headers).toMatchObject({ topic: pushTopic(CONV, "approval"), urgency: "high" });
     expect(test!.payload).toEqual({
       v: 1,
       kind: "test",
+      tag: pushTopic("sub-1", "test"),
+      ts,
       subscription_id: "sub-1",
       title: "Pheby",
       body: "Test notification",
@@ -170,9 +184,10 @@ describe("each kind arrives at a real receiver and decrypts", () => {
     expect((await phone.next()).payload).toEqual({
       v: 1,
       kind: "approval",
+      tag: pushTopic(CONV, "approval"),
+      ts: expect.any(String),
       conversation_id: CONV,
       approval_id: "3d4e5f6070a1",
-      run_id: "8c1f",
       choices: ["once", "session", "always", "deny"],
     });
   });
@@ -186,7 +201,6 @@ describe("each kind arrives at a real receiver and decrypts", () => {
       {
         clarify_id: "c1",
         conversation_id: CONV,
-        run_id: null,
         question: long,
         choices: Array.from({ length: 50 }, () => long),
         allow_free_text: false,
@@ -212,7 +226,7 @@ describe("outcomes", () => {
     const sub = r.subscribe(phone);
     phone.answer(status);
     const first = r.delivery.enqueue(sub, approval(), true);
-    const second = r.delivery.enqueue(sub, testPush(sub.id), true);
+    const second = r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true);
     expect(await first).toEqual({ outcome: "removed", status });
     expect(await second).toEqual({ outcome: "dropped", reason: "unsubscribed" });
     expect(r.push.get(sub.id)).toBeUndefined();
@@ -240,7 +254,7 @@ describe("outcomes", () => {
     const sub = r.subscribe(phone);
     phone.answer({ status: 429, headers: { "Retry-After": "1" } });
     const asked = Date.now();
-    expect((await r.delivery.enqueue(sub, testPush(sub.id), true)).outcome).toBe("delivered");
+    expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
     // A lower bound only: a loaded machine can only make the wait longer.
     expect((await phone.next()).receivedAt - asked).toBeGreaterThanOrEqual(1_000);
     expect(phone.requests).toBe(2);
@@ -251,12 +265,13 @@ describe("outcomes", () => {
     const phone = r.receiver.endpoint("phone");
     const sub = r.subscribe(phone);
     phone.answer(500, 503);
-    expect((await r.delivery.enqueue(sub, testPush(sub.id), true)).outcome).toBe("delivered");
+    expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
     expect(phone.requests).toBe(3);
     phone.answer(500, 502, 500, 500);
-    expect(await r.delivery.enqueue(sub, testPush(sub.id), true)).toEqual({
+    expect(await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).toEqual({
       outcome: "failed",
       error: "HTTP 500",
+      status: 500,
     });
     expect(phone.requests).toBe(6); // FAST_RETRY.attempts
     expect(r.push.get(sub.id)).toMatchObject({ last_error: "HTTP 500" });
@@ -268,7 +283,7 @@ describe("outcomes", () => {
     const phone = r.receiver.endpoint("phone");
     const sub = r.subscribe(phone);
     phone.answer("hang");
-    expect((await r.delivery.enqueue(sub, testPush(sub.id), true)).outcome).toBe("delivered");
+    expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
     expect(phone.requests).toBe(2);
     expect(r.logs.some((l) => l.outcome === "retry" && l.reason === "timeout")).toBe(true);
   });
@@ -279,9 +294,10 @@ describe("outcomes", () => {
     const elsewhere = r.receiver.endpoint("elsewhere");
     const sub = r.subscribe(phone);
     phone.answer({ status: 307, headers: { Location: elsewhere.endpoint } });
-    expect(await r.delivery.enqueue(sub, testPush(sub.id), true)).toEqual({
+    expect(await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).toEqual({
       outcome: "failed",
       error: "HTTP 307",
+      status: 307,
     });
     expect(elsewhere.requests).toBe(0);
     expect(r.push.get(sub.id)?.last_error).toBe("HTTP 307");
@@ -344,15 +360,12 @@ describe("a bad endpoint hurts nobody else", () => {
     const phone = r.receiver.endpoint("phone");
     const sub = r.subscribe(phone);
     phone.answer("hang");
-    const blocker = r.delivery.enqueue(sub, testPush(sub.id), true);
+    const blocker = r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true);
     await phone.requested(1);
     const question = r.delivery.enqueue(sub, approval(), true);
     const resolved = r.delivery.enqueue(
       sub,
-      resolvedPush(
-        { conversation_id: CONV, approval_id: "3d4e5f6070a1", choice: "once", accepted: true },
-        Date.now(),
-      ),
+      resolvedPush({ conversation_id: CONV, approval_id: "3d4e5f6070a1" }, Date.now()),
       true,
     );
     expect(await question).toEqual({ outcome: "dropped", reason: "superseded" });

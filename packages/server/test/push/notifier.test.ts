@@ -1,5 +1,7 @@
 import { ServerMessage } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
+import { Fanout } from "../../src/outbox/fanout.js";
+import type { OutboxEvent } from "../../src/outbox/outbox.js";
 import { PushNotifier } from "../../src/push/notifier.js";
 import { pushTopic } from "../../src/push/payload.js";
 import { Presence } from "../../src/push/presence.js";
@@ -10,8 +12,12 @@ const OTHER = "ffffffffffffffffffffffffffffffff";
 const RUN = "8c1f2e3d4c5b6a798877665544332211";
 const TS = "2026-09-02T18:00:00.000Z";
 
-function notifier(r: Rig, presence = new Presence()) {
-  const n = new PushNotifier({
+/** Connections still connected, as the Fanout's peers would be. */
+const live = new Set<object>();
+
+function notifier(r: Rig, presence = new Presence(() => live)) {
+  const inner = new Fanout();
+  const n = new PushNotifier(inner, {
     store: r.push,
     delivery: r.delivery,
     presence,
@@ -21,8 +27,18 @@ function notifier(r: Rig, presence = new Presence()) {
     conversationName: (id) => (id === CONV ? "Project X" : id === OTHER ? "Other" : undefined),
   });
   // Every event fed to the notifier is a frame the server may send.
-  const observe = (msg: unknown) => n.observe(ServerMessage.parse(msg));
-  return { n, presence, observe };
+  const observe = (msg: unknown, extra: Partial<OutboxEvent> = {}) => {
+    const message = ServerMessage.parse(msg);
+    const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : CONV;
+    n.publish({ message, conversationId, ...extra });
+  };
+  /** A run accepted: a client's chat.send is its reply-to; the agent's own run has none. */
+  const runStarted = (runId: string, solicited: boolean) =>
+    observe(
+      { type: "run.accepted", conversation_id: CONV, run_id: runId },
+      solicited ? { replyTo: { peer: { id: 1 } as never, requestId: "r1" } } : {},
+    );
+  return { n, presence, observe, runStarted };
 }
 
 const approvalRequest = (id = "a1", conversation_id = CONV) => ({
@@ -57,8 +73,8 @@ describe("PushNotifier: one push per event", () => {
     const r = await rig();
     const phone = r.receiver.endpoint("phone");
     r.subscribe(phone);
-    const { n, observe } = notifier(r);
-    n.runStarted(RUN, CONV, true);
+    const { runStarted, observe } = notifier(r);
+    runStarted(RUN, true);
     observe({
       type: "message.complete",
       conversation_id: CONV,
@@ -81,8 +97,8 @@ describe("PushNotifier: one push per event", () => {
     const r = await rig();
     const phone = r.receiver.endpoint("phone");
     r.subscribe(phone);
-    const { n, observe } = notifier(r);
-    n.runStarted(RUN, CONV, false);
+    const { runStarted, observe } = notifier(r);
+    runStarted(RUN, false);
     finishRun(observe, "completed", "Nightly report: all green");
     expect((await phone.next()).payload).toMatchObject({
       kind: "message",
@@ -97,10 +113,10 @@ describe("PushNotifier: one push per event", () => {
     const r = await rig();
     const phone = r.receiver.endpoint("phone");
     r.subscribe(phone);
-    const { n, observe } = notifier(r);
-    n.runStarted(RUN, CONV, true);
+    const { runStarted, observe } = notifier(r);
+    runStarted(RUN, true);
     finishRun(observe, "cancelled", "partial");
-    n.runStarted("r2", CONV, true);
+    runStarted("r2", true);
     observe({
       type: "run.finished",
       conversation_id: CONV,
@@ -122,8 +138,8 @@ describe("PushNotifier: one push per event", () => {
     const r = await rig();
     const phone = r.receiver.endpoint("phone");
     r.subscribe(phone);
-    const { n, observe } = notifier(r);
-    n.runStarted(RUN, CONV, true);
+    const { runStarted, observe } = notifier(r);
+    runStarted(RUN, true);
     observe({
       type: "tool.event",
       conversation_id: CONV,
@@ -144,11 +160,13 @@ describe("PushNotifier: one push per event", () => {
     });
     observe({ type: "approval.resolved", approval_id: "a1", choice: "once", accepted: true });
     const resolved = await phone.next();
-    expect(resolved.payload).toMatchObject({
+    expect(resolved.payload).toEqual({
+      v: 1,
       kind: "resolved",
+      tag: asked.payload.tag,
+      ts: expect.any(String),
+      conversation_id: CONV,
       approval_id: "a1",
-      choice: "once",
-      accepted: true,
     });
     expect(resolved.headers.topic).toBe(asked.headers.topic);
     // A second resolution of the same id (cannot happen, but) pushes nothing more.
@@ -181,13 +199,7 @@ describe("PushNotifier: one push per event", () => {
     });
     observe({ type: "clarify.resolved", clarify_id: "c1", accepted: false });
     const resolved = await phone.next();
-    expect(resolved.payload).toEqual({
-      v: 1,
-      kind: "resolved",
-      conversation_id: CONV,
-      clarify_id: "c1",
-      accepted: false,
-    });
+    expect(resolved.payload).toMatchObject({ kind: "resolved", conversation_id: CONV, clarify_id: "c1" });
     expect(resolved.headers.topic).toBe(pushTopic(CONV, "clarify"));
   });
 
@@ -197,9 +209,9 @@ describe("PushNotifier: one push per event", () => {
     const results = r.receiver.endpoint("results-only");
     r.subscribe(approvals, ["approval"]);
     r.subscribe(results, ["run_finished"]);
-    const { n, observe } = notifier(r);
+    const { runStarted, observe } = notifier(r);
     observe(approvalRequest());
-    n.runStarted(RUN, CONV, true);
+    runStarted(RUN, true);
     finishRun(observe, "completed", "ok");
     expect((await approvals.next()).payload.kind).toBe("approval");
     expect((await results.next()).payload.kind).toBe("run_finished");
@@ -213,10 +225,11 @@ describe("PushNotifier: presence", () => {
     const r = await rig();
     const phone = r.receiver.endpoint("phone");
     r.subscribe(phone);
-    const presence = new Presence();
+    const presence = new Presence(() => live);
     const { observe } = notifier(r, presence);
-    const console = Symbol("console");
-    const tablet = Symbol("tablet");
+    const console = { name: "console" };
+    const tablet = { name: "tablet" };
+    live.add(console).add(tablet);
 
     // Each step waits for the queue: approvals of one conversation share a Topic, so a queued one
     // would be superseded by the next.
@@ -232,7 +245,7 @@ describe("PushNotifier: presence", () => {
     presence.update(console, { state: "active", conversationId: OTHER });
     await ask("a-moved");
     presence.update(console, { state: "active", conversationId: CONV });
-    presence.gone(console);
+    live.delete(console); // the connection went away
     await ask("a-gone");
     presence.update(tablet, { state: "active" });
     await ask("a-no-conversation");

@@ -13,6 +13,8 @@ import {
 } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { isDeepStrictEqual } from "node:util";
+import { PushPayload } from "@pheby/protocol";
 
 /** A push as the receiver got it. */
 export interface ReceivedPush {
@@ -151,10 +153,19 @@ function decode(state: EndpointState, headers: IncomingHttpHeaders, body: Buffer
     endpoint: state.endpoint,
     headers,
     bodyBytes: body.length,
-    payload: JSON.parse(decrypt(state, body).toString("utf8")) as Record<string, unknown>,
+    payload: checkPayload(JSON.parse(decrypt(state, body).toString("utf8"))),
     vapid: verifyVapid(headers.authorization, new URL(state.endpoint).origin),
     receivedAt: Date.now(),
   };
+}
+
+/** Every payload must be one the contract defines, with no field it lacks (`PushPayload` of @pheby/protocol). */
+function checkPayload(value: unknown): Record<string, unknown> {
+  const parsed = PushPayload.safeParse(value);
+  if (!parsed.success) throw new Error(`payload rejected by PushPayload: ${parsed.error.message}`);
+  if (!isDeepStrictEqual(parsed.data, value))
+    throw new Error("payload has fields PushPayload does not define");
+  return value as Record<string, unknown>;
 }
 
 /** RFC 8291 §3.4 key derivation and RFC 8188 record decryption. */

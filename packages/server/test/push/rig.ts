@@ -6,7 +6,7 @@ import type { Resolve } from "../../src/push/address.js";
 import { PushDelivery, type RetryPolicy } from "../../src/push/delivery.js";
 import { PushSender } from "../../src/push/sender.js";
 import { loadOrCreateVapidKeys } from "../../src/push/vapid.js";
-import { OWNER, PUSH_MIGRATION, PushStore, type PushSubscriptionRow } from "../../src/store/push.js";
+import { OWNER, type PushStore, type PushSubscriptionRow } from "../../src/store/push.js";
 import { Store } from "../../src/store/store.js";
 import { newId } from "../../src/util/ids.js";
 import { systemClock } from "../../src/util/time.js";
@@ -38,8 +38,7 @@ export async function rig(
   const dir = tempDir();
   const receiver = await startReceiver();
   const store = new Store(dir);
-  store.db.exec(PUSH_MIGRATION);
-  const push = new PushStore(store.db);
+  const push = store.push;
   const vapid = loadOrCreateVapidKeys(dir);
   const logs: Record<string, unknown>[] = [];
   const log = pino(

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_PUSH_SUBSCRIPTIONS, OWNER, PUSH_MIGRATION, PushStore } from "../../src/store/push.js";
+import { MAX_PUSH_SUBSCRIPTIONS, OWNER, type PushStore } from "../../src/store/push.js";
 import { Store } from "../../src/store/store.js";
 import { newId } from "../../src/util/ids.js";
 import { useTempDirs } from "../helpers.js";
@@ -10,13 +10,11 @@ afterEach(() => {
   for (const s of open.splice(0)) s.close();
 });
 
-/** A real SQLite file with the push migration applied (wired into MIGRATIONS at merge time). */
+/** A real SQLite file, migrated. */
 function pushStore(dir = tempDir()): { push: PushStore; dir: string } {
   const store = new Store(dir);
   open.push(store);
-  const exists = store.db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'push_subscriptions'").get();
-  if (!exists) store.db.exec(PUSH_MIGRATION);
-  return { push: new PushStore(store.db), dir };
+  return { push: store.push, dir };
 }
 
 const sub = (
