@@ -21,6 +21,7 @@ import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Outbox } from "./outbox/outbox.js";
+import { type PushOptions, PushService } from "./push/service.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
@@ -77,6 +78,11 @@ export interface PhebyServerOptions {
    * sent with a strict CSP; see docs/console.md.
    */
   staticConsoleDir?: string;
+  /**
+   * Push notifications (the `push` extension): previews, private endpoints, the VAPID contact. The
+   * VAPID key pair is generated on first start in `<dataDir>/vapid.json` (mode 0600).
+   */
+  push?: PushOptions;
   /** Days attachments are kept (default 7); 0 keeps them forever (`expires_at: null`). */
   attachmentRetentionDays?: number;
   /**
@@ -227,7 +233,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
-  const outbox: Outbox = fanout;
+  const push = new PushService(
+    { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
+    options.push,
+  );
+  const outbox: Outbox = push.wrap(fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -255,6 +265,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
     historyPageBytes,
+    push,
   };
   const host: AgentHost = {
     unsolicited(message) {
@@ -293,6 +304,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     { attachments, store, checkSecret, lockout, log, idleTimeoutMs: httpIdleTimeoutMs },
     options.corsOrigins ?? [],
+    { decisions, checkSecret, lockout, log },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () =>
@@ -335,6 +347,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
           log.warn({ err }, "agent backend did not close cleanly");
         }
         await attachments.idle();
+        await push.close();
         store.close();
         log.info("closed");
       })();

@@ -7,6 +7,7 @@ import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { pushHandlers } from "./push.js";
 import { yoloHandlers } from "./yolo.js";
 
 /** Every handler module; an extension adds `{ feature: FEATURE_X, handlers: xHandlers }` here. */
@@ -17,6 +18,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: decisionHandlers },
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
+  pushHandlers,
 ];
 
 /** A handler's outcome, or the typed error the requester is told. */

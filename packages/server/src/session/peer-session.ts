@@ -1,8 +1,10 @@
 import {
   CLOSE_CODES,
+  type ClientMessage,
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
+  FEATURE_PUSH,
   LIMITS,
   PROTOCOL_VERSION,
   type RawFrame,
@@ -108,11 +110,13 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
-    const decoded = decodeClientFrame(data);
     if (!this.principal) {
-      this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
+      const hello = decodeClientFrame(data);
+      this.#hello(hello.ok ? hello.message : undefined, hello.ok ? undefined : hello.error);
       return;
     }
+    // Requests of a feature this peer did not enable decode as unknown types (v1 for a v1 peer).
+    const decoded = decodeClientFrame(data, { features: this.features });
     if (!decoded.ok) {
       this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
       this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
@@ -145,7 +149,7 @@ export class PeerSession implements Peer {
   }
 
   /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
-  async #dispatch(msg: V1ClientMessage): Promise<void> {
+  async #dispatch(msg: ClientMessage): Promise<void> {
     const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
     const requestId = msg.request_id;
     if ("error" in answer) {
@@ -223,6 +227,9 @@ export class PeerSession implements Peer {
       server: serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
+      ...(this.features.has(FEATURE_PUSH) && this.deps.ctx.push
+        ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
+        : {}),
       ts: iso(this.deps.ctx.clock.now()),
     });
   }
