@@ -124,7 +124,7 @@ export class PushService {
     const auth = keyBytes(msg.keys.auth);
     if (!p256dh || !isP256Point(p256dh))
       throw new ProtocolError("bad_request", "keys.p256dh: not a P-256 public key");
-    if (!auth || auth.length !== 16) throw new ProtocolError("bad_request", "keys.auth: must be 16 bytes");
+    if (auth?.length !== 16) throw new ProtocolError("bad_request", "keys.auth: must be 16 bytes");
     const { row, evicted } = this.#deps.store.push.subscribe(
       {
         id: newId(),
