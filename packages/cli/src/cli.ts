@@ -7,6 +7,7 @@ import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
+import { push } from "./commands/push.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   model,
   reasoning,
   yolo,
+  push,
   conformance,
 ];
 
