@@ -10,8 +10,8 @@ import { PhebyClient } from "@pheby/client";
 import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusingUpgrades } from "../../client/test/peer.js";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
-import { startReceiver } from "../../server/test/push/receiver.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
 const unavailable = serverUnavailable();

@@ -1,5 +1,6 @@
 import { connect } from "node:net";
 import { describe, expect, it } from "vitest";
+import { startReceiver } from "../../../conformance/src/push-receiver.js";
 import {
   checkEndpoint,
   checkPeer,
@@ -9,7 +10,6 @@ import {
   parseEndpoint,
   type Resolve,
 } from "../../src/push/address.js";
-import { startReceiver } from "./receiver.js";
 
 const STRICT = { allowPrivate: false };
 const LAN = { allowPrivate: true };

@@ -1,7 +1,7 @@
 // @pheby/client's push API against the real server and the decrypting receiver.
 import { afterEach, describe, expect, it } from "vitest";
+import { startReceiver } from "../../../conformance/src/push-receiver.js";
 import { phebyClient, startServer } from "../helpers.js";
-import { startReceiver } from "./receiver.js";
 import { FAST_RETRY } from "./rig.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];

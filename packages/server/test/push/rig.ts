@@ -2,6 +2,11 @@
 import { Writable } from "node:stream";
 import { type Logger, pino } from "pino";
 import { afterEach, expect } from "vitest";
+import {
+  type PushReceiver,
+  type ReceiverEndpoint,
+  startReceiver,
+} from "../../../conformance/src/push-receiver.js";
 import type { Resolve } from "../../src/push/address.js";
 import { PushDelivery, type RetryPolicy } from "../../src/push/delivery.js";
 import { PushSender } from "../../src/push/sender.js";
@@ -11,7 +16,6 @@ import { Store } from "../../src/store/store.js";
 import { newId } from "../../src/util/ids.js";
 import { systemClock } from "../../src/util/time.js";
 import { useTempDirs } from "../helpers.js";
-import { type PushReceiver, type ReceiverEndpoint, startReceiver } from "./receiver.js";
 
 const tempDir = useTempDirs();
 const cleanups: (() => Promise<void> | void)[] = [];

@@ -5,6 +5,11 @@ import { join } from "node:path";
 import { decodeServerFrame, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  type PushReceiver,
+  type ReceiverEndpoint,
+  startReceiver,
+} from "../../../conformance/src/push-receiver.js";
+import {
   captureLogs,
   createConversation,
   RawClient,
@@ -15,7 +20,6 @@ import {
   type TestServerOptions,
 } from "../helpers.js";
 import { http } from "../http.js";
-import { type PushReceiver, type ReceiverEndpoint, startReceiver } from "./receiver.js";
 import { FAST_RETRY } from "./rig.js";
 
 const cleanups: (() => Promise<void> | void)[] = [];

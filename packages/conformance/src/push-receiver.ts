@@ -1,7 +1,8 @@
-// A real Web Push receiver for tests, written from the RFCs with node:crypto only: it plays the push
-// service and the user agent at once. It decrypts RFC 8291 `aes128gcm` bodies with its own P-256 key
-// pair and auth secret, verifies the RFC 8292 VAPID header, and answers what a test tells it to
-// (201 by default; 404/410/413/429/500, a redirect, or never).
+// A real Web Push receiver, written from the RFCs with node:crypto only: it plays the push service and
+// the user agent at once. It decrypts RFC 8291 `aes128gcm` bodies with its own P-256 key pair and auth
+// secret, verifies the RFC 8292 VAPID header, checks every payload against the contract's
+// `PushPayload`, and answers what it is told to (201 by default; 404/410/413/429/500, a redirect, or
+// never). The `extensions.push` check uses it; so do the server's own tests.
 import {
   createDecipheriv,
   createECDH,
@@ -57,6 +58,7 @@ interface EndpointState extends ReceiverEndpoint {
   seen: number;
 }
 
+/** A running receiver: make endpoints with {@link PushReceiver.endpoint}, then subscribe them. */
 export interface PushReceiver {
   url: string;
   endpoint(name: string): ReceiverEndpoint;
@@ -65,8 +67,11 @@ export interface PushReceiver {
   close(): Promise<void>;
 }
 
-/** Start a receiver on 127.0.0.1 (port 0). */
-export async function startReceiver(): Promise<PushReceiver> {
+/**
+ * Start a receiver on `host` (default 127.0.0.1), port 0. The server under test must be allowed to
+ * reach it: a private address needs `PHEBY_PUSH_ALLOW_PRIVATE=true` on a Pheby server.
+ */
+export async function startReceiver(host = "127.0.0.1"): Promise<PushReceiver> {
   const endpoints = new Map<string, EndpointState>();
   const errors: string[] = [];
   const hanging = new Set<ServerResponse>();
@@ -99,8 +104,8 @@ export async function startReceiver(): Promise<PushReceiver> {
       res.writeHead(status, typeof answer === "object" ? answer.headers : undefined).end();
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  await new Promise<void>((resolve) => server.listen(0, host, resolve));
+  const url = `http://${host.includes(":") ? `[${host}]` : host}:${(server.address() as AddressInfo).port}`;
 
   const waitFor = (state: EndpointState, ready: () => boolean) =>
     new Promise<void>((resolve) => {
