@@ -5,6 +5,7 @@ import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { h, replace } from "./dom.js";
+import { NotificationsPanel } from "./notifications.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
 
@@ -167,19 +168,37 @@ function startApp(client: PhebyClient): void {
     runChanged: (runId) => composer.setRun(runId),
   });
   const settings = new SettingsBar(client, report);
+  const notifications = new NotificationsPanel(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
     "main",
     { class: "chat" },
     h("div", { class: "chat-head" }, title, settings.el),
+    notifications.el,
     chat.el,
     composer.el,
   );
   settings.el.hidden = true;
   composer.el.hidden = true;
 
+  const bell = h(
+    "button",
+    {
+      type: "button",
+      class: "link",
+      "data-testid": "push-toggle",
+      hidden: !client.features.includes("push"),
+    },
+    "Notifications",
+  );
+  bell.addEventListener("click", () => notifications.toggle());
+  // Presence: a push for the conversation on screen is skipped while this page is in front.
+  const sayPresence = () =>
+    client.presence(document.visibilityState === "visible" ? "active" : "background", current ?? undefined);
+  document.addEventListener("visibilitychange", sayPresence);
   const signOut = h("button", { type: "button", class: "link" }, "Sign out");
   signOut.addEventListener("click", () => {
+    document.removeEventListener("visibilitychange", sayPresence);
     forgetSecret();
     client.close();
     showConnect();
@@ -206,13 +225,18 @@ function startApp(client: PhebyClient): void {
   backdrop.addEventListener("click", () => setDrawer(false));
   document.addEventListener("keydown", (event) => event.key === "Escape" && setDrawer(false));
   layout.append(conversations.el, backdrop, main);
-  replace(root, h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, signOut), layout);
+  replace(
+    root,
+    h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, bell, signOut),
+    layout,
+  );
 
   async function openConversation(id: string): Promise<void> {
     if (current && current !== id) client.unfollow(current);
     current = id;
     setDrawer(false);
     client.follow(id);
+    sayPresence();
     conversations.select(id);
     title.textContent = conversations.name(id);
     composer.el.hidden = false;
