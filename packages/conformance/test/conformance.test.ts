@@ -128,7 +128,7 @@ describe.skipIf(unavailable !== undefined)(
 
 // The auth-timeout check needs a server with a short timeout: the library, started in-process.
 type ServerLib = {
-  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs: number }) => {
+  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number }) => {
     listen(o: { port: number; host: string }): Promise<{ port: number }>;
     close(): Promise<void>;
   };
