@@ -1,5 +1,5 @@
 import type { HttpBindings } from "@hono/node-server";
-import { type ClientMessage, decodeClientFrame, LIMITS } from "@pheby/protocol";
+import { type ClientMessage, decodeClientFrame, type ErrorCode, LIMITS } from "@pheby/protocol";
 import type { Context, Hono } from "hono";
 import { authenticateHttp, type HttpAuthDeps, httpError } from "../auth/http.js";
 import type { Decisions } from "../decisions/decisions.js";
@@ -68,44 +68,59 @@ async function answerOf<T extends "approval.respond" | "clarify.respond">(
  * route returns that resolution's fields with the question's conversation.
  */
 export function decisionRoutes(app: Hono<Env>, deps: DecisionRouteDeps): void {
-  app.post("/approvals/:id", async (c) => {
+  answerRoute(app, deps, {
+    path: "/approvals/:id",
+    type: "approval.respond",
+    idField: "approval_id",
+    notFound: ["approval_not_found", "Approval not found"],
+    pending: (id) => deps.decisions.approval(id),
+    answer: (msg, conversation_id) => {
+      deps.decisions.respondApproval(msg);
+      return { approval_id: msg.approval_id, conversation_id, choice: msg.choice, accepted: true };
+    },
+  });
+  answerRoute(app, deps, {
+    path: "/clarify/:id",
+    type: "clarify.respond",
+    idField: "clarify_id",
+    notFound: ["clarify_not_found", "Clarification not found"],
+    pending: (id) => deps.decisions.clarification(id),
+    answer: (msg, conversation_id) => {
+      deps.decisions.respondClarify(msg);
+      return { clarify_id: msg.clarify_id, conversation_id, accepted: true };
+    },
+  });
+}
+
+/** One answer route: credentials, then the ID, then the body, then the answer. */
+function answerRoute<T extends "approval.respond" | "clarify.respond">(
+  app: Hono<Env>,
+  deps: DecisionRouteDeps,
+  route: {
+    path: string;
+    type: T;
+    idField: string;
+    notFound: [ErrorCode, string];
+    pending(id: string): { conversation_id: string } | undefined;
+    /** Apply the answer (throws a ProtocolError when the question went meanwhile); the 200 body. */
+    answer(msg: Extract<ClientMessage, { type: T }>, conversationId: string): object;
+  },
+): void {
+  const [code, message] = route.notFound;
+  app.post(route.path, async (c) => {
     const denied = authenticateHttp(c, deps);
     if (denied) return denied;
-    const approvalId = c.req.param("id");
-    const pending = deps.decisions.approval(approvalId);
-    if (!pending) return httpError(c, 404, "approval_not_found", "Approval not found");
-    const msg = await answerOf(c, "approval.respond", { approval_id: approvalId });
+    const id = c.req.param("id") ?? "";
+    const pending = route.pending(id);
+    if (!pending) return httpError(c, 404, code, message);
+    const msg = await answerOf(c, route.type, { [route.idField]: id });
     if (msg instanceof Response) return msg;
     try {
-      deps.decisions.respondApproval(msg);
+      return c.json(route.answer(msg, pending.conversation_id));
     } catch (err) {
       // Answered or withdrawn while the body was read.
-      if (err instanceof ProtocolError) return httpError(c, 404, "approval_not_found", "Approval not found");
+      if (err instanceof ProtocolError) return httpError(c, 404, code, message);
       throw err;
     }
-    return c.json({
-      approval_id: approvalId,
-      conversation_id: pending.conversation_id,
-      choice: msg.choice,
-      accepted: true,
-    });
-  });
-
-  app.post("/clarify/:id", async (c) => {
-    const denied = authenticateHttp(c, deps);
-    if (denied) return denied;
-    const clarifyId = c.req.param("id");
-    const pending = deps.decisions.clarification(clarifyId);
-    if (!pending) return httpError(c, 404, "clarify_not_found", "Clarification not found");
-    const msg = await answerOf(c, "clarify.respond", { clarify_id: clarifyId });
-    if (msg instanceof Response) return msg;
-    try {
-      deps.decisions.respondClarify(msg);
-    } catch (err) {
-      if (err instanceof ProtocolError)
-        return httpError(c, 404, "clarify_not_found", "Clarification not found");
-      throw err;
-    }
-    return c.json({ clarify_id: clarifyId, conversation_id: pending.conversation_id, accepted: true });
   });
 }

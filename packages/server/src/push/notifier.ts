@@ -9,6 +9,7 @@ import {
   clarifyPush,
   messagePush,
   type PushNotification,
+  type ResolvedPushInput,
   resolvedPush,
   runFinishedPush,
 } from "./payload.js";
@@ -100,78 +101,57 @@ export class PushNotifier implements Outbox {
         this.#runFinished(msg.run_id, msg.status, msg.error);
         return;
       case "approval.request": {
-        const name = this.deps.conversationName(msg.conversation_id);
-        if (name === undefined) return;
         const tool = msg.run_id === null ? undefined : this.#runs.get(msg.run_id)?.tool;
-        const expiresAt = expiryOf(event);
-        const pushed = this.#notify(
-          approvalPush(
-            {
-              ...msg,
-              conversationName: name,
-              ...(tool ? { tool } : {}),
-              ...(expiresAt ? { expiresAt } : {}),
-            },
-            this.deps.clock.now(),
-          ),
-        );
-        if (pushed > 0) {
-          this.#asked.set(msg.approval_id, {
-            conversationId: msg.conversation_id,
-            ...(expiresAt ? { expiresAt } : {}),
-          });
-        }
-        return;
-      }
-      case "clarify.request": {
-        const name = this.deps.conversationName(msg.conversation_id);
-        if (name === undefined) return;
-        const expiresAt = expiryOf(event);
-        const pushed = this.#notify(
-          clarifyPush(
-            { ...msg, conversationName: name, ...(expiresAt ? { expiresAt } : {}) },
-            this.deps.clock.now(),
-          ),
-        );
-        if (pushed > 0) {
-          this.#asked.set(msg.clarify_id, {
-            conversationId: msg.conversation_id,
-            ...(expiresAt ? { expiresAt } : {}),
-          });
-        }
-        return;
-      }
-      case "approval.resolved": {
-        const asked = this.#asked.get(msg.approval_id);
-        if (!asked) return;
-        this.#asked.delete(msg.approval_id);
-        this.#send(
-          resolvedPush(
-            {
-              conversation_id: asked.conversationId,
-              approval_id: msg.approval_id,
-              ...expiry(asked),
-            },
-            this.deps.clock.now(),
-          ),
+        this.#ask(msg.approval_id, msg.conversation_id, event, (conversationName, expiry, now) =>
+          approvalPush({ ...msg, conversationName, ...(tool ? { tool } : {}), ...expiry }, now),
         );
         return;
       }
-      case "clarify.resolved": {
-        const asked = this.#asked.get(msg.clarify_id);
-        if (!asked) return;
-        this.#asked.delete(msg.clarify_id);
-        this.#send(
-          resolvedPush(
-            { conversation_id: asked.conversationId, clarify_id: msg.clarify_id, ...expiry(asked) },
-            this.deps.clock.now(),
-          ),
+      case "clarify.request":
+        this.#ask(msg.clarify_id, msg.conversation_id, event, (conversationName, expiry, now) =>
+          clarifyPush({ ...msg, conversationName, ...expiry }, now),
         );
         return;
-      }
+      case "approval.resolved":
+        this.#resolved(msg.approval_id, (asked) => ({ approval_id: msg.approval_id, ...asked }));
+        return;
+      case "clarify.resolved":
+        this.#resolved(msg.clarify_id, (asked) => ({ clarify_id: msg.clarify_id, ...asked }));
+        return;
       default:
         return;
     }
+  }
+
+  /** Push a question (unless the owner is looking) and remember it, so its resolution replaces it. */
+  #ask(
+    id: string,
+    conversationId: string,
+    event: OutboxEvent,
+    build: (name: string, expiry: { expiresAt?: number }, now: number) => PushNotification,
+  ): void {
+    const name = this.deps.conversationName(conversationId);
+    if (name === undefined) return;
+    const expiresAt = expiryOf(event);
+    const expiry = expiresAt === undefined ? {} : { expiresAt };
+    if (this.#notify(build(name, expiry, this.deps.clock.now())) > 0) {
+      this.#asked.set(id, { conversationId, ...expiry });
+    }
+  }
+
+  /** A pushed question was answered or withdrawn: replace it with `resolved` (same Topic). */
+  #resolved(
+    id: string,
+    input: (asked: { conversation_id: string; expiresAt?: number }) => ResolvedPushInput,
+  ): void {
+    const asked = this.#asked.get(id);
+    if (!asked) return;
+    this.#asked.delete(id);
+    const base = {
+      conversation_id: asked.conversationId,
+      ...(asked.expiresAt === undefined ? {} : { expiresAt: asked.expiresAt }),
+    };
+    this.#send(resolvedPush(input(base), this.deps.clock.now()));
   }
 
   #runFinished(runId: string, status: "completed" | "cancelled" | "failed", error: string | undefined): void {
@@ -227,5 +207,3 @@ function expiryOf(event: OutboxEvent): number | undefined {
   const ms = typeof at === "string" ? Date.parse(at) : Number.NaN;
   return Number.isNaN(ms) ? undefined : ms;
 }
-
-const expiry = (asked: Asked) => (asked.expiresAt === undefined ? {} : { expiresAt: asked.expiresAt });

@@ -182,21 +182,8 @@ export interface RunFinishedPushInput {
 
 /** `run_finished` (urgency normal): completed or failed, with the first line of the answer or error. */
 export function runFinishedPush(input: RunFinishedPushInput, now: number): PushNotification {
-  return {
-    kind: "run_finished",
-    event: "run_finished",
-    conversationId: input.conversation_id,
-    ts: iso(now),
-    ids: { conversation_id: input.conversation_id, run_id: input.run_id, status: input.status },
-    texts: {
-      title: clip(input.conversationName),
-      body: clip(firstLine(input.text)),
-      conversation_name: clip(input.conversationName),
-    },
-    ttlSeconds: RESULT_TTL_SECONDS,
-    urgency: "normal",
-    topic: pushTopic(input.conversation_id, "run_finished"),
-  };
+  const { status, ...rest } = input;
+  return resultPush("run_finished", rest, { status }, now);
 }
 
 /** What an unsolicited-message push needs. */
@@ -209,12 +196,22 @@ export interface MessagePushInput {
 
 /** `message` (urgency normal): unsolicited assistant output (a schedule, background output). */
 export function messagePush(input: MessagePushInput, now: number): PushNotification {
+  return resultPush("message", input, {}, now);
+}
+
+/** A run's outcome as a push: the conversation as title, the text's first line as body, kept a day. */
+function resultPush(
+  kind: "run_finished" | "message",
+  input: MessagePushInput,
+  extra: Record<string, unknown>,
+  now: number,
+): PushNotification {
   return {
-    kind: "message",
-    event: "message",
+    kind,
+    event: kind,
     conversationId: input.conversation_id,
     ts: iso(now),
-    ids: { conversation_id: input.conversation_id, run_id: input.run_id },
+    ids: { conversation_id: input.conversation_id, run_id: input.run_id, ...extra },
     texts: {
       title: clip(input.conversationName),
       body: clip(firstLine(input.text)),
@@ -222,7 +219,7 @@ export function messagePush(input: MessagePushInput, now: number): PushNotificat
     },
     ttlSeconds: RESULT_TTL_SECONDS,
     urgency: "normal",
-    topic: pushTopic(input.conversation_id, "message"),
+    topic: pushTopic(input.conversation_id, kind),
   };
 }
 

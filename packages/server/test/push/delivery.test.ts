@@ -16,7 +16,18 @@ import {
 } from "../../src/push/payload.js";
 import { OWNER } from "../../src/store/push.js";
 import { newId } from "../../src/util/ids.js";
-import { CONV, rig } from "./rig.js";
+import { CONV, phoneRig, rig } from "./rig.js";
+
+/** What every approval payload of {@link approval} carries, previews on or off. */
+const APPROVAL_IDS = {
+  v: 1,
+  kind: "approval",
+  tag: pushTopic(CONV, "approval"),
+  ts: expect.any(String),
+  conversation_id: CONV,
+  approval_id: "3d4e5f6070a1",
+  choices: ["once", "session", "always", "deny"],
+};
 
 const approval = (extra: Partial<Parameters<typeof approvalPush>[0]> = {}) =>
   approvalPush(
@@ -35,22 +46,14 @@ const approval = (extra: Partial<Parameters<typeof approvalPush>[0]> = {}) =>
 
 describe("each kind arrives at a real receiver and decrypts", () => {
   it("approval: ids, conversation name, tool, redacted command preview, choices; TTL, Urgency high, Topic; VAPID", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     const expiresAt = Date.now() + 45_000;
     const result = await r.delivery.enqueue(sub, approval({ expiresAt }), true);
     expect(result).toEqual({ outcome: "delivered", status: 201, withText: true });
     const got = await phone.next();
     const preview = "curl -H 'Authorization: Bearer [REDACTED]' https://x.example";
     expect(got.payload).toEqual({
-      v: 1,
-      kind: "approval",
-      tag: pushTopic(CONV, "approval"),
-      ts: expect.any(String),
-      conversation_id: CONV,
-      approval_id: "3d4e5f6070a1",
-      choices: ["once", "session", "always", "deny"],
+      ...APPROVAL_IDS,
       expires_at: new Date(expiresAt).toISOString(),
       title: "Project X",
       body: preview,
@@ -69,9 +72,7 @@ describe("each kind arrives at a real receiver and decrypts", () => {
   });
 
   it("clarify, run_finished, message, resolved and test, in order on one endpoint", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     const now = Date.now();
     const notifications: PushNotification[] = [
       clarifyPush(
@@ -177,25 +178,13 @@ describe("each kind arrives at a real receiver and decrypts", () => {
   });
 
   it("previews off: ids only, no text of any kind", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     await r.delivery.enqueue(sub, approval(), false);
-    expect((await phone.next()).payload).toEqual({
-      v: 1,
-      kind: "approval",
-      tag: pushTopic(CONV, "approval"),
-      ts: expect.any(String),
-      conversation_id: CONV,
-      approval_id: "3d4e5f6070a1",
-      choices: ["once", "session", "always", "deny"],
-    });
+    expect((await phone.next()).payload).toEqual(APPROVAL_IDS);
   });
 
   it("keeps the encrypted body within 4 KiB however long the texts are", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     const long = "é😀".repeat(5_000);
     const n = clarifyPush(
       {
@@ -221,9 +210,7 @@ describe("each kind arrives at a real receiver and decrypts", () => {
 
 describe("outcomes", () => {
   it.each([404, 410])("%i removes the subscription and drops what was queued behind", async (status) => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     phone.answer(status);
     const first = r.delivery.enqueue(sub, approval(), true);
     const second = r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true);
@@ -234,9 +221,7 @@ describe("outcomes", () => {
   });
 
   it("413 is retried at once without text", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     phone.answer(413);
     expect(await r.delivery.enqueue(sub, approval(), true)).toEqual({
       outcome: "delivered",
@@ -249,9 +234,7 @@ describe("outcomes", () => {
   });
 
   it("429 waits for Retry-After before trying again", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     phone.answer({ status: 429, headers: { "Retry-After": "1" } });
     const asked = Date.now();
     expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
@@ -261,9 +244,7 @@ describe("outcomes", () => {
   });
 
   it("5xx retries with backoff, bounded: success on a later attempt, failure after the last", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     phone.answer(500, 503);
     expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
     expect(phone.requests).toBe(3);
@@ -279,9 +260,7 @@ describe("outcomes", () => {
   });
 
   it("a request that hangs times out and is retried", async () => {
-    const r = await rig({ timeoutMs: 300 });
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig({ timeoutMs: 300 });
     phone.answer("hang");
     expect((await r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true)).outcome).toBe("delivered");
     expect(phone.requests).toBe(2);
@@ -345,9 +324,7 @@ describe("a bad endpoint hurts nobody else", () => {
   });
 
   it("enqueueing returns before anything is encrypted or sent", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig();
     const pending = r.delivery.enqueue(sub, approval(), true);
     // Nothing has left yet: the send starts on a later turn of the event loop.
     expect(phone.requests).toBe(0);
@@ -356,9 +333,7 @@ describe("a bad endpoint hurts nobody else", () => {
   });
 
   it("a queued question is superseded by its resolved push (same Topic): the stale action never leaves", async () => {
-    const r = await rig({ timeoutMs: 60_000 });
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone);
+    const { r, phone, sub } = await phoneRig({ timeoutMs: 60_000 });
     phone.answer("hang");
     const blocker = r.delivery.enqueue(sub, testPush(sub.id, Date.now()), true);
     await phone.requested(1);
@@ -406,9 +381,7 @@ describe("SSRF at send time (the address actually connected to)", () => {
   });
 
   it("refuses plain http and private literals without private addresses allowed", async () => {
-    const r = await rig({ allowPrivate: false });
-    const phone = r.receiver.endpoint("phone");
-    const sub = r.subscribe(phone); // http://127.0.0.1:…, stored before the operator turned the rule on
+    const { r, phone, sub } = await phoneRig({ allowPrivate: false }); // http://127.0.0.1:…, stored before the operator turned the rule on
     expect(await r.delivery.enqueue(sub, approval(), true)).toMatchObject({ outcome: "failed" });
     expect(phone.requests).toBe(0);
   });

@@ -6,11 +6,17 @@ import { PushNotifier } from "../../src/push/notifier.js";
 import { pushTopic } from "../../src/push/payload.js";
 import { Presence } from "../../src/push/presence.js";
 import { systemClock } from "../../src/util/time.js";
-import { CONV, type Rig, rig } from "./rig.js";
+import { CONV, phoneRig, type Rig, rig } from "./rig.js";
 
 const OTHER = "ffffffffffffffffffffffffffffffff";
 const RUN = "8c1f2e3d4c5b6a798877665544332211";
 const TS = "2026-09-02T18:00:00.000Z";
+
+/** A rig with one subscribed endpoint and a notifier over it. */
+async function withPhone() {
+  const { r, phone } = await phoneRig();
+  return { r, phone, ...notifier(r) };
+}
 
 /** Connections still connected, as the Fanout's peers would be. */
 const live = new Set<object>();
@@ -70,10 +76,7 @@ function finishRun(
 
 describe("PushNotifier: one push per event", () => {
   it("a run a client started pushes run_finished with the first line of the answer; a notice is not the answer", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    r.subscribe(phone);
-    const { runStarted, observe } = notifier(r);
+    const { r, phone, runStarted, observe } = await withPhone();
     runStarted(RUN, true);
     observe({
       type: "message.complete",
@@ -94,10 +97,7 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("an unsolicited run pushes message, never run_finished too", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    r.subscribe(phone);
-    const { runStarted, observe } = notifier(r);
+    const { r, phone, runStarted, observe } = await withPhone();
     runStarted(RUN, false);
     finishRun(observe, "completed", "Nightly report: all green");
     expect((await phone.next()).payload).toMatchObject({
@@ -110,10 +110,7 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("a failed run pushes run_finished failed; a cancelled one pushes nothing", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    r.subscribe(phone);
-    const { runStarted, observe } = notifier(r);
+    const { r, phone, runStarted, observe } = await withPhone();
     runStarted(RUN, true);
     finishRun(observe, "cancelled", "partial");
     runStarted("r2", true);
@@ -135,10 +132,7 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("approval with the running tool's name, then resolved with the same Topic when answered", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    r.subscribe(phone);
-    const { runStarted, observe } = notifier(r);
+    const { r, phone, runStarted, observe } = await withPhone();
     runStarted(RUN, true);
     observe({
       type: "tool.event",
@@ -176,10 +170,7 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("clarify and its withdrawal", async () => {
-    const r = await rig();
-    const phone = r.receiver.endpoint("phone");
-    r.subscribe(phone);
-    const { observe } = notifier(r);
+    const { phone, observe } = await withPhone();
     observe({
       type: "clarify.request",
       clarify_id: "c1",

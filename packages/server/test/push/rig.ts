@@ -97,3 +97,10 @@ export async function rig(
       ).row,
   };
 }
+
+/** A rig with one receiver endpoint ("phone") subscribed to everything. */
+export async function phoneRig(options: Parameters<typeof rig>[0] = {}) {
+  const r = await rig(options);
+  const phone = r.receiver.endpoint("phone");
+  return { r, phone, sub: r.subscribe(phone) };
+}
