@@ -13,6 +13,7 @@ import { agentCommandProblem } from "./agent-check.js";
 import { help, parseArgs, version } from "./args.js";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
+import { devicesCommand, rotateSecretCommand } from "./operator.js";
 import { resolveSecret } from "./secret.js";
 
 /** The agent's working directory: `agent.cwd`, else the server's. */
@@ -59,6 +60,17 @@ async function main(): Promise<void> {
       process.exit(2);
     }
     throw err;
+  }
+  if (invocation.run === "rotate-secret" || invocation.run === "devices") {
+    const io = {
+      out: (line: string) => process.stdout.write(`${line}\n`),
+      err: (line: string) => process.stderr.write(`${line}\n`),
+    };
+    process.exitCode =
+      invocation.run === "rotate-secret"
+        ? rotateSecretCommand(config, io)
+        : devicesCommand(invocation.action, config, io);
+    return;
   }
   if (config.agent.kind === "acp") {
     const problem = agentCommandProblem(agentArgv(config.agent), agentCwd(config), {

@@ -189,6 +189,37 @@ describe("pheby-server", () => {
     expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
   });
 
+  it("rotates the generated secret offline, says devices keep working, and leaves a configured secret to the operator", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pheby-rotate-"));
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH ?? "", ...env },
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+    const rotated = run(["rotate-secret"]);
+    expect(rotated.status).toBe(0);
+    const file = join(cwd, ".pheby-data", "secret");
+    const secret = readFileSync(file, "utf8").trim();
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(rotated.stdout).toContain(`A new secret is in ${file}`);
+    expect(rotated.stdout).toContain("rotating the master secret does not revoke them");
+    expect(rotated.stdout + rotated.stderr).not.toContain(secret);
+    expect(run(["rotate-secret"]).status).toBe(0);
+    expect(readFileSync(file, "utf8").trim()).not.toBe(secret);
+
+    const configured = run(["rotate-secret"], { PHEBY_SECRET: "configured-secret-0123456789" });
+    expect(configured.status).toBe(2);
+    expect(configured.stderr).toContain("the secret is set by PHEBY_SECRET");
+    expect(configured.stderr).not.toContain("configured-secret-0123456789");
+
+    const none = run(["devices"], { PHEBY_DATA_DIR: join(cwd, "nowhere") });
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain(`no database in ${join(cwd, "nowhere")}`);
+    expect(existsSync(join(cwd, "nowhere"))).toBe(false);
+  });
+
   it("refuses bad configuration with exit code 2 and a readable message", async () => {
     const app = start({ PHEBY_PORT: "eighty", PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")) });
     await expect(app.listening).rejects.toThrow(/exited \(2\)/);
