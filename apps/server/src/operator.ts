@@ -15,15 +15,17 @@ const KEEPS_DEVICES =
 
 /** `pheby-server rotate-secret`; returns the exit code. */
 export function rotateSecretCommand(config: Config, io: Output): number {
-  if (config.secret) {
+  const file = config.secret ? undefined : rotateSecret(config.data_dir);
+  if (!file) {
     io.err(
-      "pheby-server: the secret is set by PHEBY_SECRET (or `secret` in the PHEBY_CONFIG file), so change it there: " +
-        "generate one with `openssl rand -hex 32`, then restart the server.",
+      config.secret
+        ? "pheby-server: the secret is set by PHEBY_SECRET (or `secret` in the PHEBY_CONFIG file), so change it there"
+        : `pheby-server: there is no generated secret in ${config.data_dir} to rotate: this server's secret comes from PHEBY_SECRET (or \`secret\` in the PHEBY_CONFIG file), or it has never started. Change it where it is set`,
     );
+    io.err("(generate one with `openssl rand -hex 32`), then restart the server.");
     io.err(KEEPS_DEVICES);
     return 2;
   }
-  const file = rotateSecret(config.data_dir);
   io.out(`A new secret is in ${file} (mode 0600).`);
   io.out(
     "Restart the server to use it (systemctl restart pheby); until then it accepts the old one. " +

@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import {
   chmodSync,
   closeSync,
+  existsSync,
   fsyncSync,
   mkdirSync,
   openSync,
@@ -39,12 +40,13 @@ export function resolveSecret(
 
 /**
  * Replace the generated secret in `<dataDir>/secret` with a new 256-bit one (mode 0600), atomically:
- * written to a temp file, then renamed over the old one. A running server keeps the secret it read
- * at start until it restarts. Returns the file's path (never the secret).
+ * written to a temp file, fsynced, then renamed over the old one. A running server keeps the secret
+ * it read at start until it restarts. Returns the file's path (never the secret), or undefined when
+ * there is no generated secret to replace (the server's secret is configured, or it never started).
  */
-export function rotateSecret(dataDir: string): string {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+export function rotateSecret(dataDir: string): string | undefined {
   const file = join(dataDir, "secret");
+  if (!existsSync(file)) return undefined;
   const temp = `${file}.new`;
   rmSync(temp, { force: true }); // left by an interrupted rotation
   const fd = openSync(temp, "wx", 0o600);

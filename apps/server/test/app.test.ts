@@ -1,7 +1,7 @@
 // pheby-server as an operator runs it: the built dist/main.js in a child
 // process, configured only through the environment.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -198,11 +198,18 @@ describe("pheby-server", () => {
         encoding: "utf8",
         timeout: 15_000,
       });
+    const never = run(["rotate-secret"]);
+    expect(never.status).toBe(2);
+    expect(never.stderr).toContain("there is no generated secret");
+    expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
+    const file = join(cwd, ".pheby-data", "secret");
+    mkdirSync(join(cwd, ".pheby-data"));
+    writeFileSync(file, `${"0".repeat(64)}\n`, { mode: 0o600 });
     const rotated = run(["rotate-secret"]);
     expect(rotated.status).toBe(0);
-    const file = join(cwd, ".pheby-data", "secret");
     const secret = readFileSync(file, "utf8").trim();
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(secret).not.toBe("0".repeat(64));
     expect(rotated.stdout).toContain(`A new secret is in ${file}`);
     expect(rotated.stdout).toContain("rotating the master secret does not revoke them");
     expect(rotated.stdout + rotated.stderr).not.toContain(secret);

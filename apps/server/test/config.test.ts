@@ -209,10 +209,10 @@ describe("resolveSecret", () => {
     expect(next.secret).not.toBe(first.secret);
     expect(statSync(first.file!).mode & 0o777).toBe(0o600);
     expect(existsSync(join(data, "secret.new"))).toBe(false);
-    // With no secret yet, rotating creates one.
+    // No generated secret (the server's is configured, or it never ran): nothing to rotate, nothing written.
     const fresh = join(dir(), "fresh");
-    rotateSecret(fresh);
-    expect(readFileSync(join(fresh, "secret"), "utf8").trim()).toMatch(/^[0-9a-f]{64}$/);
+    expect(rotateSecret(fresh)).toBeUndefined();
+    expect(existsSync(fresh)).toBe(false);
   });
 
   it("prefers the configured secret and writes nothing", () => {
