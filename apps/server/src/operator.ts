@@ -48,7 +48,7 @@ export function devicesCommand(action: "list" | "revoke-all", config: Config, io
       if (devices.length === 0) io.out("No paired devices.");
       for (const d of devices) {
         const seen = d.lastSeenAt === null ? "never seen" : `seen ${new Date(d.lastSeenAt).toISOString()}`;
-        io.out(`${d.id}  paired ${new Date(d.createdAt).toISOString()}  ${seen}  ${d.name}`);
+        io.out(`${d.id}  paired ${new Date(d.createdAt).toISOString()}  ${seen}  ${d.name ?? "(unnamed)"}`);
       }
       return 0;
     }

@@ -13,7 +13,6 @@ import {
   SEEN_WRITE_INTERVAL_MS,
 } from "../src/devices/registry.js";
 import { isPublicWebSocketUrl, pairingUri } from "../src/devices/uri.js";
-import { DEVICES_MIGRATION, DeviceStore } from "../src/store/devices.js";
 import { Store } from "../src/store/store.js";
 import { useTempDirs } from "./helpers.js";
 
@@ -26,21 +25,18 @@ function manualClock(start = 1_750_000_000_000) {
   return { now: () => now, advance: (ms: number) => (now += ms) };
 }
 
-/** A store in a fresh data directory, with the devices table. */
+/** A store in a fresh data directory (migrated, so with the devices table). */
 function openStore(dataDir = tempDir()): Store {
-  const store = new Store(dataDir);
-  store.db.exec(DEVICES_MIGRATION);
-  return store;
+  return new Store(dataDir);
 }
 
 function setup() {
   const clock = manualClock();
   const dataDir = tempDir();
   const store = openStore(dataDir);
-  const devices = new DeviceStore(store.db);
-  const registry = new DeviceRegistry(devices, clock);
+  const registry = new DeviceRegistry(store.devices, clock);
   const resolver = new CredentialResolver(MASTER, registry);
-  return { clock, dataDir, store, devices, registry, resolver };
+  return { clock, dataDir, store, registry, resolver };
 }
 
 describe("pairing codes", () => {
@@ -117,9 +113,10 @@ describe("device registry", () => {
     expect(Buffer.from(phone.secret, "base64url")).toHaveLength(32);
     const named = registry.pair(registry.openPairing("Anna's phone").code, "Pixel 8")!;
     expect(named.name).toBe("Anna's phone");
+    expect(registry.pair(registry.openPairing().code)!.name).toBeNull();
 
     const rows = store.db.prepare("SELECT * FROM devices ORDER BY rowid").all() as Record<string, unknown>[];
-    expect(rows).toHaveLength(2);
+    expect(rows).toHaveLength(3);
     expect(rows[0]).toEqual({
       id: phone.id,
       name: "Pixel 8",
@@ -130,7 +127,7 @@ describe("device registry", () => {
     // The secret itself is nowhere in the database file's rows.
     const dump = JSON.stringify(store.db.prepare("SELECT * FROM devices").raw().all());
     expect(dump).not.toContain(phone.secret);
-    expect(registry.list().map((d) => d.name)).toEqual(["Pixel 8", "Anna's phone"]);
+    expect(registry.list().map((d) => d.name)).toEqual(["Pixel 8", "Anna's phone", null]);
   });
 
   it("refuses a wrong, used or expired code, and a code cannot pair twice", () => {
@@ -240,7 +237,7 @@ describe("credential resolver", () => {
     }
   });
 
-  it("sees a revoke made by another process (the operator's command) at the next check", () => {
+  it("sees a revoke made through another connection to the database (the operator's command) at the next check", () => {
     const { registry, resolver, dataDir } = setup();
     const phone = registry.pair(registry.openPairing().code, "phone")!;
     const admin = openDeviceAdmin(dataDir)!;
@@ -255,7 +252,7 @@ describe("operator access to the devices of a data directory", () => {
   it("lists and revokes every device offline, and refuses a directory with no database", () => {
     const dataDir = tempDir();
     const store = openStore(dataDir);
-    const registry = new DeviceRegistry(new DeviceStore(store.db), manualClock());
+    const registry = new DeviceRegistry(store.devices, manualClock());
     const a = registry.pair(registry.openPairing().code, "a")!;
     store.close();
     const admin = openDeviceAdmin(dataDir)!;

@@ -1,13 +1,10 @@
 import { timingSafeEqual } from "node:crypto";
-import type { DeviceCredential } from "../store/devices.js";
+import { OWNER, type Principal } from "./principal.js";
 import { secretDigest } from "./secret.js";
 
-/** Who a secret authenticates: the owner (the master secret) or one paired device. */
-export type Principal = { kind: "owner" } | { kind: "device"; deviceId: string };
-
-/** What the resolver needs of the device registry. */
+/** What the resolver needs of the device registry (devices/registry.ts): hashes, and a note of use. */
 export interface DeviceCredentials {
-  credentials(): DeviceCredential[];
+  credentials(): readonly { id: string; secret_hash: Buffer }[];
   seen(deviceId: string): void;
 }
 
@@ -46,7 +43,7 @@ export class CredentialResolver {
         if (match && deviceId === undefined) deviceId = device.id;
       }
     }
-    if (owner) return { kind: "owner" };
+    if (owner) return OWNER;
     if (deviceId === undefined) return undefined;
     this.devices.seen(deviceId);
     return { kind: "device", deviceId };

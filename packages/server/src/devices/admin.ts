@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { DeviceStore } from "../store/devices.js";
 import { DB_FILE, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import { systemClock } from "../util/time.js";
@@ -9,7 +8,8 @@ import { DeviceRegistry } from "./registry.js";
 /** A paired device as the operator commands show it (no secret, no hash). */
 export interface DeviceSummary {
   id: string;
-  name: string;
+  /** Null when neither the owner nor the phone named it. */
+  name: string | null;
   createdAt: number;
   lastSeenAt: number | null;
 }
@@ -32,7 +32,7 @@ export interface DeviceAdmin {
 export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): DeviceAdmin | undefined {
   if (!existsSync(join(dataDir, DB_FILE))) return undefined;
   const store = new Store(dataDir);
-  const registry = new DeviceRegistry(new DeviceStore(store.db), clock);
+  const registry = new DeviceRegistry(store.devices, clock);
   return {
     list: () =>
       registry.list().map((d) => ({

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
+import { LIMITS } from "@pheby/protocol";
 import { secretDigest } from "../auth/secret.js";
 import type { Clock } from "../util/time.js";
 
 /** How long a pairing code stays valid. */
-export const PAIRING_CODE_TTL_MS = 10 * 60 * 1000;
+export const PAIRING_CODE_TTL_MS = LIMITS.pairingCodeSeconds * 1000;
 /** Bound on codes open at once; past it the oldest is dropped (an owner pairs one phone at a time). */
 export const MAX_OPEN_CODES = 10;
 

@@ -16,7 +16,7 @@ export const SEEN_WRITE_INTERVAL_MS = 60 * 1000;
 /** A device just paired: the only moment its secret exists outside the phone. */
 export interface PairedDevice {
   id: string;
-  name: string;
+  name: string | null;
   /** 256 random bits, base64url (43 characters). Never stored, never logged. */
   secret: string;
 }
@@ -58,14 +58,14 @@ export class DeviceRegistry {
 
   /**
    * Redeem a pairing code and create the device: the owner's name for it if one was given, else
-   * the phone's `deviceName`. Undefined for a wrong, used or expired code (the caller counts that
+   * the phone's `deviceName`, else none. Undefined for a wrong, used or expired code (the caller counts that
    * towards the lockout). The code is spent before the device exists, so it cannot pair twice.
    */
-  pair(code: string, deviceName: string): PairedDevice | undefined {
+  pair(code: string, deviceName?: string): PairedDevice | undefined {
     const opened = this.#codes.redeem(code);
     if (!opened) return undefined;
     const secret = randomBytes(32).toString("base64url");
-    const device = { id: newId(), name: opened.name ?? deviceName, secret };
+    const device = { id: newId(), name: opened.name ?? deviceName ?? null, secret };
     this.store.insert({
       id: device.id,
       name: device.name,

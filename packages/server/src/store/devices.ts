@@ -1,14 +1,14 @@
 import type Database from "better-sqlite3";
 
 /**
- * The schema step of the `devices` extension (issue 24), appended to `MIGRATIONS` in
+ * The schema step of the `devices` extension (issue 24), a step of `MIGRATIONS` in
  * store/migrations.ts. A device's secret is never stored: only its SHA-256 (see docs/security.md,
  * "Device secrets"). Revoking deletes the row, hash included.
  */
 export const DEVICES_MIGRATION = `
   CREATE TABLE devices (
     id           TEXT PRIMARY KEY,       -- device_id on the wire: 32 hex, server-generated
-    name         TEXT NOT NULL,          -- display name, chosen by the owner or the phone
+    name         TEXT,                   -- display name (pair.create's, else the phone's); null when neither gave one
     secret_hash  BLOB NOT NULL UNIQUE,   -- SHA-256 of the device secret
     created_at   INTEGER NOT NULL,
     last_seen_at INTEGER                 -- null until the device first authenticates with its secret
@@ -18,7 +18,7 @@ export const DEVICES_MIGRATION = `
 /** A paired device as stored (timestamps in ms); the hash stays in the store unless asked for. */
 export interface DeviceRow {
   id: string;
-  name: string;
+  name: string | null;
   created_at: number;
   last_seen_at: number | null;
 }
