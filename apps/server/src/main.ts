@@ -118,6 +118,7 @@ async function main(): Promise<void> {
   const server = createPhebyServer({
     secret,
     dataDir: config.data_dir,
+    ...(config.public_url ? { publicUrl: config.public_url } : {}),
     agent,
     logger,
     logChatContent: config.log_chat_content,
@@ -156,6 +157,10 @@ async function main(): Promise<void> {
     },
     "pheby-server listening",
   );
+  if (!config.public_url)
+    logger.info(
+      "PHEBY_PUBLIC_URL is not set: pairing phones by QR code is off until it names the URL phones reach /ws at",
+    );
 
   let stopping = false;
   const stop = (signal: string) => {

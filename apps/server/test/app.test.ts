@@ -6,7 +6,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { PhebyClient } from "@pheby/client";
+import { PhebyClient, pairDevice } from "@pheby/client";
 import { CLOSE_CODES } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -187,6 +187,58 @@ describe("pheby-server", () => {
     expect(unknown.stderr).toContain('unknown argument "--port=9000"');
     // None of them started a server: no data directory, no generated secret.
     expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
+  });
+
+  it("pairs a phone through PHEBY_PUBLIC_URL; devices revoke-all offline refuses its secret, rotating the secret does not", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pheby-devices-"));
+    const dataDir = join(cwd, "data");
+    const port = await freePort();
+    const publicUrl = `ws://127.0.0.1:${port}/ws`;
+    const env = { PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port), PHEBY_PUBLIC_URL: publicUrl };
+    const app = start(env);
+    await app.listening;
+    const secret = readFileSync(join(dataDir, "secret"), "utf8").trim();
+    const owner = new PhebyClient({ url: publicUrl, secret, reconnect: false, features: ["devices"] });
+    await owner.connect();
+    const { uri } = await owner.createPairing("Pixel 9");
+    const phone = await pairDevice(uri);
+    expect(phone.url).toBe(publicUrl);
+    owner.close();
+    expect(app.output()).toContain(phone.deviceId);
+    expect(app.output()).not.toContain(phone.deviceSecret);
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH ?? "", ...env },
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+    // Rotating the master secret leaves the device alone.
+    expect(run(["rotate-secret"]).status).toBe(0);
+    const listed = run(["devices"]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${phone.deviceId}  paired \\S+  never seen  Pixel 9$`, "m"));
+    const again = start(env);
+    await again.listening;
+    const device = new PhebyClient({ url: publicUrl, secret: phone.deviceSecret, reconnect: false });
+    await device.connect();
+    device.close();
+    again.child.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+
+    const revoked = run(["devices", "revoke-all"]);
+    expect(revoked.status).toBe(0);
+    expect(revoked.stdout).toContain("Revoked 1 device.");
+    expect(run(["devices"]).stdout).toContain("No paired devices.");
+    const third = start(env);
+    await third.listening;
+    const refused = new PhebyClient({ url: publicUrl, secret: phone.deviceSecret, reconnect: false });
+    await expect(refused.connect()).rejects.toMatchObject({ code: "unauthorized" });
+    third.child.kill("SIGTERM");
+    expect(await third.exited).toBe(0);
   });
 
   it("rotates the generated secret offline, says devices keep working, and leaves a configured secret to the operator", () => {
