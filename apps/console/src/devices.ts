@@ -3,7 +3,7 @@
 // device secret is told that only the owner may.
 import { type PhebyClient, PhebyError } from "@pheby/client";
 import type { ServerMessageOf } from "@pheby/protocol";
-import { h, replace } from "./dom.js";
+import { confirmOnSecondClick, h, replace } from "./dom.js";
 import { drawQr } from "./qr.js";
 
 type Device = ServerMessageOf<"device.snapshot">["devices"][number];
@@ -133,17 +133,7 @@ export class DevicesPanel {
       ? `last seen ${new Date(device.last_seen_at).toLocaleString()}`
       : "never seen";
     const revoke = h("button", { type: "button", class: "danger", "data-testid": "revoke" }, "Revoke");
-    // Two clicks revoke: the first arms the button for a few seconds.
-    revoke.addEventListener("click", () => {
-      if (!revoke.dataset.armed) {
-        revoke.dataset.armed = "true";
-        revoke.textContent = "Revoke?";
-        setTimeout(() => {
-          delete revoke.dataset.armed;
-          revoke.textContent = "Revoke";
-        }, 3000);
-        return;
-      }
+    confirmOnSecondClick(revoke, "Revoke?", () => {
       this.client.revokeDevice(device.device_id).then(
         () => this.refresh(),
         (err: Error) => this.report(`Revoke failed: ${err.message}`),

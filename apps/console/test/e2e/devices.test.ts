@@ -2,7 +2,7 @@
 // the QR code drawn on the page is read back from the canvas's pixels with jsQR, an independent
 // decoder, and must be the pairing URI; the phone pairs with it; the owner revokes it from the
 // page; and the console signs in with a device secret. The tests run in order and build on each other.
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { PhebyClient, pairDevice } from "@pheby/client";
@@ -16,7 +16,9 @@ import {
   RESULTS,
   SECRET,
   type ServerProcess,
+  screenshotIfFailed,
   startServer,
+  tearDown,
   tempDataDir,
 } from "./harness.js";
 
@@ -83,16 +85,11 @@ describe.skipIf(!hasChromium)("web console: pairing and devices in Chromium", ()
 
   afterAll(async () => {
     owner?.close();
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    await tearDown(browser, server, dataDir);
   });
 
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === "fail") {
-      const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-      await page.screenshot({ path: join(RESULTS, `failed-${name}.png`) }).catch(() => undefined);
-    }
+    await screenshotIfFailed(page, ctx.task, "devices-failed-");
     expect(problems.splice(0)).toEqual([]);
   });
 
