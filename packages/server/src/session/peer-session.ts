@@ -1,5 +1,6 @@
 import {
   CLOSE_CODES,
+  type ClientMessage,
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
@@ -7,7 +8,6 @@ import {
   PROTOCOL_VERSION,
   type RawFrame,
   type ServerMessage,
-  type V1ClientMessage,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { Lockout } from "../auth/lockout.js";
@@ -17,7 +17,7 @@ import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
 import type { Peer, SendHint } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate } from "./features.js";
+import { negotiate, SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
 /** What every session needs, whatever its transport. */
@@ -108,7 +108,9 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
-    const decoded = decodeClientFrame(data);
+    // Extension requests and fields count only when this connection enabled their feature (for the
+    // hello, which negotiates them, those this server supports): the decoder gates and strips them.
+    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
@@ -145,7 +147,7 @@ export class PeerSession implements Peer {
   }
 
   /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
-  async #dispatch(msg: V1ClientMessage): Promise<void> {
+  async #dispatch(msg: ClientMessage): Promise<void> {
     const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
     const requestId = msg.request_id;
     if ("error" in answer) {
@@ -173,7 +175,7 @@ export class PeerSession implements Peer {
   }
 
   /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
-  #hello(msg: V1ClientMessage | undefined, bad: DecodeError | undefined): void {
+  #hello(msg: ClientMessage | undefined, bad: DecodeError | undefined): void {
     const { lockout, authenticate, serverName } = this.deps.settings;
     const log = this.#log;
     const addr = this.link.address;
@@ -189,7 +191,8 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    const principal = authenticate(msg.secret);
+    // Without `secret` the hello is a pairing one (devices extension), which no credential matches here.
+    const principal = msg.secret === undefined ? undefined : authenticate(msg.secret);
     if (!principal) {
       const locked = lockout.fail(addr);
       log.warn({ conn: this.id, addr, locked }, "rejected: wrong secret");
