@@ -110,8 +110,8 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
-    // Before the hello, the features this server supports: a hello's extension fields (a pairing
-    // code) count for those it also asks for. After it, the connection's own.
+    // Extension requests and fields count only when this connection enabled their feature (for the
+    // hello, which negotiates them, those this server supports): the decoder gates and strips them.
     const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
