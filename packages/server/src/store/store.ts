@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { AttachmentRows } from "./attachments.js";
+import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
 import { SettingsStore } from "./settings.js";
 
@@ -54,6 +55,8 @@ export class Store {
   readonly settings: SettingsStore;
   /** The attachment index (migration v3). */
   readonly attachments: AttachmentRows;
+  /** Paired devices (migration v4, the `devices` extension). */
+  readonly devices: DeviceStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -68,6 +71,7 @@ export class Store {
     migrate(this.db);
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
+    this.devices = new DeviceStore(this.db);
   }
 
   // ---- conversations ----
