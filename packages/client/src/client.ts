@@ -29,7 +29,7 @@ export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | 
 export interface PhebyClientOptions {
   /** WebSocket URL, e.g. `wss://pheby.example.com/ws` or `ws://127.0.0.1:8620/ws`. */
   url: string;
-  /** The server's shared secret. Sent once, in `hello`. */
+  /** The master secret, or a device secret (the `devices` extension: see {@link pairDevice}). Sent once, in `hello`. */
   secret: string;
   /** WebSocket implementation; defaults to the global one, else the `ws` package. */
   WebSocket?: WebSocketConstructor;
@@ -47,6 +47,11 @@ export interface PhebyClientOptions {
    * client stitches them, and `message.delta` handlers receive the cumulative text, as in v1.
    */
   appendDeltas?: boolean;
+  /**
+   * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
+   * ({@link PhebyClient.createPairing}). Those the server enabled are in {@link PhebyClient.features}.
+   */
+  features?: readonly string[];
   /**
    * Ask for the `push` extension (Web Push notifications: {@link PhebyClient.subscribePush},
    * {@link PhebyClient.presence}). Default on; it adds no events to the connection.
@@ -252,6 +257,27 @@ export class PhebyClient {
     return downloadAttachment(this.options, attachment, extra);
   }
 
+  /**
+   * `pair.create` (the `devices` extension; owner only): a one-time pairing code and its
+   * `pheby://pair` URI for a phone to scan. Needs `features: ["devices"]`.
+   */
+  createPairing(name?: string): Promise<ServerMessageOf<"pair.created">> {
+    return this.request({ type: "pair.create", ...(name === undefined ? {} : { name }) });
+  }
+
+  /** `device.list` (the `devices` extension; owner only): the paired devices, oldest first. */
+  async listDevices(): Promise<ServerMessageOf<"device.snapshot">["devices"]> {
+    return (await this.request({ type: "device.list" })).devices;
+  }
+
+  /**
+   * `device.revoke` (the `devices` extension; owner only): the device's connections are closed and
+   * its secret refused from now on. Rejects with `not_found` for an unknown ID.
+   */
+  async revokeDevice(deviceId: string): Promise<void> {
+    await this.request({ type: "device.revoke", device_id: deviceId });
+  }
+
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */
   on<K extends keyof FrameEvents>(type: K, handler: (message: FrameEvents[K]) => void): () => void {
     return this.frames.on(type, handler);
@@ -385,7 +411,7 @@ export class PhebyClient {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
-        ...(this.askedFeatures().length === 0 ? {} : { features: this.askedFeatures() }),
+        ...this.helloFeatures(),
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
@@ -407,12 +433,15 @@ export class PhebyClient {
     }
   }
 
-  /** The extensions to ask for; none at all means a plain v1 hello. */
-  private askedFeatures(): string[] {
-    return [
+  /** `hello.features`: append deltas unless turned off, plus the extensions asked for; absent when none. */
+  private helloFeatures(): { features?: string[] } {
+    const asked = [
       ...(this.options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
       ...(this.options.push === false ? [] : [FEATURE_PUSH]),
+      ...(this.options.features ?? []),
     ];
+    const features = asked.filter((f, i) => asked.indexOf(f) === i);
+    return features.length === 0 ? {} : { features };
   }
 
   private sendRequest(

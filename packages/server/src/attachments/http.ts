@@ -5,21 +5,17 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { type ErrorCode, LIMITS } from "@pheby/protocol";
 import type { Context, Hono } from "hono";
 import type { Logger } from "pino";
-import { authenticateHttp, httpError } from "../auth/http.js";
-import type { Lockout } from "../auth/lockout.js";
+import { authenticateHttp, type HttpAuthDeps, httpError } from "../auth/http.js";
 import type { Store } from "../store/store.js";
 import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
 import { parseRange } from "./range.js";
 import { AttachmentRejected, type AttachmentStore } from "./store.js";
 
-/** What the attachment routes need. */
-export interface AttachmentRouteDeps {
+/** What the attachment routes need (credentials as every authenticated HTTP route). */
+export interface AttachmentRouteDeps extends HttpAuthDeps {
   attachments: AttachmentStore;
   store: Store;
-  checkSecret(candidate: string): boolean;
-  lockout: Lockout;
-  log: Logger;
   /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
   idleTimeoutMs: number;
 }

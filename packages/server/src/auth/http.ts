@@ -5,6 +5,8 @@ import type { Context } from "hono";
 import type { Logger } from "pino";
 import { clientAddress } from "./address.js";
 import type { Lockout } from "./lockout.js";
+import { type Principal, principalLog } from "./principal.js";
+import type { Transfers } from "./transfers.js";
 
 /**
  * The secrets an HTTP request presents: `Authorization: Bearer <secret>`,
@@ -25,8 +27,14 @@ export function presentedSecrets(headers: IncomingHttpHeaders): string[] {
 
 /** What {@link authenticateHttp} needs. */
 export interface HttpAuthDeps {
-  checkSecret(candidate: string): boolean;
+  /**
+   * Who the presented secrets authenticate (the master secret or a device's), comparing every one
+   * in constant time; undefined when none does.
+   */
+  authenticate(presented: readonly string[]): Principal | undefined;
   lockout: Lockout;
+  /** A device's requests are tracked here while they run, so revoking it cuts them. */
+  transfers: Transfers;
   log: Logger;
 }
 
@@ -43,27 +51,38 @@ export function httpError(
 }
 
 /**
- * Authenticate an HTTP request (the attachment routes, the approval and clarify routes). Missing
- * credentials → 401. Wrong credentials → 401 and a failure counted towards the same per-address
- * lockout as failed hellos (the routes take the same secret, so they must not be an unthrottled
- * guessing oracle). A locked-out address gets 429 `rate_limited` whatever it presents. Undefined
- * when the request may proceed.
+ * Authenticate an HTTP request (the attachment routes, the approval and clarify routes) with the
+ * master secret or a device secret. Missing credentials → 401. Wrong credentials → 401 and a failure
+ * counted towards the same per-address lockout as failed hellos (the HTTP routes take the same
+ * secrets, so they must not be an unthrottled guessing oracle). A locked-out address gets 429
+ * `rate_limited` whatever it presents. A device's request is tracked until its response ends:
+ * revoking the device destroys its socket, which ends a download and fails an upload (whose partial
+ * file is removed). Undefined when the request may proceed.
  */
 export function authenticateHttp(c: HttpContext, deps: HttpAuthDeps): Response | undefined {
-  const { incoming } = c.env;
+  const { incoming, outgoing } = c.env;
   const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
   if (deps.lockout.isLocked(addr)) {
     return httpError(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return httpError(c, 401, "unauthorized", "Missing credentials");
-  // Check every candidate (no early exit) so timing does not tell which header matched.
-  const ok = presented.map((s) => deps.checkSecret(s)).includes(true);
-  if (!ok) {
+  const principal = deps.authenticate(presented);
+  if (!principal) {
     const locked = deps.lockout.fail(addr);
     deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");
     return httpError(c, 401, "unauthorized", "Invalid credentials");
   }
   deps.lockout.succeed(addr);
+  if (principal.kind === "device") {
+    const done = deps.transfers.track(principal.deviceId, () => {
+      deps.log.info(
+        { ...principalLog(principal), route: c.req.routePath },
+        "HTTP transfer cut: device revoked",
+      );
+      incoming.socket.destroy();
+    });
+    outgoing.once("close", done);
+  }
   return undefined;
 }

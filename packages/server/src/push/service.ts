@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Principal } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import type { Outbox } from "../outbox/outbox.js";
+import { OWNER } from "../store/push.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
@@ -44,9 +45,9 @@ export interface PushServiceDeps {
   connected: () => Iterable<object>;
 }
 
-/** The credential a subscription records: the owner today, a device id with the `devices` extension. */
+/** The credential a subscription records: `owner` (the master secret) or a paired device's id. */
 function credentialOf(principal: Principal | null): string {
-  return principal?.kind ?? "owner";
+  return principal?.kind === "device" ? principal.deviceId : OWNER;
 }
 
 /** Decode a base64url key (padding tolerated); undefined when it is not base64url. */
@@ -92,6 +93,15 @@ export class PushService {
       ...(options.retry === undefined ? {} : { retry: options.retry }),
     });
     this.presence = new Presence(deps.connected);
+    const orphans = deps.store.push.removeOrphans(OWNER);
+    if (orphans > 0) deps.log.info({ removed: orphans }, "push subscriptions of revoked devices removed");
+  }
+
+  /** A device was revoked: its subscriptions go, so its phone gets no more notifications. */
+  forget(deviceId: string): void {
+    const removed = this.#deps.store.push.removeCreatedBy(deviceId);
+    if (removed > 0)
+      this.#deps.log.info({ device: deviceId, removed }, "push subscriptions of a revoked device removed");
   }
 
   /** Wrap the outbox the core writes to: events reach `inner` unchanged, then become pushes. */
@@ -212,7 +222,7 @@ export class PushService {
   }
 
   #seesAll(principal: Principal | null): boolean {
-    return credentialOf(principal) === "owner";
+    return credentialOf(principal) === OWNER;
   }
 
   #own(subscriptionId: string, principal: Principal | null) {

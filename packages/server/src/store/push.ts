@@ -2,8 +2,8 @@ import type Database from "better-sqlite3";
 
 /**
  * Migration step of the push subscriptions table (issue 20), appended to `MIGRATIONS` at merge
- * time. `created_by` is the credential that subscribed: `"owner"` (the shared secret) until
- * per-device credentials exist (issue 24), then a device id.
+ * time. `created_by` is the credential that subscribed: `"owner"` (the master secret) or a paired
+ * device's id (issue 24).
  */
 export const PUSH_MIGRATION = `
   CREATE TABLE push_subscriptions (
@@ -13,7 +13,7 @@ export const PUSH_MIGRATION = `
     auth            TEXT NOT NULL,            -- the receiver's 16-byte auth secret, base64url
     device_name     TEXT,
     events          TEXT NOT NULL,            -- JSON array of the subscribed event kinds
-    created_by      TEXT NOT NULL,            -- "owner", or a device id (issue 24)
+    created_by      TEXT NOT NULL,            -- "owner", or a paired device's id
     created_at      INTEGER NOT NULL,
     updated_at      INTEGER NOT NULL,         -- the last (re-)subscribe
     last_used_at    INTEGER NOT NULL,         -- the later of the last subscribe and the last delivery
@@ -27,7 +27,7 @@ export const PUSH_MIGRATION = `
 /** At most this many subscriptions are kept; a new one beyond it replaces the least recently used. */
 export const MAX_PUSH_SUBSCRIPTIONS = 50;
 
-/** Credential that created a subscription before devices exist (issue 24). */
+/** `created_by` of a subscription the owner (the master secret) made. */
 export const OWNER = "owner";
 
 /** A stored subscription. */
@@ -139,6 +139,23 @@ export class PushStore {
   /** Remove a subscription; false when there was none. */
   remove(id: string): boolean {
     return this.db.prepare("DELETE FROM push_subscriptions WHERE id = ?").run(id).changes > 0;
+  }
+
+  /** Remove every subscription `createdBy` made (a revoked device's); returns how many. */
+  removeCreatedBy(createdBy: string): number {
+    return this.db.prepare("DELETE FROM push_subscriptions WHERE created_by = ?").run(createdBy).changes;
+  }
+
+  /**
+   * Remove the subscriptions of devices that no longer exist (revoked while the server was down, e.g.
+   * by `pheby-server devices revoke-all`); returns how many.
+   */
+  removeOrphans(owner: string): number {
+    return this.db
+      .prepare(
+        "DELETE FROM push_subscriptions WHERE created_by != ? AND created_by NOT IN (SELECT id FROM devices)",
+      )
+      .run(owner).changes;
   }
 
   /** A delivery succeeded: it counts as a use (eviction order). */

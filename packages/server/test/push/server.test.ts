@@ -530,3 +530,45 @@ describe("POST /approvals/{id} and /clarify/{id}", () => {
     expect(JSON.parse(res.body.toString())).toMatchObject({ error: { code: "too_large" } });
   });
 });
+
+describe("subscriptions and paired devices", () => {
+  /** Pair a device through the owner's connection; returns its secret and ID. */
+  async function pairDeviceOn(ts: TestServer, owner: RawClient) {
+    const { code } = await owner.ok({ type: "pair.create", name: "Pixel 9" }, "pair.created");
+    const phone = await RawClient.open(ts.wsUrl);
+    phone.send({ type: "hello", protocol_version: 1, features: ["devices"], pairing_code: code });
+    const ready = await phone.next("ready");
+    phone.close();
+    return { id: ready.device!.device_id, secret: ready.device!.device_secret };
+  }
+
+  it("records the device that subscribed: a device sees and removes its own, the owner all; revoking removes them", async () => {
+    const { ts, receiver } = await setup({ publicUrl: "wss://pheby.example.com/ws" });
+    const owner = await RawClient.open(ts.wsUrl);
+    owner.send({ type: "hello", secret: SECRET, protocol_version: 1, features: ["push", "devices"] });
+    await owner.next("ready");
+    cleanups.push(() => owner.close());
+    const device = await pairDeviceOn(ts, owner);
+    const phone = await RawClient.open(ts.wsUrl);
+    phone.send({ type: "hello", secret: device.secret, protocol_version: 1, features: ["push"] });
+    await phone.next("ready");
+    cleanups.push(() => phone.close());
+
+    const ownerSub = await subscribe(owner, receiver.endpoint("owner-browser"));
+    const phoneSub = await subscribe(phone, receiver.endpoint("phone"));
+    const mine = await phone.ok({ type: "push.list" }, "push.subscriptions");
+    expect(mine.subscriptions.map((s) => s.subscription_id)).toEqual([phoneSub]);
+    const all = await owner.ok({ type: "push.list" }, "push.subscriptions");
+    expect(all.subscriptions.map((s) => s.subscription_id).sort()).toEqual([ownerSub, phoneSub].sort());
+    // Another credential's subscription does not exist for a device (the same answer as an unknown ID).
+    for (const type of ["push.unsubscribe", "push.test"]) {
+      const reply = await phone.request({ type, subscription_id: ownerSub }, "push.unsubscribed");
+      expect(reply).toMatchObject({ type: "error", error: { code: "not_found" } });
+    }
+    expect((await phone.ok({ type: "push.test", subscription_id: phoneSub }, "push.tested")).ok).toBe(true);
+
+    await owner.ok({ type: "device.revoke", device_id: device.id }, "device.revoked");
+    const left = await owner.ok({ type: "push.list" }, "push.subscriptions");
+    expect(left.subscriptions.map((s) => s.subscription_id)).toEqual([ownerSub]);
+  });
+});

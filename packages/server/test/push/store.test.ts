@@ -100,4 +100,15 @@ describe("PushStore", () => {
     expect(push.remove(mine.id)).toBe(false);
     expect(push.list("device-1")).toEqual([]);
   });
+
+  it("removes a revoked device's subscriptions, and at start those of devices that no longer exist", () => {
+    const { push } = pushStore();
+    push.subscribe(sub("https://push.example.net/owner"), 1);
+    push.subscribe(sub("https://push.example.net/a", { created_by: "device-a" }), 2);
+    push.subscribe(sub("https://push.example.net/b", { created_by: "device-b" }), 3);
+    expect(push.removeCreatedBy("device-a")).toBe(1);
+    // device-b is not in the devices table (revoked while the server was down): an orphan.
+    expect(push.removeOrphans(OWNER)).toBe(1);
+    expect(push.list().map((r) => r.created_by)).toEqual([OWNER]);
+  });
 });
