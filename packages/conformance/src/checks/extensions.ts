@@ -10,8 +10,8 @@ import {
   type ServerMessageOf,
 } from "@pheby/protocol";
 import { expectFinished, runFrames } from "../context.js";
-import { startReceiver } from "../push-receiver.js";
 import { CheckFailure, expect } from "../failure.js";
+import { startReceiver } from "../push-receiver.js";
 import type { Check } from "../types.js";
 import { checkLifecycle } from "./runs.js";
 
