@@ -2,7 +2,7 @@
 // a local receiver that decrypts. Chromium has no push service here (offline), so the page's
 // PushManager is stubbed to hand out the receiver's endpoint and keys; the Service Worker registration,
 // the console, the server's encryption and delivery are all real.
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { PhebyClient } from "@pheby/client";
 import type { Page } from "playwright-core";
@@ -19,7 +19,9 @@ import {
   runSettled,
   SECRET,
   type ServerProcess,
+  screenshotIfFailed,
   startServer,
+  tearDown,
   tempDataDir,
 } from "./harness.js";
 
@@ -73,17 +75,12 @@ describe.skipIf(!hasChromium)("push notifications in the console (stubbed PushMa
 
   afterAll(async () => {
     other?.close();
-    await browser?.close();
-    await server?.stop();
+    await tearDown(browser, server, dataDir);
     await receiver?.close();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === "fail") {
-      const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-      await page.screenshot({ path: join(RESULTS, `push-failed-${name}.png`) }).catch(() => undefined);
-    }
+    await screenshotIfFailed(page, ctx.task, "push-failed-");
     expect(problems.splice(0)).toEqual([]);
     expect(receiver.errors).toEqual([]);
   });
