@@ -135,6 +135,11 @@ async function main(): Promise<void> {
       windowMs: config.lockout_window_seconds * 1000,
       durationMs: config.lockout_duration_seconds * 1000,
     },
+    push: {
+      preview: config.push_preview,
+      allowPrivate: config.push_allow_private,
+      ...(config.push_subject ? { subject: config.push_subject } : {}),
+    },
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails

@@ -4,7 +4,10 @@ import {
   type ClientMessageInput,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
   PROTOCOL_VERSION,
+  type PresenceState,
+  type PushEventKind,
   REPLY_TYPES,
   type ReplyOf,
   type RequestType,
@@ -49,6 +52,20 @@ export interface PhebyClientOptions {
    * ({@link PhebyClient.createPairing}). Those the server enabled are in {@link PhebyClient.features}.
    */
   features?: readonly string[];
+  /**
+   * Ask for the `push` extension (Web Push notifications: {@link PhebyClient.subscribePush},
+   * {@link PhebyClient.presence}). Default on; it adds no events to the connection.
+   */
+  push?: boolean;
+}
+
+/**
+ * A Web Push subscription as browsers (`PushSubscription.toJSON()`) and UnifiedPush
+ * (`PushEndpoint`: url, p256dh, auth) hand it over.
+ */
+export interface PushSubscriptionKeys {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
 }
 
 /** A frame the server sent that `@pheby/protocol` rejects. */
@@ -99,6 +116,9 @@ export class PhebyClient {
   private readonly pending = new Map<string, Pending>();
   private readonly followed = new Map<string, number | undefined>();
   private featuresValue: readonly string[] = [];
+  private vapidKey: string | undefined;
+  /** The last presence this client said, repeated on every new connection (a new peer has none). */
+  private lastPresence: { state: PresenceState; conversation_id?: string } | undefined;
   /** Draft text by message_id, stitched from append deltas; cleared per connection and at message.complete. */
   private readonly drafts = new Map<string, string>();
   private socket: WebSocketLike | undefined;
@@ -132,6 +152,63 @@ export class PhebyClient {
   /** The Pheby extensions the server enabled on the current connection (`ready.features`; empty from a server without them). */
   get features(): readonly string[] {
     return this.featuresValue;
+  }
+
+  /**
+   * The server's VAPID public key (`ready.push.vapid_public_key`, base64url): the
+   * `applicationServerKey` of a browser subscription, or what a UnifiedPush distributor is
+   * registered with. Undefined when the server did not enable `push`.
+   */
+  get vapidPublicKey(): string | undefined {
+    return this.vapidKey;
+  }
+
+  /**
+   * Subscribe to push notifications (`push.subscribe`); resolves with the `subscription_id`. The
+   * same endpoint again updates its subscription. `events` narrows what is pushed (default: all).
+   */
+  async subscribePush(
+    subscription: PushSubscriptionKeys,
+    options: { deviceName?: string; events?: PushEventKind[] } = {},
+  ): Promise<string> {
+    const reply = await this.request({
+      type: "push.subscribe",
+      endpoint: subscription.endpoint,
+      keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth },
+      ...(options.deviceName === undefined ? {} : { device_name: options.deviceName }),
+      ...(options.events === undefined ? {} : { events: options.events }),
+    });
+    return reply.subscription_id;
+  }
+
+  /** Remove a push subscription (`push.unsubscribe`). */
+  async unsubscribePush(subscriptionId: string): Promise<void> {
+    await this.request({ type: "push.unsubscribe", subscription_id: subscriptionId });
+  }
+
+  /** The push subscriptions this credential may see (`push.list`), oldest first. */
+  async listPush(): Promise<ServerMessageOf<"push.subscriptions">["subscriptions"]> {
+    return (await this.request({ type: "push.list" })).subscriptions;
+  }
+
+  /** Send a test notification to one subscription (`push.test`) and resolve with the push service's verdict. */
+  testPush(subscriptionId: string): Promise<ServerMessageOf<"push.tested">> {
+    return this.request({ type: "push.test", subscription_id: subscriptionId });
+  }
+
+  /**
+   * Tell the server whether this UI is in front and which conversation it shows (`presence`, no
+   * reply). A push for a conversation is skipped only while some connection says it is `active` on
+   * it. Remembered and repeated after a reconnect; sent only when the server enabled `push`.
+   */
+  presence(state: PresenceState, conversationId?: string): void {
+    this.lastPresence = {
+      state,
+      ...(conversationId === undefined ? {} : { conversation_id: conversationId }),
+    };
+    if (this.stateValue === "open" && this.featuresValue.includes(FEATURE_PUSH)) {
+      this.send({ type: "presence", ...this.lastPresence });
+    }
   }
 
   /** Close the connection for good (no reconnect). Pending requests reject with `connection_closed`. */
@@ -338,10 +415,14 @@ export class PhebyClient {
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
+      this.vapidKey = ready.push?.vapid_public_key;
       const reconnected = this.everConnected;
       this.everConnected = true;
       this.setState("open");
       this.startPing(socket);
+      if (this.lastPresence && this.featuresValue.includes(FEATURE_PUSH)) {
+        socket.send(JSON.stringify({ type: "presence", ...this.lastPresence }));
+      }
       if (reconnected) void this.resync().catch(() => undefined);
       return ready;
     } catch (err) {
@@ -356,6 +437,7 @@ export class PhebyClient {
   private helloFeatures(): { features?: string[] } {
     const asked = [
       ...(this.options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+      ...(this.options.push === false ? [] : [FEATURE_PUSH]),
       ...(this.options.features ?? []),
     ];
     const features = asked.filter((f, i) => asked.indexOf(f) === i);

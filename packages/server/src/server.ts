@@ -24,6 +24,7 @@ import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Outbox } from "./outbox/outbox.js";
+import { type PushOptions, PushService } from "./push/service.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
@@ -88,6 +89,11 @@ export interface PhebyServerOptions {
    * sent with a strict CSP; see docs/console.md.
    */
   staticConsoleDir?: string;
+  /**
+   * Push notifications (the `push` extension): previews, private endpoints, the VAPID contact. The
+   * VAPID key pair is generated on first start in `<dataDir>/vapid.json` (mode 0600).
+   */
+  push?: PushOptions;
   /** Days attachments are kept (default 7); 0 keeps them forever (`expires_at: null`). */
   attachmentRetentionDays?: number;
   /**
@@ -243,7 +249,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
-  const outbox: Outbox = fanout;
+  const push = new PushService(
+    { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
+    options.push,
+  );
+  const outbox: Outbox = push.wrap(fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -270,6 +280,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: options.publicUrl,
   });
+  // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
+  devices.onRevoked((deviceId) => push.forget(deviceId));
   const ctx: ServerContext = {
     store,
     attachments,
@@ -283,6 +295,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
     historyPageBytes,
+    push,
   };
   const host: AgentHost = {
     unsolicited(message) {
@@ -328,6 +341,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       idleTimeoutMs: httpIdleTimeoutMs,
     },
     options.corsOrigins ?? [],
+    {
+      decisions,
+      authenticate: (presented) => credentials.resolve(presented),
+      lockout,
+      transfers,
+      log,
+    },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () =>
@@ -370,6 +390,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
           log.warn({ err }, "agent backend did not close cleanly");
         }
         await attachments.idle();
+        await push.close();
         store.close();
         log.info("closed");
       })();

@@ -1,5 +1,5 @@
 import { type PhebyClientOptions, PhebyError } from "@pheby/client";
-import { FEATURE_DELTA_APPEND, type ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_DELTA_APPEND, FEATURE_PUSH, type ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phebyClient, RawClient, startServer, streamingBackend, type TestServer } from "./helpers.js";
 
@@ -74,13 +74,13 @@ describe("@pheby/client and append deltas (delta.append)", () => {
 
   it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets", async () => {
     const { deltas, cumulative, features } = await deltasOf({});
-    expect(features).toEqual([FEATURE_DELTA_APPEND]);
+    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_PUSH]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas).toEqual(cumulative);
   });
 
   it("appendDeltas: false does not ask (ready has no features) and gets the same deltas", async () => {
-    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false });
+    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false, push: false });
     expect(features).toEqual([]);
     expect(deltas).toEqual(cumulative);
   });

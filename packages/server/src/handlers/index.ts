@@ -8,6 +8,7 @@ import { decisionHandlers } from "./decisions.js";
 import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { pushHandlers } from "./push.js";
 import { yoloHandlers } from "./yolo.js";
 
 /** Every handler module; an extension adds `{ feature: FEATURE_X, handlers: xHandlers }` here. */
@@ -19,6 +20,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
   { feature: FEATURE_DEVICES, handlers: deviceHandlers },
+  pushHandlers,
 ];
 
 /** A handler's outcome, or the typed error the requester is told. */

@@ -5,6 +5,7 @@ import {
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
+  FEATURE_PUSH,
   LIMITS,
   PROTOCOL_VERSION,
   type RawFrame,
@@ -271,6 +272,9 @@ export class PeerSession implements Peer {
       server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
+      ...(this.features.has(FEATURE_PUSH) && this.deps.ctx.push
+        ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
+        : {}),
       ...(device === undefined ? {} : { device }),
       ts: iso(this.deps.ctx.clock.now()),
     });

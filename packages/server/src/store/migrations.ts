@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
 import { DEVICES_MIGRATION } from "./devices.js";
+import { PUSH_MIGRATION } from "./push.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2), attachments (v3) and paired devices (v4) were added as later steps.
+ * Settings (v2), attachments (v3), paired devices (v4) and push subscriptions (v5) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -93,6 +94,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // v4 (issue 24): paired devices, their secrets as SHA-256 only.
   DEVICES_MIGRATION,
+  // v5 (issue 20): push subscriptions (store/push.ts).
+  PUSH_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
+import { PushStore } from "./push.js";
 import { SettingsStore } from "./settings.js";
 
 /** A conversation row (timestamps in ms). */
@@ -57,6 +58,8 @@ export class Store {
   readonly attachments: AttachmentRows;
   /** Paired devices (migration v4, the `devices` extension). */
   readonly devices: DeviceStore;
+  /** Push subscriptions (migration v5). */
+  readonly push: PushStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -72,6 +75,7 @@ export class Store {
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
     this.devices = new DeviceStore(this.db);
+    this.push = new PushStore(this.db);
   }
 
   // ---- conversations ----
