@@ -38,7 +38,7 @@ export function fakeAgentDir(): {
   dir: string;
   env: Record<string, string>;
   // biome-ignore lint/suspicious/noExplicitAny: JSON read back from the fake agent's log, asserted field by field.
-  calls(method?: string): Array<{ method: string; params: any }>;
+  calls(method?: string): Array<{ method: string; params: any; pid: number }>;
 } {
   const dir = mkdtempSync(join(tmpdir(), "pheby-acp-"));
   const log = join(dir, "calls.jsonl");
