@@ -333,7 +333,8 @@ describe("PhebyClient close codes (docs/protocol.md, close codes)", () => {
     const c = client();
     await c.connect();
     const socket = peer.connections[0]!.socket;
-    if (code === 1006) socket.terminate(); // no close frame at all
+    if (code === 1006)
+      socket.terminate(); // no close frame at all
     else socket.close(code, "bye");
     await peer.waitForConnections(2);
     while (c.state !== "open") await wait(10);
