@@ -528,6 +528,27 @@ const SCRIPTS: Record<string, Script> = {
     await say("listed");
     return done();
   },
+  /** A tool first shown by its title with `{}`, then named (`_meta`) with its input; it runs until cancelled. */
+  async lateTool({ update, say, cancel }) {
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "lt1",
+      title: "Terminal",
+      kind: "execute",
+      status: "pending",
+      rawInput: {},
+    });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "lt1",
+      _meta: { claudeCode: { toolName: "Bash" } },
+      status: "in_progress",
+      rawInput: { command: "sleep 600", description: "Wait" },
+    });
+    await say("waiting");
+    while (!cancel.aborted) await sleep(20);
+    return done("cancelled");
+  },
   async geminiTool({ update, say }) {
     // Gemini CLI 0.61: no tool_call, only updates; the title is the command, the name is in the ID.
     await update({
