@@ -7,7 +7,7 @@ import type { Context, Hono } from "hono";
 import type { Logger } from "pino";
 import { clientAddress } from "../auth/address.js";
 import { presentedSecrets } from "../auth/http.js";
-import type { Lockout } from "../auth/lockout.js";
+import { type Lockout, retryAfter, retryAfterSeconds } from "../auth/lockout.js";
 import { type Principal, principalLog } from "../auth/principal.js";
 import type { Transfers } from "../auth/transfers.js";
 import type { Store } from "../store/store.js";
@@ -62,8 +62,10 @@ function diskFull(err: unknown): boolean {
 function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | undefined {
   const { incoming, outgoing } = c.env;
   const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
-  if (deps.lockout.isLocked(addr)) {
-    return fail(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
+  const lockedMs = deps.lockout.remainingMs(addr);
+  if (lockedMs > 0) {
+    c.header("Retry-After", String(retryAfterSeconds(lockedMs)));
+    return fail(c, 429, "rate_limited", `Too many failed attempts from this address; ${retryAfter(lockedMs)}`);
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
