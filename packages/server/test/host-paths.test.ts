@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentInstalls, HostPaths } from "../src/runs/host-paths.js";
+import { agentInstalls, HostPaths } from "../src/util/host-paths.js";
 import { useTempDirs } from "./helpers.js";
 
 const tempDir = useTempDirs();
