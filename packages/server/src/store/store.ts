@@ -96,6 +96,25 @@ export class Store {
       .run(row);
   }
 
+  /**
+   * Bind a conversation to a new agent session (its old one was lost) and hide the old one, so the
+   * agent's session list never brings it back as a conversation of its own. One transaction.
+   */
+  replaceSession(
+    conversationId: string,
+    sessionId: string,
+    hidden: { id: string; source: string; at: number },
+  ): void {
+    this.db.transaction(() => {
+      const old = this.db.prepare("SELECT session_id FROM conversations WHERE id = ?").get(conversationId) as
+        | { session_id: string | null }
+        | undefined;
+      this.db.prepare("UPDATE conversations SET session_id = ? WHERE id = ?").run(sessionId, conversationId);
+      if (old?.session_id && old.session_id !== sessionId)
+        this.hideSession({ ...hidden, session_id: old.session_id });
+    })();
+  }
+
   /** A live (not deleted) conversation. */
   getConversation(id: string): ConversationRow | undefined {
     return this.db.prepare("SELECT * FROM conversations WHERE id = ? AND deleted_at IS NULL").get(id) as

@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
+import { SESSION_REPLACED_NOTICE } from "../../src/agent/acp/replacement.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import {
   FAKE_AGENT_COMMAND,
@@ -469,7 +470,7 @@ describe("ACP backend: sessions", () => {
     expect(sink.answer).toBe("echo: two"); // the replayed "echo: one" is not part of this turn
   });
 
-  it("fails a prompt clearly when the agent can neither resume nor load", async () => {
+  it("continues in a new session when the agent can neither resume nor load: the transcript as context, a notice", async () => {
     const caps = JSON.stringify({ loadSession: false, sessionCapabilities: {} });
     const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
     const { sessionId } = await backend.createSession("c1");
@@ -478,11 +479,54 @@ describe("ACP backend: sessions", () => {
       env: { ...agent.env, FAKE_CAPS: caps },
       options: { cwd: agent.dir },
     });
-    expect(await restarted.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).toEqual({
-      status: "failed",
-      error: "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
+    // Before issue 23: failed, "the agent cannot reopen this conversation after a restart", forever.
+    const sink = new RecordingSink();
+    const history = () => ({
+      entries: [
+        { role: "user" as const, text: "my name is Ada" },
+        { role: "assistant" as const, text: "hello Ada" },
+      ],
+      more: false,
     });
+    expect(await restarted.prompt(turn(sessionId, "hi", { history }), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(sink.answer).toBe("echo: hi");
+    const [replaced] = sink.of("sessionReplaced");
+    expect(replaced?.sessionId).toMatch(/^sess-/);
+    expect(replaced?.sessionId).not.toBe(sessionId);
+    expect(sink.of("notice").map((n) => n.text)).toEqual([SESSION_REPLACED_NOTICE]);
+    const prompt = agent.calls("session/prompt").at(-1)!.params;
+    expect(prompt.sessionId).toBe(replaced?.sessionId);
+    expect(prompt.prompt[0].text).toMatch(/^<conversation_so_far source="pheby">/);
+    expect(prompt.prompt[0].text).toContain("User: my name is Ada\n\nAssistant: hello Ada");
+    expect(prompt.prompt[1]).toEqual({ type: "text", text: "hi" });
+    // The new session is open now: the next turn runs in it, with no context and no notice.
+    const next = new RecordingSink();
+    expect(await restarted.prompt(turn(replaced!.sessionId, "again", { history }), next, never())).toEqual({
+      status: "completed",
+    });
+    expect(next.of("sessionReplaced")).toEqual([]);
+    expect(agent.calls("session/prompt").at(-1)!.params.prompt).toHaveLength(1);
     await expect(restarted.loadHistory!(sessionId)).rejects.toThrow(/cannot replay/);
+  });
+
+  it("a conversation where nothing was said yet moves to a new session without a notice", async () => {
+    const caps = JSON.stringify({ loadSession: false, sessionCapabilities: {} });
+    const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await backend.createSession("c1");
+    await backend.close();
+    const { backend: restarted } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps },
+      options: { cwd: agent.dir },
+    });
+    const sink = new RecordingSink();
+    const empty = () => ({ entries: [], more: false });
+    expect(await restarted.prompt(turn(sessionId, "first", { history: empty }), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(sink.of("sessionReplaced")).toHaveLength(1);
+    expect(sink.of("notice")).toEqual([]);
   });
 
   it("pushes output outside a turn as one unsolicited message, and notices", async () => {

@@ -140,10 +140,8 @@ async function expectNextTurnCompletes(
 
 describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
   const reopens = caps.loadSession;
-  // Issue 23 §1: these fail on main with an agent that cannot reopen sessions (marked until fixed).
-  const unlessReopens = reopens ? it : it.fails;
 
-  unlessReopens(
+  it(
     "killed 6 times mid-run: each run fails once, the next turn completes, nothing is lost",
     async () => {
       const fake = fakeAgentDir();
@@ -172,7 +170,7 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
     },
   );
 
-  unlessReopens(
+  it(
     "an agent that exits mid-turn: the run fails clearly once, the next turn completes",
     async () => {
       const fake = fakeAgentDir();
@@ -201,7 +199,7 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
     expectOneFinishedPerRun(p);
   });
 
-  unlessReopens(
+  it(
     "an agent that cannot start for a while: runs fail fast and once, then the conversation continues",
     async () => {
       const fake = fakeAgentDir();
@@ -228,7 +226,7 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
     },
   );
 
-  it.fails("a hung agent cancelled: one run.finished cancelled, and the next turn is not held back by the request timeout", async () => {
+  it("a hung agent cancelled: one run.finished cancelled, and the next turn is not held back by the request timeout", async () => {
     const fake = fakeAgentDir();
     // The request timeout (which used to bound the wait for a hung turn) is far beyond the test's.
     const p = await start(fake, caps, { requestTimeoutMs: 600_000 }, { cancelGraceMs: 300 });
@@ -253,7 +251,7 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
 });
 
 describe("a session the agent cannot reopen (§1)", () => {
-  it.fails("a restart of pheby-server: an agent without load or resume continues from a summary", async () => {
+  it("a restart of pheby-server: an agent without load or resume continues from a summary", async () => {
     const fake = fakeAgentDir();
     const dataDir = tempDir();
     const first = await start(fake, CANNOT_REOPEN, {}, { dataDir });
@@ -270,7 +268,7 @@ describe("a session the agent cannot reopen (§1)", () => {
     expect(notices(again)).toEqual([]); // the new session is open now
   });
 
-  it.fails("an agent that forgets its sessions on restart: session/resume answers not found, a new session continues", async () => {
+  it("an agent that forgets its sessions on restart: session/resume answers not found, a new session continues", async () => {
     const fake = fakeAgentDir();
     const p = await start(fake, CAN_RESUME, { env: { FAKE_AMNESIA: "1" } });
     const id = await p.create();
@@ -280,7 +278,7 @@ describe("a session the agent cannot reopen (§1)", () => {
     expect(fake.calls("session/resume")).toHaveLength(1);
   });
 
-  it.fails("an agent that loses a session while running: the prompt's not found becomes a new session", async () => {
+  it("an agent that loses a session while running: the prompt's not found becomes a new session", async () => {
     const fake = fakeAgentDir();
     const p = await start(fake, CAN_LOAD);
     const id = await p.create();
@@ -290,7 +288,7 @@ describe("a session the agent cannot reopen (§1)", () => {
     expect(fake.calls("initialize")).toHaveLength(1); // the process lives on
   });
 
-  it.fails("the context is bounded: the newest messages are kept, the oldest left out", async () => {
+  it("the context is bounded: the newest messages are kept, the oldest left out", async () => {
     const fake = fakeAgentDir();
     const p = await start(fake, CANNOT_REOPEN);
     const id = await p.create();
@@ -305,7 +303,7 @@ describe("a session the agent cannot reopen (§1)", () => {
 });
 
 describe("cancel on a hung agent beside another conversation (§2)", () => {
-  it.fails("the hung conversation continues in a new session; the other conversation's run completes; the agent restarts once idle", async () => {
+  it("the hung conversation continues in a new session; the other conversation's run completes; the agent restarts once idle", async () => {
     const fake = fakeAgentDir();
     const p = await start(
       fake,

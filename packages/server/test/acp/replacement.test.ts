@@ -10,10 +10,12 @@ import {
   contextBlock,
   isUnknownSession,
 } from "../../src/agent/acp/replacement.js";
-import type { AgentHistoryEntry } from "../../src/agent/port.js";
+import type { TranscriptTail } from "../../src/agent/port.js";
 
-const said = (...texts: string[]): AgentHistoryEntry[] =>
-  texts.map((text, i) => ({ role: i % 2 === 0 ? "user" : "assistant", text }));
+const said = (...texts: string[]): TranscriptTail => ({
+  entries: texts.map((text, i) => ({ role: i % 2 === 0 ? "user" : "assistant", text })),
+  more: false,
+});
 
 /** The messages of a block, as the lines between its header and its closing tag. */
 function messages(block: string): string[] {
@@ -23,7 +25,8 @@ function messages(block: string): string[] {
 
 describe("contextBlock", () => {
   it("is null without history: a conversation with nothing said needs no context", () => {
-    expect(contextBlock([])).toBeNull();
+    expect(contextBlock(said())).toBeNull();
+    expect(contextBlock(undefined)).toBeNull();
   });
 
   it("gives every message, oldest first, labelled, inside the tagged block", () => {
@@ -39,9 +42,10 @@ describe("contextBlock", () => {
     // "Assistant: " + 40 = 51, blank line 2, "User: " + 40 = 46: two fit in 100, three do not.
     const block = contextBlock(history, 100)!;
     expect(messages(block)).toEqual([`User: ${"c".repeat(40)}`, `Assistant: ${"d".repeat(40)}`]);
-    expect(block).toContain("(2 earlier messages are left out.)");
-    expect(contextBlock(history, 99 + 51)).toContain("(2 earlier messages are left out.)");
+    expect(block).toContain("(Earlier messages are left out.)");
     expect(contextBlock(history, 2 * 51 + 2 * 46 + 3 * 2)).not.toContain("left out");
+    // The server said there is more than it gave.
+    expect(contextBlock({ ...history, more: true })).toContain("(Earlier messages are left out.)");
   });
 
   it("a newest message longer than the budget: its end, exactly the budget", () => {
@@ -51,24 +55,23 @@ describe("contextBlock", () => {
     expect(only).toHaveLength(CONTEXT_BUDGET_CHARS);
     expect(only!.startsWith("Assistant: …xxx")).toBe(true);
     expect(only!.endsWith("THE END")).toBe(true);
-    expect(block).toContain("(1 earlier messages are left out.)");
+    expect(block).toContain("(Earlier messages are left out.)");
   });
 });
 
 describe("isUnknownSession", () => {
   it("ACP's not found (-32002), and an agent's own 'Session not found' behind an Internal error", () => {
-    const notFound = acp.RequestError.sessionNotFound("s1");
-    expect(isUnknownSession(notFound, notFound.message)).toBe(true);
-    const claude = acp.RequestError.internalError({ details: "Session not found" });
-    expect(isUnknownSession(claude, "Session not found")).toBe(true);
-    expect(isUnknownSession(claude, "No such session: s1")).toBe(true);
-    expect(isUnknownSession(claude, "Session with id sess-1 not found")).toBe(true);
+    expect(isUnknownSession(acp.RequestError.sessionNotFound("s1"))).toBe(true);
+    const claude = (details: string) => acp.RequestError.internalError({ details });
+    expect(isUnknownSession(claude("Session not found"))).toBe(true);
+    expect(isUnknownSession(claude("No such session: s1"))).toBe(true);
+    expect(isUnknownSession(claude("Session with id sess-1 not found"))).toBe(true);
   });
 
   it("anything else is not a lost session: other errors, a dead process, plain errors", () => {
-    const other = acp.RequestError.internalError({ details: "Quota exceeded" });
-    expect(isUnknownSession(other, "Quota exceeded")).toBe(false);
-    expect(isUnknownSession(new Error("Session not found"), "Session not found")).toBe(false);
-    expect(isUnknownSession(other, "the session file was written; model not found")).toBe(false);
+    const other = (details: string) => acp.RequestError.internalError({ details });
+    expect(isUnknownSession(other("Quota exceeded"))).toBe(false);
+    expect(isUnknownSession(new Error("Session not found"))).toBe(false);
+    expect(isUnknownSession(other("the session file was written; model not found"))).toBe(false);
   });
 });
