@@ -121,8 +121,11 @@ describe("HostPaths", () => {
     expect(paths.clientText("short", 300)).toBe("short");
   });
 
-  it("with nothing known but the home directory, only the home directory is replaced", () => {
+  it("with nothing known but the home directory, only the home directory is replaced; /root is a home too", () => {
     const paths = new HostPaths({ homes: [join("/", "home", "someone")] });
     expect(paths.scrub("/home/someone/.config and /etc/hosts")).toBe("~/.config and /etc/hosts");
+    expect(new HostPaths({ homes: ["/root"] }).scrub("/root/.hermes/config.yaml in /rootfs")).toBe(
+      "~/.hermes/config.yaml in /rootfs",
+    );
   });
 });

@@ -57,7 +57,7 @@ export class HostPaths {
     for (const dir of layout.workdirs ?? []) add(PLACEHOLDERS.workdir, dir);
     for (const home of layout.homes ?? [homedir()]) add(PLACEHOLDERS.home, home);
     for (const [path, placeholder] of named) {
-      if (!this.#placeholder.has(path) && !isGeneral(path)) this.#placeholder.set(path, placeholder);
+      if (!this.#placeholder.has(path) && path !== sep) this.#placeholder.set(path, placeholder);
     }
     // Longest first, so the most specific path wins (the data directory inside the home directory).
     const paths = [...this.#placeholder.keys()].sort((a, b) => b.length - a.length);
@@ -97,7 +97,7 @@ function variants(path: string): string[] {
   return out;
 }
 
-/** The filesystem root, a top-level directory (`/usr`, `/opt`) or a shared system prefix. */
+/** The filesystem root, a top-level directory (`/usr`, `/opt`) or a shared system prefix: no one install. */
 function isGeneral(path: string): boolean {
   return path.split(sep).filter(Boolean).length < 2 || TOO_GENERAL.has(path);
 }
@@ -123,7 +123,7 @@ export function agentInstalls(command: readonly string[], path: string): string[
       // Gone since: keep the given form.
     }
   }
-  return [...new Set(roots)];
+  return [...new Set(roots)].filter((root) => !isGeneral(root));
 }
 
 function installOf(file: string): string {

@@ -378,6 +378,18 @@ const SCRIPTS: Record<string, Script> = {
       details: `Quota exceeded for api_key=sk-live-0123456789abcdef, retry later ${"x".repeat(400)}`,
     });
   },
+  /** A tool failure and an error whose text names the host's files (`args`: the paths). */
+  async pathError({ args, update, say }) {
+    await update({ sessionUpdate: "tool_call", toolCallId: "pe1", title: "Read", status: "in_progress" });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "pe1",
+      status: "failed",
+      content: [{ type: "content", content: { type: "text", text: `ENOENT: no such file '${args[0]}'` } }],
+    });
+    await say("about to fail");
+    throw acp.RequestError.internalError({ details: `cannot open ${args.join(" nor ")}` });
+  },
   async orphan({ say }) {
     // A shim's child kills the shim and goes silent, keeping the pipes (see test/acp/shim.mjs).
     await say("orphaning");

@@ -5,7 +5,7 @@
  * routes on 127.0.0.1:0. Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
@@ -154,6 +154,23 @@ describe("ACP through Pheby: conversations and runs", () => {
       error: "the agent reported an error: scripted failure",
     });
     expect(run.complete.text).toBe("about to fail");
+  });
+
+  it("the server's paths in an agent's error text reach the client as placeholders (issue 23 §3)", async () => {
+    const id = await env.p.create();
+    const work = join(env.fake.dir, "notes.md");
+    const blob = join(env.p.ts.dataDir, "attachments", "blobs", "0123");
+    const config = join(homedir(), ".hermes", "config.yaml");
+    const run = await env.p.chat(id, `pathError ${work} ${blob} ${config}`);
+    expect(run.finished).toMatchObject({
+      status: "failed",
+      error:
+        "the agent reported an error: cannot open <workdir>/notes.md nor <data>/attachments/blobs/0123 nor ~/.hermes/config.yaml",
+    });
+    const failed = framesOf(run.frames, "tool.event").find((t) => t.status === "failed");
+    expect(failed?.error).toBe("ENOENT: no such file '<workdir>/notes.md'");
+    const wire = JSON.stringify(run.frames);
+    for (const path of [env.fake.dir, env.p.ts.dataDir, homedir()]) expect(wire).not.toContain(path);
   });
 
   it("an agent crash mid-run fails the run clearly; the next chat respawns it", async () => {
