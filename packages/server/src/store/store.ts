@@ -311,12 +311,18 @@ export class Store {
     })();
   }
 
+  /**
+   * Record a tool call's latest state. A later `running` may carry a fuller name or arguments
+   * (agents fill a call in over several updates), so both are the latest seen; an end event carries
+   * no arguments and keeps the last ones.
+   */
   upsertTool(row: ToolRow): void {
     this.db
       .prepare(
         `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
          VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+           tool_name = excluded.tool_name, args_json = COALESCE(excluded.args_json, tool_calls.args_json),
            status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
       )
       .run(row);

@@ -668,8 +668,8 @@ describe("ACP through Pheby: other agents' behaviour (issue 13)", () => {
     expect(fast.supported_efforts).toEqual([]);
   });
 
-  // Issue 23 §4: fails on main (the store kept the first name and {} arguments); it.fails until fixed.
-  it.fails("conversation.open shows a tool's latest name and arguments, while it runs and after its run ended", async () => {
+  // Issue 23 §4: failed on main (the store kept the first name and {} arguments).
+  it("conversation.open shows a tool's latest name and arguments, while it runs and after its run ended", async () => {
     const fake = fakeAgentDir();
     const p = await startPhebyAcp(agentOptions(fake));
     servers.push(p);
