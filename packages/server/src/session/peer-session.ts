@@ -118,8 +118,11 @@ export class PeerSession implements Peer {
       return;
     }
     if (!decoded.ok) {
-      this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
-      this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
+      const { answers, request_id } = decoded.error;
+      // An answer to a stale question is *_not_found whatever else is wrong with it (docs/protocol.md).
+      const error = (answers && this.deps.ctx.decisions.staleAnswer(answers)) ?? decoded.error;
+      this.#log.debug({ conn: this.id, code: error.code }, "frame rejected");
+      this.error(error.code, error.message, request_id);
       return;
     }
     this.#log.debug({ conn: this.id, type: decoded.message.type }, "frame in");
