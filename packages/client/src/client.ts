@@ -306,6 +306,7 @@ export class PhebyClient {
     let failure: PhebyError | undefined;
     let opening = true;
     let transport: TransportFailure | undefined;
+    let closed: { code: number; reason: string } | undefined;
 
     const opened = new Promise<void>((resolve, reject) => {
       socket.addEventListener("open", () => {
@@ -313,6 +314,7 @@ export class PhebyClient {
         resolve();
       });
       socket.addEventListener("close", (event) => {
+        closed = { code: event.code, reason: event.reason };
         if (event.code === CLOSE_CODES.lockedOut)
           this.lockedOutFor = retryAfterMs(event.reason) ?? this.lockedOutFor;
         reject(
@@ -356,7 +358,16 @@ export class PhebyClient {
       return ready;
     } catch (err) {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
-      if (failure.code === "rate_limited") this.lockedOutFor = failure.retryAfterMs;
+      // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
+      // answered: that close is the answer.
+      if (failure.code === "connection_closed" && closed?.code === CLOSE_CODES.lockedOut) {
+        const wait = retryAfterMs(closed.reason);
+        failure = new PhebyError("rate_limited", `locked out: ${closed.reason || "no wait given"}`, {
+          ...(wait === undefined ? {} : { retryAfterMs: wait }),
+        });
+      }
+      // Before the close, this is what the next reconnect waits (the close reason may repeat it).
+      if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
       if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
       socket.close();
       throw failure;

@@ -362,12 +362,28 @@ describe("PhebyClient close codes (docs/protocol.md, close codes)", () => {
     const refusedAt = Date.now();
     peer.connections[0]!.socket.terminate();
     await peer.waitForConnections(2);
+    // Only once the second hello has been refused (the handler answers as the frame arrives).
+    while (!peer.connections[1]!.received.some((f) => f.type === "hello")) await wait(5);
     const { defaultHandler } = await import("./peer.js");
     peer.handler = defaultHandler;
     await peer.waitForConnections(3);
     expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(990);
     while (c.state !== "open") await wait(10);
     expect(c.state).toBe("open");
+  });
+
+  it("a lockout refused as the socket opens (no reply to hello, only the 4429 close): rate_limited with the wait", async () => {
+    const c = client();
+    peer.handler = (frame, conn) => {
+      if (frame.type !== "hello") return undefined;
+      setTimeout(() => conn.socket.close(4429, "locked out; retry after 3 s"), 5);
+      // The server's error went out before it read the hello: it carries no request_id.
+      return [{ type: "error", error: { code: "rate_limited", message: "locked out" }, ts: TS }];
+    };
+    const err = await c.connect().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "rate_limited", retryAfterMs: 3_000 });
+    while ((c.state as string) === "connecting") await wait(10);
+    expect(c.state).toBe("closed");
   });
 
   it("a lockout at connect(): rejects with rate_limited and the wait, not as a final auth failure", async () => {

@@ -141,51 +141,45 @@ async function expectNextTurnCompletes(
 describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
   const reopens = caps.loadSession;
 
-  it(
-    "killed 6 times mid-run: each run fails once, the next turn completes, nothing is lost",
-    async () => {
-      const fake = fakeAgentDir();
-      const p = await start(fake, caps);
-      const id = await p.create();
-      expect((await p.chat(id, "first words")).finished.status).toBe("completed");
-      for (let i = 0; i < 6; i++) {
-        const runId = await running(p, id, "slow", "tick 1");
-        const pid = agentPid(fake);
-        process.kill(pid, "SIGKILL");
-        const finished = await p.waitFor("run.finished", (m) => m.run_id === runId);
-        expect(finished).toMatchObject({
-          status: "failed",
-          error: "the agent process exited unexpectedly (signal SIGKILL)",
-        });
-        await expectNextTurnCompletes(p, fake, id, `after kill ${i}`, reopens, ["first words"]);
-        expect(agentPid(fake)).not.toBe(pid);
-      }
-      expectOneFinishedPerRun(p);
-      const said = await history(p, id);
-      expect(said).toHaveLength(2 + 6 * 4);
-      expect(said.filter((m) => m.startsWith("user: "))).toEqual([
-        "user: first words",
-        ...[0, 1, 2, 3, 4, 5].flatMap((i) => ["user: slow", `user: after kill ${i}`]),
-      ]);
-    },
-  );
-
-  it(
-    "an agent that exits mid-turn: the run fails clearly once, the next turn completes",
-    async () => {
-      const fake = fakeAgentDir();
-      const p = await start(fake, caps);
-      const id = await p.create();
-      await p.chat(id, "remember this");
-      const crashed = await p.chat(id, "crash");
-      expect(crashed.finished).toMatchObject({
+  it("killed 6 times mid-run: each run fails once, the next turn completes, nothing is lost", async () => {
+    const fake = fakeAgentDir();
+    const p = await start(fake, caps);
+    const id = await p.create();
+    expect((await p.chat(id, "first words")).finished.status).toBe("completed");
+    for (let i = 0; i < 6; i++) {
+      const runId = await running(p, id, "slow", "tick 1");
+      const pid = agentPid(fake);
+      process.kill(pid, "SIGKILL");
+      const finished = await p.waitFor("run.finished", (m) => m.run_id === runId);
+      expect(finished).toMatchObject({
         status: "failed",
-        error: "the agent process exited unexpectedly (exit code 3)",
+        error: "the agent process exited unexpectedly (signal SIGKILL)",
       });
-      await expectNextTurnCompletes(p, fake, id, "still here", reopens, ["remember this", "about to crash"]);
-      expectOneFinishedPerRun(p);
-    },
-  );
+      await expectNextTurnCompletes(p, fake, id, `after kill ${i}`, reopens, ["first words"]);
+      expect(agentPid(fake)).not.toBe(pid);
+    }
+    expectOneFinishedPerRun(p);
+    const said = await history(p, id);
+    expect(said).toHaveLength(2 + 6 * 4);
+    expect(said.filter((m) => m.startsWith("user: "))).toEqual([
+      "user: first words",
+      ...[0, 1, 2, 3, 4, 5].flatMap((i) => ["user: slow", `user: after kill ${i}`]),
+    ]);
+  });
+
+  it("an agent that exits mid-turn: the run fails clearly once, the next turn completes", async () => {
+    const fake = fakeAgentDir();
+    const p = await start(fake, caps);
+    const id = await p.create();
+    await p.chat(id, "remember this");
+    const crashed = await p.chat(id, "crash");
+    expect(crashed.finished).toMatchObject({
+      status: "failed",
+      error: "the agent process exited unexpectedly (exit code 3)",
+    });
+    await expectNextTurnCompletes(p, fake, id, "still here", reopens, ["remember this", "about to crash"]);
+    expectOneFinishedPerRun(p);
+  });
 
   it("garbage on the agent's stdout is skipped: the run and the next one complete", async () => {
     const fake = fakeAgentDir();
@@ -199,32 +193,29 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
     expectOneFinishedPerRun(p);
   });
 
-  it(
-    "an agent that cannot start for a while: runs fail fast and once, then the conversation continues",
-    async () => {
-      const fake = fakeAgentDir();
-      const refuse = join(fake.dir, "refuse");
-      const p = await start(fake, caps, { env: { FAKE_REFUSE: refuse } });
-      const id = await p.create();
-      await p.chat(id, "before the outage");
-      writeFileSync(refuse, "");
-      process.kill(agentPid(fake), "SIGKILL");
-      for (let i = 0; i < 3; i++) {
-        const down = await p.chat(id, `during the outage ${i}`);
-        // The first may still reach the killed process before its exit is seen.
-        expect(down.finished).toMatchObject({
-          status: "failed",
-          error: expect.stringMatching(/^the agent (failed to initialize|process exited unexpectedly)/),
-        });
-      }
-      rmSync(refuse);
-      await expectNextTurnCompletes(p, fake, id, "after the outage", reopens, [
-        "before the outage",
-        "during the outage 2",
-      ]);
-      expectOneFinishedPerRun(p);
-    },
-  );
+  it("an agent that cannot start for a while: runs fail fast and once, then the conversation continues", async () => {
+    const fake = fakeAgentDir();
+    const refuse = join(fake.dir, "refuse");
+    const p = await start(fake, caps, { env: { FAKE_REFUSE: refuse } });
+    const id = await p.create();
+    await p.chat(id, "before the outage");
+    writeFileSync(refuse, "");
+    process.kill(agentPid(fake), "SIGKILL");
+    for (let i = 0; i < 3; i++) {
+      const down = await p.chat(id, `during the outage ${i}`);
+      // The first may still reach the killed process before its exit is seen.
+      expect(down.finished).toMatchObject({
+        status: "failed",
+        error: expect.stringMatching(/^the agent (failed to initialize|process exited unexpectedly)/),
+      });
+    }
+    rmSync(refuse);
+    await expectNextTurnCompletes(p, fake, id, "after the outage", reopens, [
+      "before the outage",
+      "during the outage 2",
+    ]);
+    expectOneFinishedPerRun(p);
+  });
 
   it("a hung agent cancelled: one run.finished cancelled, and the next turn is not held back by the request timeout", async () => {
     const fake = fakeAgentDir();
