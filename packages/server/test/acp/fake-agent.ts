@@ -12,7 +12,7 @@
  *   announced in a `config_option_update` before the response).
  * - `FAKE_LINGER`: keep running after stdin closes (a native agent behind a launcher shim).
  * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities.
- * - `FAKE_HANG`: a method name this agent never answers.
+ * - `FAKE_HANG`: a method name this agent never answers (with `FAKE_HANG_WHILE`: while that file exists).
  * - `FAKE_EXIT_AT_START`: exit before reading anything.
  * - `FAKE_REFUSE`: a file path; while that file exists the agent exits at start (an agent that
  *   cannot start for a while, then can again).
@@ -49,7 +49,10 @@ if (process.env.FAKE_EXIT_AT_START || (process.env.FAKE_REFUSE && existsSync(pro
 }
 if (process.env.FAKE_BANNER) process.stdout.write(`${process.env.FAKE_BANNER}\n`);
 const modelsKind = process.env.FAKE_MODELS ?? "config";
-const hang = process.env.FAKE_HANG;
+/** The method this agent never answers (while the `FAKE_HANG_WHILE` file exists, when that is set). */
+const hangs = (method: string) =>
+  process.env.FAKE_HANG === method &&
+  (!process.env.FAKE_HANG_WHILE || existsSync(process.env.FAKE_HANG_WHILE));
 const never = new Promise<never>(() => {});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cancels = new Map<string, AbortController>();
@@ -179,7 +182,7 @@ const app = acp
   })
   .onRequest("session/new", async ({ params }) => {
     log("session/new", params);
-    if (hang === "session/new") await never;
+    if (hangs("session/new")) await never;
     const sessionId = newSession(params.cwd);
     return { sessionId, ...settingsOf(sessions[sessionId]!) };
   })
@@ -202,7 +205,7 @@ const app = acp
   })
   .onRequest("session/load", async ({ params, client }) => {
     log("session/load", params);
-    if (hang === "session/load") await never;
+    if (hangs("session/load")) await never;
     const s = known(params.sessionId);
     for (const [i, h] of s.history.entries()) {
       const sessionUpdate = h.role === "user" ? "user_message_chunk" : "agent_message_chunk";

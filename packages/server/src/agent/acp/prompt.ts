@@ -136,6 +136,9 @@ async function runTurn(
       if (!supervisor.retire(proc, `the agent did not stop within ${ms} ms of a cancel`)) turn.release();
     }, ms);
   };
+  // From the start: a cancel while the session is still being opened (a slow session/load) must not
+  // leave a turn that no later prompt may wait for.
+  signal.addEventListener("abort", onAbort, { once: true });
   try {
     if (seat.session === null) await replace("a turn that ignored its cancel still holds the session");
     else {
@@ -153,7 +156,6 @@ async function runTurn(
       input.attachments,
       proc.init.agentCapabilities?.promptCapabilities,
     );
-    signal.addEventListener("abort", onAbort, { once: true });
     let response: acp.PromptResponse;
     for (;;) {
       try {
