@@ -65,7 +65,12 @@ function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | un
   const lockedMs = deps.lockout.remainingMs(addr);
   if (lockedMs > 0) {
     c.header("Retry-After", String(retryAfterSeconds(lockedMs)));
-    return fail(c, 429, "rate_limited", `Too many failed attempts from this address; ${retryAfter(lockedMs)}`);
+    return fail(
+      c,
+      429,
+      "rate_limited",
+      `Too many failed attempts from this address; ${retryAfter(lockedMs)}`,
+    );
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
