@@ -15,9 +15,9 @@ import {
   type ServerMessageOf,
   type ServerMessageType,
 } from "@pheby/protocol";
-import { type BackoffOptions, backoffDelay } from "./backoff.js";
+import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backoff.js";
 import { Emitter } from "./emitter.js";
-import { PhebyError } from "./errors.js";
+import { PhebyError, retryAfterMs } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
 import { type TransportFailure, transportFailure } from "./transport.js";
@@ -91,13 +91,16 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
-/** Close codes after which reconnecting cannot help. */
+/**
+ * Close codes after which reconnecting cannot help (docs/protocol.md, close codes): a wrong secret
+ * and a protocol version the server does not speak. A lockout (4429) only means "wait"; every other
+ * close is reconnected with backoff.
+ */
 const FINAL_CLOSE_CODES: ReadonlySet<number> = new Set([
   CLOSE_CODES.unauthorized,
   CLOSE_CODES.versionMismatch,
-  CLOSE_CODES.lockedOut,
 ]);
-const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch", "rate_limited"]);
+const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch"]);
 
 /**
  * A typed Pheby Protocol v1 client.
@@ -127,6 +130,9 @@ export class PhebyClient {
   private attempt = 0;
   private userClosed = false;
   private everConnected = false;
+  /** The wait the server asked for at its last lockout (`rate_limited`, 4429), until the next attempt. */
+  private lockedOutFor: number | undefined;
+  private lastCloseCode: number | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -141,7 +147,9 @@ export class PhebyClient {
    * Open the socket and complete the handshake. Resolves with `ready`; rejects
    * with a {@link PhebyError} (`unauthorized`, `version_mismatch`, `rate_limited`,
    * `auth_timeout`, `connection_closed`). After success, drops are repaired
-   * automatically unless `reconnect: false`.
+   * automatically unless `reconnect: false`: `unauthorized` and `version_mismatch`
+   * (close 4401, 4426) stop reconnecting (`auth_failed`); a lockout (`rate_limited`,
+   * close 4429) waits the `retryAfterMs` the server named, then tries again.
    */
   async connect(): Promise<ServerMessageOf<"ready">> {
     this.userClosed = false;
@@ -375,6 +383,7 @@ export class PhebyClient {
     let failure: PhebyError | undefined;
     let opening = true;
     let transport: TransportFailure | undefined;
+    let closed: { code: number; reason: string } | undefined;
 
     const opened = new Promise<void>((resolve, reject) => {
       socket.addEventListener("open", () => {
@@ -382,6 +391,9 @@ export class PhebyClient {
         resolve();
       });
       socket.addEventListener("close", (event) => {
+        closed = { code: event.code, reason: event.reason };
+        if (event.code === CLOSE_CODES.lockedOut)
+          this.lockedOutFor = retryAfterMs(event.reason) ?? this.lockedOutFor;
         reject(
           failure ??
             (transport
@@ -427,6 +439,16 @@ export class PhebyClient {
       return ready;
     } catch (err) {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
+      // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
+      // answered: that close is the answer.
+      if (failure.code === "connection_closed" && closed?.code === CLOSE_CODES.lockedOut) {
+        const wait = retryAfterMs(closed.reason);
+        failure = new PhebyError("rate_limited", `locked out: ${closed.reason || "no wait given"}`, {
+          ...(wait === undefined ? {} : { retryAfterMs: wait }),
+        });
+      }
+      // Before the close, this is what the next reconnect waits (the close reason may repeat it).
+      if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
       if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
       socket.close();
       throw failure;
@@ -487,7 +509,14 @@ export class PhebyClient {
       this.pending.delete(requestId!);
       clearTimeout(pending.timer);
       if (message.type === "error") {
-        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
+        const { code, message: text } = message.error;
+        const wait = code === "rate_limited" ? retryAfterMs(text) : undefined;
+        pending.reject(
+          new PhebyError(code, text, {
+            requestId: requestId!,
+            ...(wait === undefined ? {} : { retryAfterMs: wait }),
+          }),
+        );
       } else {
         pending.resolve(message);
       }
@@ -533,6 +562,7 @@ export class PhebyClient {
   private onClose(socket: WebSocketLike, code: number): void {
     if (socket !== this.socket) return;
     this.socket = undefined;
+    this.lastCloseCode = code;
     const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
     this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue);
     if (this.userClosed || final || this.options.reconnect === false || !this.everConnected) {
@@ -544,7 +574,14 @@ export class PhebyClient {
 
   private scheduleReconnect(): void {
     this.setState("reconnecting");
-    const delay = backoffDelay(this.attempt++, this.options.reconnect || {});
+    const backoff = this.options.reconnect || {};
+    let delay = backoffDelay(this.attempt++, backoff);
+    if (this.lockedOutFor !== undefined || this.lastCloseCode === CLOSE_CODES.lockedOut) {
+      // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
+      // earlier only gets another 4429.
+      delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);
+      this.lockedOutFor = undefined;
+    }
     this.reconnectTimer = setTimeout(() => {
       // A failed attempt ends in a close event, and onClose schedules the next one.
       this.open("reconnecting").catch(() => undefined);

@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
@@ -314,6 +315,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     hideSession(sessionId) {
       store.hideSession({ id: newId(), session_id: sessionId, source: backend.name, at: clock.now() });
     },
+    serverPaths: { dataDir: resolve(options.dataDir), workdir: process.cwd() },
     log,
   };
   // One lockout for both transports: failed HTTP auth counts like a failed hello.

@@ -85,3 +85,22 @@ describe("@pheby/client and append deltas (delta.append)", () => {
     expect(deltas).toEqual(cumulative);
   });
 });
+
+describe("@pheby/client and a lockout (issue 23)", () => {
+  it("connect() rejects with rate_limited naming the wait; after that wait it connects", async () => {
+    const locking = await startServer({ lockout: { maxFailures: 1, durationMs: 1_500 } });
+    try {
+      await expect(phebyClient(locking, { secret: "wrong" })).rejects.toMatchObject({ code: "unauthorized" });
+      const client = await phebyClient(locking).catch((e: unknown) => e);
+      expect(client).toBeInstanceOf(PhebyError);
+      // 1.5 s locks, rounded up to whole seconds by the server.
+      expect(client).toMatchObject({ code: "rate_limited", retryAfterMs: 2_000 });
+      await new Promise((r) => setTimeout(r, (client as PhebyError).retryAfterMs));
+      const again = await phebyClient(locking);
+      expect(again.state).toBe("open");
+      again.close();
+    } finally {
+      await locking.cleanup();
+    }
+  });
+});

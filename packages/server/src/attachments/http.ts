@@ -25,8 +25,17 @@ type Env = { Bindings: HttpBindings };
 /** The spec's exact body for an unknown, expired or malformed attachment ID. */
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
-const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorCode, message: string) =>
+const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429 | 507, code: ErrorCode, message: string) =>
   httpError(c, status, code, message);
+
+/**
+ * The filesystem (or the database on it) has no room left: `ENOSPC`, a quota (`EDQUOT`), or
+ * SQLite's `SQLITE_FULL` when the index row cannot be written.
+ */
+function diskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL";
+}
 
 /** Add `POST /attachments` and `GET /attachments/:id` to the app. */
 export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): void {
@@ -68,6 +77,12 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
         c.header("Connection", "close");
         const seconds = deps.idleTimeoutMs / 1000;
         return fail(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
+      }
+      if (diskFull(err)) {
+        // The store removed what it wrote; the rest of the body is not read, so close after answering.
+        deps.log.error({ conversation: conversationId }, "upload refused: the server's disk is full");
+        c.header("Connection", "close");
+        return fail(c, 507, "internal_error", "The server's disk is full; the file was not stored");
       }
       if (incoming.errored || incoming.destroyed) {
         deps.log.debug(

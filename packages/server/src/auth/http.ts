@@ -4,7 +4,7 @@ import type { ErrorCode } from "@pheby/protocol";
 import type { Context } from "hono";
 import type { Logger } from "pino";
 import { clientAddress } from "./address.js";
-import type { Lockout } from "./lockout.js";
+import { type Lockout, retryAfter, retryAfterSeconds } from "./lockout.js";
 import { type Principal, principalLog } from "./principal.js";
 import type { Transfers } from "./transfers.js";
 
@@ -43,7 +43,7 @@ type HttpContext = Context<{ Bindings: HttpBindings }>;
 /** The JSON error body of every HTTP route: `{"error":{"code","message"}}`. */
 export function httpError(
   c: HttpContext,
-  status: 400 | 401 | 404 | 408 | 413 | 429,
+  status: 400 | 401 | 404 | 408 | 413 | 429 | 507,
   code: ErrorCode,
   message: string,
 ): Response {
@@ -62,8 +62,15 @@ export function httpError(
 export function authenticateHttp(c: HttpContext, deps: HttpAuthDeps): Response | undefined {
   const { incoming, outgoing } = c.env;
   const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
-  if (deps.lockout.isLocked(addr)) {
-    return httpError(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
+  const lockedMs = deps.lockout.remainingMs(addr);
+  if (lockedMs > 0) {
+    c.header("Retry-After", String(retryAfterSeconds(lockedMs)));
+    return httpError(
+      c,
+      429,
+      "rate_limited",
+      `Too many failed attempts from this address; ${retryAfter(lockedMs)}`,
+    );
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return httpError(c, 401, "unauthorized", "Missing credentials");

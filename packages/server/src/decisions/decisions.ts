@@ -205,8 +205,7 @@ export class Decisions {
    * offers ({@link nearestChoice}).
    */
   respondApproval(msg: ClientMessageOf<"approval.respond">): void {
-    if (!this.#approvals.peek(msg.approval_id))
-      throw new ProtocolError("approval_not_found", "Approval not found");
+    if (!this.#approvals.peek(msg.approval_id)) throw APPROVAL_NOT_FOUND();
     // The reason is free text for the agent with a deny; it means nothing with an approval.
     const reason = msg.choice === "deny" && msg.reason !== undefined ? { reason: msg.reason } : {};
     this.#approvals.answer(
@@ -228,8 +227,7 @@ export class Decisions {
    * the backend receives it verbatim.
    */
   respondClarify(msg: ClientMessageOf<"clarify.respond">): void {
-    if (!this.#clarifications.peek(msg.clarify_id))
-      throw new ProtocolError("clarify_not_found", "Clarification not found");
+    if (!this.#clarifications.peek(msg.clarify_id)) throw CLARIFY_NOT_FOUND();
     this.#clarifications.answer(
       msg.clarify_id,
       { outcome: "answered", response: msg.response },
@@ -240,6 +238,17 @@ export class Decisions {
         accepted: true,
       },
     );
+  }
+
+  /**
+   * The error of an answer whose ID is not pending (`approval_not_found` / `clarify_not_found`), or
+   * undefined for a live one. The ID is checked before anything else, so a frame the decoder rejected
+   * (an invalid choice or response) gets this when its ID is stale, and its own error only when live.
+   */
+  staleAnswer(answers: { approval_id: string } | { clarify_id: string }): ProtocolError | undefined {
+    if ("approval_id" in answers)
+      return this.#approvals.peek(answers.approval_id) ? undefined : APPROVAL_NOT_FOUND();
+    return this.#clarifications.peek(answers.clarify_id) ? undefined : CLARIFY_NOT_FOUND();
   }
 
   /** Withdraw every question of a run (it ended or is being cancelled). */
@@ -268,6 +277,9 @@ export class Decisions {
     return this.#clarifications.list(conversationId);
   }
 }
+
+const APPROVAL_NOT_FOUND = () => new ProtocolError("approval_not_found", "Approval not found");
+const CLARIFY_NOT_FOUND = () => new ProtocolError("clarify_not_found", "Clarification not found");
 
 function withRequestId(requestId: string | undefined): { request_id?: string } {
   return requestId === undefined ? {} : { request_id: requestId };

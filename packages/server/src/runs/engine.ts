@@ -1,7 +1,7 @@
 import { performance } from "node:perf_hooks";
-import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
+import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend, ProducedFile, TurnResult, TurnSink } from "../agent/port.js";
+import type { AgentBackend, ProducedFile, TranscriptTail, TurnResult, TurnSink } from "../agent/port.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../errors.js";
@@ -129,7 +129,7 @@ export class RunEngine {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const { run, claimed } = this.#begin(conv.id, text, claim);
+    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
@@ -147,6 +147,7 @@ export class RunEngine {
       sessionId: conv.session_id ?? "",
       text,
       attachments: claimed.map((c) => c.ref),
+      history: (maxBytes: number) => this.#historyBefore(conv.id, messageRow, maxBytes),
     };
     // Settings are read as the turn starts: a change during a run applies from the next turn.
     void this.#drive(run, async (sink, signal) =>
@@ -225,16 +226,27 @@ export class RunEngine {
     this.deps.outbox.publish(eventOf(message, replyTo));
   }
 
+  /** The transcript before a turn's user message, newest within `maxBytes` (for a replacement agent session). */
+  #historyBefore(conversationId: string, before: number | null, maxBytes: number): TranscriptTail {
+    const { rows, hasMore } = this.deps.store.messagePage(
+      conversationId,
+      LIMITS.historyPage,
+      before ?? undefined,
+      maxBytes,
+    );
+    return { entries: rows.map(({ role, text }) => ({ role, text })), more: hasMore };
+  }
+
   #begin(
     conversationId: string,
     userText: string | null,
     claim: (messageId: string) => Claimed[] = () => [],
-  ): { run: Run; claimed: Claimed[] } {
+  ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
     const run = new Run(conversationId, this.deps.clock.now());
     const { store } = this.deps;
-    const claimed = store.transaction(() => {
+    const { claimed, messageRow } = store.transaction(() => {
       const messageRow = store.startRun(run.runId, conversationId, run.startedAt, userText);
-      return messageRow === null ? [] : claim(`m${messageRow}`);
+      return { claimed: messageRow === null ? [] : claim(`m${messageRow}`), messageRow };
     });
     this.#active.set(conversationId, run);
     this.deps.log.debug(
@@ -245,7 +257,7 @@ export class RunEngine {
       },
       "run accepted",
     );
-    return { run, claimed };
+    return { run, claimed, messageRow };
   }
 
   #startMessage(run: Run): void {
@@ -313,6 +325,20 @@ export class RunEngine {
         if (known) known.status = call.status;
         const error = call.status === "failed" ? truncate(call.error ?? "Tool failed") : undefined;
         this.#tool(run, call.toolCallId, known?.name ?? "unknown", call.status, { duration, error });
+      },
+      sessionReplaced: (sessionId) => {
+        // Kept even if the run has just ended: the backend goes on using the new session.
+        if (!this.deps.store.getConversation(run.conversationId)) return;
+        this.deps.store.replaceSession(run.conversationId, sessionId, {
+          id: newId(),
+          source: this.deps.backend.name,
+          at: this.deps.clock.now(),
+        });
+        run.sessionKey = sessionId;
+        this.deps.log.info(
+          { conversation: run.conversationId, session: sessionId },
+          "the conversation continues in a new agent session",
+        );
       },
       notice: (text) => {
         if (run.finished) return;

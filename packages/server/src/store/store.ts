@@ -100,6 +100,25 @@ export class Store {
       .run(row);
   }
 
+  /**
+   * Bind a conversation to a new agent session (its old one was lost) and hide the old one, so the
+   * agent's session list never brings it back as a conversation of its own. One transaction.
+   */
+  replaceSession(
+    conversationId: string,
+    sessionId: string,
+    hidden: { id: string; source: string; at: number },
+  ): void {
+    this.db.transaction(() => {
+      const old = this.db.prepare("SELECT session_id FROM conversations WHERE id = ?").get(conversationId) as
+        | { session_id: string | null }
+        | undefined;
+      this.db.prepare("UPDATE conversations SET session_id = ? WHERE id = ?").run(sessionId, conversationId);
+      if (old?.session_id && old.session_id !== sessionId)
+        this.hideSession({ ...hidden, session_id: old.session_id });
+    })();
+  }
+
   /** A live (not deleted) conversation. */
   getConversation(id: string): ConversationRow | undefined {
     return this.db.prepare("SELECT * FROM conversations WHERE id = ? AND deleted_at IS NULL").get(id) as
@@ -296,12 +315,18 @@ export class Store {
     })();
   }
 
+  /**
+   * Record a tool call's latest state. A later `running` may carry a fuller name or arguments
+   * (agents fill a call in over several updates), so both are the latest seen; an end event carries
+   * no arguments and keeps the last ones.
+   */
   upsertTool(row: ToolRow): void {
     this.db
       .prepare(
         `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
          VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+           tool_name = excluded.tool_name, args_json = COALESCE(excluded.args_json, tool_calls.args_json),
            status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
       )
       .run(row);
