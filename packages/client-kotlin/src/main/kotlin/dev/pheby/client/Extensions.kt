@@ -26,8 +26,11 @@ internal interface ClientExtension {
     /** Its `hello.features` name. */
     val feature: String
 
-    /** A connection enabled the feature; called before its first frame after `ready`. */
-    fun onConnected() {}
+    /**
+     * A connection enabled the feature; called on its reader thread before its first frame after
+     * `ready`, and before requests can use it (so what [link] is sent here goes first).
+     */
+    fun onConnected(link: ExtensionLink) {}
 
     /** Every frame of such a connection, in order, before anyone sees it: the frame to deliver, or null to drop it. */
     fun onFrame(message: ServerMessage, link: ExtensionLink): ServerMessage? = message
@@ -41,7 +44,10 @@ internal interface ClientExtension {
 }
 
 /** The extensions the client implements, by feature name. */
-internal val BUILT_IN_EXTENSIONS: Map<String, () -> ClientExtension> = mapOf(FEATURE_DELTA_APPEND to ::DeltaAppend)
+internal val BUILT_IN_EXTENSIONS: Map<String, () -> ClientExtension> = mapOf(
+    Features.DELTA_APPEND to ::DeltaAppend,
+    Features.PUSH to ::PushPresence,
+)
 
 /**
  * `delta.append`: each `message.delta` carries only the text from `offset` on. Stitches them back into
@@ -54,7 +60,7 @@ internal class DeltaAppend : ClientExtension {
     private val drafts = HashMap<String, String>()
 
     // The server starts every draft over (offset 0, whole text) on a new connection.
-    override fun onConnected() = drafts.clear()
+    override fun onConnected(link: ExtensionLink) = drafts.clear()
 
     override fun onFrame(message: ServerMessage, link: ExtensionLink): ServerMessage? = when (message) {
         is MessageDelta -> {

@@ -127,8 +127,9 @@ class PhebyClient internal constructor(
     private val http: OkHttpClient = (options.httpClient ?: OkHttpClient()).newBuilder()
         .pingInterval(options.pingInterval.inWholeMilliseconds, TimeUnit.MILLISECONDS)
         .build()
-    private val attachments = Attachments(http, options.url, options.secret)
-    private val extensions: List<ClientExtension> =
+    internal val routes = HttpRoutes(http, options.url, options.secret)
+    private val attachments = Attachments(routes)
+    internal val extensions: List<ClientExtension> =
         options.features.mapNotNull { BUILT_IN_EXTENSIONS[it]?.invoke() } + extraExtensions
     private val helloFeatures: List<String> = (options.features + extraExtensions.map { it.feature }).toList()
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("pheby-client"))
@@ -177,7 +178,10 @@ class PhebyClient internal constructor(
      * [PhebyException.CONNECTION_CLOSED] (with [PhebyException.status] if the upgrade was refused).
      * This first attempt is not retried; once it succeeded, drops are repaired automatically.
      */
-    suspend fun connect(): Ready {
+    suspend fun connect(): Ready = connect(::secretHello)
+
+    /** [connect] with another `hello` (a pairing one: [pairDevice]); reconnects say the secret's. */
+    internal suspend fun connect(hello: (requestId: String) -> Hello): Ready {
         val previous = synchronized(lock) {
             check(!closed) { "this PhebyClient is closed; create a new one" }
             reconnectJob?.cancel()
@@ -187,7 +191,7 @@ class PhebyClient internal constructor(
         previous?.cancel()
         stateFlow.value = ConnectionState.Connecting
         return try {
-            handshake()
+            handshake(hello)
         } catch (e: PhebyException) {
             if (!synchronized(lock) { closed }) {
                 stateFlow.value = if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e)
@@ -457,8 +461,12 @@ class PhebyClient internal constructor(
 
     private fun newRequestId(): String = "k${nextId.getAndIncrement()}"
 
-    /** Opens a connection and completes the handshake; on any failure the connection is closed again. */
-    private suspend fun handshake(): Ready {
+    /** The `hello` of every connection but a pairing one. */
+    private fun secretHello(requestId: String) =
+        Hello(requestId = requestId, secret = options.secret, protocolVersion = 1, features = helloFeatures.ifEmpty { null })
+
+    /** Opens a connection and completes the handshake with [hello]; on any failure the connection is closed again. */
+    private suspend fun handshake(hello: (requestId: String) -> Hello = ::secretHello): Ready {
         val attempt = Link()
         synchronized(lock) {
             if (closed) throw PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed")
@@ -468,8 +476,7 @@ class PhebyClient internal constructor(
             attempt.socket = http.newWebSocket(Request.Builder().url(options.url).build(), attempt)
             withTimeoutOrNull(options.requestTimeout) { attempt.opened.await() }
                 ?: throw PhebyException(PhebyException.TIMEOUT, "the WebSocket to ${options.url} did not open within ${options.requestTimeout}")
-            val hello = Hello(requestId = attempt.helloId, secret = options.secret, protocolVersion = 1, features = helloFeatures.ifEmpty { null })
-            return exchange(attempt, hello, Ready::class, options.requestTimeout)
+            return exchange(attempt, hello(attempt.helloId), Ready::class, options.requestTimeout)
         } catch (e: Throwable) {
             synchronized(lock) { if (link === attempt) link = null }
             attempt.cancel()
@@ -537,7 +544,7 @@ class PhebyClient internal constructor(
     private fun authenticated(on: Link, ready: Ready) {
         val enabled = ready.features.orEmpty().toSet()
         on.extensions = extensions.filter { it.feature in enabled }
-        on.extensions.forEach { it.onConnected() }
+        on.extensions.forEach { it.onConnected(on) }
         on.ready = true
         stateFlow.value = ConnectionState.Open(ready, enabled)
     }
@@ -664,6 +671,11 @@ class PhebyClient internal constructor(
 
     private class Follow(val limit: Long?)
 
+    /** The client's instance of a built-in extension, when [options] asked for its feature. */
+    internal inline fun <reified T : ClientExtension> extension(): T? = extensions.firstNotNullOfOrNull { it as? T }
+
+    /** What needs no client yet: [pairDevice] (a phone's first connection, with a pairing code). */
+    companion object
 }
 
 /** A frame the server sent that the models cannot decode: its [raw] text and why. */

@@ -1,5 +1,6 @@
 package dev.pheby.client
 
+import dev.pheby.protocol.ApprovalChoice
 import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.MessageDelta
 import dev.pheby.protocol.PhebyJson
@@ -37,9 +38,9 @@ import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.seconds
 
 /**
- * What the real server cannot be made to do (yet): frames of a newer server, a malformed frame, a
- * missed append delta, a reply that never comes, and the close codes 4429 with "retry after N s"
- * (soon sent by the server) and 4426. A scripted WebSocket peer on 127.0.0.1 plays the server,
+ * What the real server cannot be made to do: frames of a newer server, a malformed frame, a missed
+ * append delta, a reply that never comes, the close code 4426 and an exact 4429 "retry after N s",
+ * and an HTTP 429 with `Retry-After` only. A scripted WebSocket peer on 127.0.0.1 plays the server,
  * with frames from `@pheby/protocol`'s fixtures.
  */
 class ScriptedServerTest {
@@ -108,7 +109,7 @@ class ScriptedServerTest {
             val connected = async { client.connect() }
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
-            assertEquals("[\"delta.append\"]", hello.getValue("features").toString())
+            assertEquals("""["delta.append","push"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
@@ -179,6 +180,22 @@ class ScriptedServerTest {
             val wait = states.filterIsInstance<ConnectionState.Reconnecting>().single { it.cause.code == "rate_limited" }
             assertEquals(1.seconds, wait.delay)
             assertEquals(1.seconds, wait.cause.retryAfter)
+        }
+    }
+
+    @Test
+    fun `an HTTP 429 whose message names no wait - Retry-After does, and the answer route gets the secret and the body`() = blocking {
+        val body = """{"error":{"code":"rate_limited","message":"Too many failed attempts"}}"""
+        server.enqueue(MockResponse.Builder().code(429).addHeader("Retry-After", "7").body(body).build())
+        client().use { client ->
+            val e = expectPheby("rate_limited") { client.answerApproval("a/1", ApprovalChoice.DENY, "not now") }
+            assertEquals(429, e.status)
+            assertEquals(7.seconds, e.retryAfter)
+            val request = server.takeRequest(30, TimeUnit.SECONDS)!!
+            assertEquals("POST", request.method)
+            assertEquals("/approvals/a%2F1", request.url.encodedPath, "the ID is one path segment")
+            assertEquals("Bearer s3cret", request.headers["Authorization"])
+            assertEquals("""{"choice":"deny","reason":"not now"}""", request.body?.utf8())
         }
     }
 
