@@ -448,7 +448,7 @@ export class RunEngine {
     this.#publish({ type: "tool.event", ...toolState(row) });
   }
 
-  /** End a run exactly once: close open tools, message.complete, persist, run.finished. */
+  /** End a run exactly once: close open tools, persist, message.complete, run.finished. */
   #finish(run: Run, result: TurnResult): void {
     if (run.finished) return;
     clearTimeout(run.flushTimer);
@@ -471,14 +471,9 @@ export class RunEngine {
         : undefined;
     const { store, log } = this.deps;
     const now = this.deps.clock.now();
-    this.#publish({
-      type: "message.complete",
-      conversation_id: run.conversationId,
-      message_id: run.messageId,
-      text: run.text,
-      ts: iso(now),
-    });
     try {
+      // Recorded before message.complete goes out: a client that saw the final text must find it in
+      // history after a crash (the commit's fsync is where a SIGKILL otherwise lands in between).
       // A partially streamed answer (cancel, failure) is recorded too, so history matches what the user saw.
       // Delivered files move from the draft to the recorded message in the same transaction.
       store.transaction(() => {
@@ -498,6 +493,13 @@ export class RunEngine {
     } catch (err) {
       log.error({ err, run: run.runId }, "could not record the end of a run");
     }
+    this.#publish({
+      type: "message.complete",
+      conversation_id: run.conversationId,
+      message_id: run.messageId,
+      text: run.text,
+      ts: iso(now),
+    });
     this.#active.delete(run.conversationId);
     this.#publish({
       type: "run.finished",
