@@ -1,6 +1,6 @@
 import type { ServerMessage } from "@pheby/protocol";
-import { afterEach, describe, expect, it } from "vitest";
-import { type ReplayLimits, ReplayLog } from "../src/store/replay-log.js";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { DELTAS_PER_FSYNC, type ReplayLimits, ReplayLog } from "../src/store/replay-log.js";
 import type { Store } from "../src/store/store.js";
 import { useTempDirs } from "./helpers.js";
 import { openStore } from "./resume-db.js";
@@ -264,5 +264,59 @@ describe("replay log: deleted conversations", () => {
     const { log } = open(dir());
     log.forget(C);
     expect(log.append(C, renamed("a"))).toBe(1);
+  });
+});
+
+describe("replay log: fsyncs", () => {
+  /** The synchronous level of each commit of `append`s, read from the pragma calls around it. */
+  function syncLevels(store: Store, log: ReplayLog, events: ServerMessage[]): string[] {
+    const pragma = vi.spyOn(store.db, "pragma");
+    const levels = events.map((event) => {
+      pragma.mockClear();
+      log.append(C, event);
+      const set = pragma.mock.calls.map(([source]) => source).filter((s) => s.startsWith("synchronous"));
+      return set[0] ?? "synchronous = FULL (unchanged)";
+    });
+    pragma.mockRestore();
+    return levels;
+  }
+
+  it(`commits a run of deltas without an fsync except every ${DELTAS_PER_FSYNC}th; other events always fsync`, () => {
+    const { store, log } = open(dir());
+    const deltas = Array.from({ length: 2 * DELTAS_PER_FSYNC }, (_, i) => delta("x".repeat(i + 1)));
+    const levels = syncLevels(store, log, [renamed("a"), ...deltas, tool("running"), delta("y")]);
+    const lazy = "synchronous = NORMAL";
+    const durable = "synchronous = FULL (unchanged)";
+    expect(levels[0]).toBe(durable);
+    const run = levels.slice(1, 1 + deltas.length);
+    expect(run.filter((l) => l === durable)).toHaveLength(2);
+    expect(run[DELTAS_PER_FSYNC - 1]).toBe(durable);
+    expect(run[2 * DELTAS_PER_FSYNC - 1]).toBe(durable);
+    expect(levels.at(-2)).toBe(durable);
+    // The count starts over after a durable event.
+    expect(levels.at(-1)).toBe(lazy);
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
+  });
+
+  it("puts synchronous=FULL back even when the write fails", () => {
+    const { store, log } = open(dir());
+    store.db.exec("DROP TABLE replay_events");
+    expect(() => log.append(C, delta("x"))).toThrow(/replay_events/);
+    expect(store.db.pragma("synchronous", { simple: true })).toBe(2);
+  });
+
+  it("after a crash, moves a conversation's seq past every delta seq that may have been lost", () => {
+    const { log } = open(dir());
+    log.append(C, renamed("a"));
+    log.append(C, delta("x"));
+    log.skipLost(C);
+    log.skipLost(D); // nothing logged there: nothing to skip
+    expect(log.lastSeq(C)).toBe(2 + DELTAS_PER_FSYNC);
+    expect(log.lastSeq(D)).toBe(0);
+    const next = log.append(C, renamed("b"));
+    expect(next).toBe(3 + DELTAS_PER_FSYNC);
+    // A client that saw a delta the disk lost resumes with what happened after the restart.
+    for (const seen of [2, 3, 1 + DELTAS_PER_FSYNC])
+      expect(events(log, C, seen)).toEqual([[next, renamed("b")]]);
   });
 });
