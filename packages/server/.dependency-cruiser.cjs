@@ -11,7 +11,7 @@ const LAYERS = [
   ["auth", "files", "store"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "settings"],
+  ["attachments", "conversations", "decisions", "resume", "settings"],
   ["runs"],
   ["handlers"],
   ["session"],

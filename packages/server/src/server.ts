@@ -21,9 +21,14 @@ import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Outbox } from "./outbox/outbox.js";
+import { IdempotentRequests } from "./resume/idempotency.js";
+import { ResumeOutbox } from "./resume/outbox.js";
+import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
+import { RunQueue } from "./runs/queue.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
+import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
 import { Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
@@ -105,6 +110,13 @@ export interface PhebyServerOptions {
    * page on. Keeps one reply from growing with the size of the transcript.
    */
   historyPageBytes?: number;
+  /**
+   * Bounds of each conversation's replay log (the `resume` extension), oldest
+   * events evicted first (default 2,000 events and 8 MiB of event JSON). A
+   * client that was away for longer than the log reaches back gets the
+   * snapshot instead of a replay.
+   */
+  replayLog?: Partial<ReplayLimits>;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -197,8 +209,15 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
-  const store = new Store(options.dataDir);
-  const interrupted = store.failInterruptedRuns(clock.now(), "The server stopped during this run");
+  const replayLimits = { ...DEFAULT_REPLAY_LIMITS, ...options.replayLog };
+  for (const [name, value] of Object.entries(replayLimits)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new Error(`createPhebyServer: replayLog.${name} must be a whole number >= 1`);
+    }
+  }
+  const store = new Store(options.dataDir, { clock, replayLimits });
+  // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
+  const interrupted = recoverInterruptedRuns(store, clock.now(), "The server stopped during this run");
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
@@ -227,7 +246,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
-  const outbox: Outbox = fanout;
+  const replay = new ResumeOutbox(fanout, store.replay);
+  const outbox: Outbox = replay;
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -242,12 +262,17 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
     cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+    runEnded: (conversationId) => queue.next(conversationId),
   });
+  const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
   const ctx: ServerContext = {
     store,
     attachments,
     outbox,
     runs,
+    queue,
+    replay,
+    sends: new IdempotentRequests(store.sentRequests),
     decisions,
     settings,
     backend,
@@ -282,6 +307,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
+    replyFields: (peer, reply) => replay.replyFields(peer, reply),
     settings: {
       authenticate: ownerOnly(checkSecret),
       lockout,
@@ -295,11 +321,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     options.corsOrigins ?? [],
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
-  const sweep = () =>
-    attachments.sweep().catch((err: unknown) => {
+  const sweep = () => {
+    store.sentRequests.sweep();
+    return attachments.sweep().catch((err: unknown) => {
       log.error({ err }, "attachment sweep failed");
       return { expired: 0, temps: 0, orphans: 0 };
     });
+  };
   let sweepTimer: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -315,6 +343,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {
         sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
         sweepTimer.unref();
+        // Follow-ups queued before a restart start once the agent is up.
+        queue.resume();
       });
       return started;
     },

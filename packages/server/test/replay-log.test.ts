@@ -88,12 +88,20 @@ describe("replay log: seq", () => {
     ]);
   });
 
-  it("returns the feature an event needs", () => {
-    const { log } = open(dir());
-    log.append(C, renamed("a"), "queue");
-    log.append(C, renamed("b"));
+  it("returns the feature an event needs and other extensions' fields, counted in its bytes", () => {
+    const { store, log } = open(dir());
+    const fields = { expiry: { expires_at: TS } };
+    log.append(C, renamed("a"), { feature: "queue" });
+    log.append(C, renamed("b"), { fields });
+    log.append(C, renamed("c"), { fields: {} });
     const window = log.after(C, 0);
-    expect(window.complete && window.events.map((e) => e.feature)).toEqual(["queue", null]);
+    expect(window.complete && window.events.map((e) => [e.feature, e.fields])).toEqual([
+      ["queue", null],
+      [null, fields],
+      [null, null],
+    ]);
+    const { bytes } = store.db.prepare("SELECT bytes FROM replay_counters").get() as { bytes: number };
+    expect(bytes).toBe(3 * size(renamed("a")) + Buffer.byteLength(JSON.stringify(fields)));
   });
 });
 

@@ -11,7 +11,7 @@ const LATER = "2026-09-02T19:00:00.000Z";
 const ERROR = "The server stopped during this run";
 
 const logged = (events: ServerMessage[]): LoggedEvent[] =>
-  events.map((event, i) => ({ seq: i + 1, feature: null, event }));
+  events.map((event, i) => ({ seq: i + 1, feature: null, event, fields: null }));
 
 const question = (type: "approval" | "clarify", id: string, runId: string | null): ServerMessage =>
   type === "approval"

@@ -1,6 +1,6 @@
 import type { ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
-import { ProtocolError } from "../src/handlers/errors.js";
+import { ProtocolError } from "../src/errors.js";
 import { IdempotentRequests } from "../src/resume/idempotency.js";
 import { SENT_REQUEST_TTL_MS, type SentKey, SentRequests } from "../src/store/sent-requests.js";
 import type { Store } from "../src/store/store.js";

@@ -6,7 +6,10 @@ import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import type { IdempotentRequests } from "../resume/idempotency.js";
+import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { RunQueue } from "../runs/queue.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -18,6 +21,12 @@ export interface ServerContext {
   /** Where events go (the Fanout, or a wrapper around it). */
   outbox: Outbox;
   runs: RunEngine;
+  /** Follow-ups waiting for the active run (`queue`). */
+  queue: RunQueue;
+  /** The replay log's side of `conversation.open` and replies (`resume`). */
+  replay: ResumeOutbox;
+  /** Requests made idempotent by their `client_message_id` (`resume`). */
+  sends: IdempotentRequests;
   decisions: Decisions;
   settings: Settings;
   backend: AgentBackend;

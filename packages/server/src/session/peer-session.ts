@@ -1,5 +1,6 @@
 import {
   CLOSE_CODES,
+  type ClientMessage,
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
@@ -17,7 +18,7 @@ import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
 import type { Peer, SendHint } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate } from "./features.js";
+import { negotiate, SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
 /** What every session needs, whatever its transport. */
@@ -37,6 +38,11 @@ export interface SessionDeps {
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
   settings: SessionSettings;
+  /**
+   * Extension fields a direct reply gets on this peer (resume's `seq`), appended after its
+   * `request_id`; undefined (every v1 peer) leaves the reply as it is.
+   */
+  replyFields?: (peer: Peer, reply: ServerMessage) => Record<string, unknown> | undefined;
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -108,9 +114,14 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
-    const decoded = decodeClientFrame(data);
+    // Extension requests and fields count only for what this peer enabled (before its hello: what the server supports).
+    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
     if (!this.principal) {
-      this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
+      // No supported feature adds a field to hello (devices' pairing fields are dropped): a v1 hello.
+      this.#hello(
+        decoded.ok ? (decoded.message as V1ClientMessage) : undefined,
+        decoded.ok ? undefined : decoded.error,
+      );
       return;
     }
     if (!decoded.ok) {
@@ -145,7 +156,7 @@ export class PeerSession implements Peer {
   }
 
   /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
-  async #dispatch(msg: V1ClientMessage): Promise<void> {
+  async #dispatch(msg: ClientMessage): Promise<void> {
     const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
     const requestId = msg.request_id;
     if ("error" in answer) {
@@ -153,7 +164,12 @@ export class PeerSession implements Peer {
       return;
     }
     if (answer.reply) {
-      this.sendMessage(requestId === undefined ? answer.reply : { ...answer.reply, request_id: requestId });
+      const extra = this.deps.replyFields?.(this, answer.reply);
+      this.sendMessage({
+        ...answer.reply,
+        ...(requestId === undefined ? {} : { request_id: requestId }),
+        ...extra,
+      } as ServerMessage);
     }
     if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
   }

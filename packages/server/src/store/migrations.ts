@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { RESUME_MIGRATION } from "./resume-migration.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
@@ -90,6 +91,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
   CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // v4 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
+  RESUME_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

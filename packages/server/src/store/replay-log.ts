@@ -18,6 +18,9 @@ export const DEFAULT_REPLAY_LIMITS: ReplayLimits = { maxEvents: 2_000, maxBytes:
  */
 export const DELTAS_PER_FSYNC = 16;
 
+/** Fields of an event that only peers with an extension get, by extension name. */
+export type ExtensionFields = Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+
 /** One stored event and the `seq` it was sent with. */
 export interface LoggedEvent {
   seq: number;
@@ -25,6 +28,16 @@ export interface LoggedEvent {
   feature: string | null;
   /** The typed event as every connection's copy shares it: no `request_id`, no `seq`. */
   event: ServerMessage;
+  /** Other extensions' fields the event was sent with, if any. */
+  fields: ExtensionFields | null;
+}
+
+/** What else {@link ReplayLog.append} keeps of an event. */
+export interface AppendOptions {
+  /** The extension a peer needs to be sent it (an extension's own event, e.g. `queue.changed`). */
+  feature?: string | undefined;
+  /** Fields only peers with an extension get (not `resume`'s own: they are derived). */
+  fields?: ExtensionFields | undefined;
 }
 
 /** What the log can tell a client that last saw `seq` N of a conversation. */
@@ -42,6 +55,14 @@ interface Counter {
   evicted_through: number;
   events: number;
   bytes: number;
+}
+
+/** A row about to be stored. */
+interface NewRow {
+  event: string;
+  fields: string | null;
+  draftOf: string | null;
+  feature: string | null;
 }
 
 const NO_COUNTER: Counter = { last_seq: 0, evicted_through: 0, events: 0, bytes: 0 };
@@ -79,24 +100,18 @@ export class ReplayLog {
   readonly #db: Database.Database;
   readonly #counter: Database.Statement<[string], Counter>;
   readonly #saveCounter: Database.Statement<[Counter & { conversation_id: string }]>;
-  readonly #lastRow: Database.Statement<
-    [string],
-    { id: number; seq: number; draft_of: string | null; bytes: number }
+  readonly #lastRow: Database.Statement<[string], { id: number; draft_of: string | null; bytes: number }>;
+  readonly #insert: Database.Statement<
+    [string, number, string | null, string | null, string, string | null, number]
   >;
-  readonly #insert: Database.Statement<[string, number, string | null, string | null, string, number]>;
-  readonly #rewrite: Database.Statement<[number, string, number, number]>;
+  readonly #rewrite: Database.Statement<[number, string, string | null, number, number]>;
   readonly #oldest: Database.Statement<[string], { seq: number; bytes: number }>;
   readonly #evict: Database.Statement<[string, number]>;
   readonly #from: Database.Statement<
     [string, number],
-    { seq: number; feature: string | null; event: string }
+    { seq: number; feature: string | null; event: string; fields: string | null }
   >;
-  readonly #append: (
-    conversationId: string,
-    json: string,
-    draftOf: string | null,
-    feature: string | null,
-  ) => number;
+  readonly #append: (conversationId: string, row: NewRow) => number;
 
   readonly #durableSync: number;
   readonly #deltasPerFsync: number;
@@ -125,16 +140,18 @@ export class ReplayLog {
          evicted_through = excluded.evicted_through, events = excluded.events, bytes = excluded.bytes`,
     );
     this.#lastRow = db.prepare(
-      "SELECT id, seq, draft_of, bytes FROM replay_events WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
+      "SELECT id, draft_of, bytes FROM replay_events WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
     );
     this.#insert = db.prepare(
-      "INSERT INTO replay_events (conversation_id, seq, draft_of, feature, event, bytes) VALUES (?, ?, ?, ?, ?, ?)",
+      "INSERT INTO replay_events (conversation_id, seq, draft_of, feature, event, fields, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
-    this.#rewrite = db.prepare("UPDATE replay_events SET seq = ?, event = ?, bytes = ? WHERE id = ?");
+    this.#rewrite = db.prepare(
+      "UPDATE replay_events SET seq = ?, event = ?, fields = ?, bytes = ? WHERE id = ?",
+    );
     this.#oldest = db.prepare("SELECT seq, bytes FROM replay_events WHERE conversation_id = ? ORDER BY seq");
     this.#evict = db.prepare("DELETE FROM replay_events WHERE conversation_id = ? AND seq <= ?");
     this.#from = db.prepare(
-      "SELECT seq, feature, event FROM replay_events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
+      "SELECT seq, feature, event, fields FROM replay_events WHERE conversation_id = ? AND seq > ? ORDER BY seq",
     );
     this.#append = db.transaction(this.#appendNow.bind(this));
   }
@@ -142,10 +159,8 @@ export class ReplayLog {
   /**
    * Give `event` the conversation's next `seq` and store it; returns the seq.
    * `request_id` and `seq` are left out (they belong to one connection's copy).
-   * `feature` names the extension a peer needs to receive it, for events only
-   * some resume peers get (e.g. `queue.changed`).
    */
-  append(conversationId: string, event: ServerMessage, feature: string | null = null): number {
+  append(conversationId: string, event: ServerMessage, options: AppendOptions = {}): number {
     const {
       request_id: _request,
       seq: _seq,
@@ -155,13 +170,17 @@ export class ReplayLog {
       seq?: unknown;
     };
     const draftOf = event.type === "message.delta" ? event.message_id : null;
-    const json = JSON.stringify(shared);
-    if (!this.#deferFsync(conversationId, draftOf !== null)) {
-      return this.#append(conversationId, json, draftOf, feature);
-    }
+    const fields = options.fields && Object.keys(options.fields).length > 0 ? options.fields : null;
+    const row: NewRow = {
+      event: JSON.stringify(shared),
+      fields: fields === null ? null : JSON.stringify(fields),
+      draftOf,
+      feature: options.feature ?? null,
+    };
+    if (!this.#deferFsync(conversationId, draftOf !== null)) return this.#append(conversationId, row);
     this.#db.pragma("synchronous = NORMAL");
     try {
-      return this.#append(conversationId, json, draftOf, feature);
+      return this.#append(conversationId, row);
     } finally {
       this.#db.pragma(`synchronous = ${this.#durableSync}`);
     }
@@ -249,20 +268,22 @@ export class ReplayLog {
       seq: row.seq,
       feature: row.feature,
       event: JSON.parse(row.event) as ServerMessage,
+      fields: row.fields === null ? null : (JSON.parse(row.fields) as ExtensionFields),
     }));
   }
 
-  #appendNow(conversationId: string, json: string, draftOf: string | null, feature: string | null): number {
+  #appendNow(conversationId: string, row: NewRow): number {
     const counter = { ...(this.#counter.get(conversationId) ?? NO_COUNTER) };
     const seq = counter.last_seq + 1;
-    const bytes = Buffer.byteLength(json);
-    const last = draftOf === null ? undefined : this.#lastRow.get(conversationId);
+    const bytes = Buffer.byteLength(row.event) + (row.fields === null ? 0 : Buffer.byteLength(row.fields));
+    const last = row.draftOf === null ? undefined : this.#lastRow.get(conversationId);
     // The previous event of the conversation was this message's draft: the new draft supersedes it.
-    if (last !== undefined && last.draft_of === draftOf && last.seq === counter.last_seq) {
-      this.#rewrite.run(seq, json, bytes, last.id);
+    // (The newest row is always the newest event: eviction takes the oldest first.)
+    if (last !== undefined && last.draft_of === row.draftOf) {
+      this.#rewrite.run(seq, row.event, row.fields, bytes, last.id);
       counter.bytes += bytes - last.bytes;
     } else {
-      this.#insert.run(conversationId, seq, draftOf, feature, json, bytes);
+      this.#insert.run(conversationId, seq, row.draftOf, row.feature, row.event, row.fields, bytes);
       counter.events += 1;
       counter.bytes += bytes;
     }

@@ -26,6 +26,7 @@ export const RESUME_MIGRATION = `
     draft_of        TEXT,     -- message_id when the row is a message.delta (updated in place)
     feature         TEXT,     -- the extension a peer needs to be sent it; NULL: every resume peer
     event           TEXT NOT NULL,  -- the typed event's JSON, without request_id and seq
+    fields          TEXT,     -- JSON of other extensions' fields of the event, by extension
     bytes           INTEGER NOT NULL
   );
   CREATE UNIQUE INDEX replay_events_seq ON replay_events (conversation_id, seq);
