@@ -37,10 +37,13 @@ export class ResumeOutbox implements Outbox {
 
   /**
    * The fields a direct reply about a conversation gets on a `resume`
-   * connection: `seq`, the conversation's position when it is sent.
+   * connection: `seq`, the conversation's position when it is sent
+   * (`conversation.resumed` has its `from_seq` and `to_seq` instead).
    */
   replyFields(peer: Peer, reply: ServerMessage): Record<string, unknown> | undefined {
-    if (!peer.features.has(FEATURE_RESUME) || "seq" in reply) return undefined;
+    if (!peer.features.has(FEATURE_RESUME) || "seq" in reply || reply.type === "conversation.resumed") {
+      return undefined;
+    }
     const conversationId = (reply as { conversation_id?: unknown }).conversation_id;
     return typeof conversationId === "string" ? { seq: this.log.lastSeq(conversationId) } : undefined;
   }
