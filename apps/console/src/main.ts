@@ -5,6 +5,7 @@ import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { h, replace } from "./dom.js";
+import { QueueView } from "./queue.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
 
@@ -166,6 +167,12 @@ function startApp(client: PhebyClient): void {
     },
     runChanged: (runId) => composer.setRun(runId),
   });
+  const queue = new QueueView((run_id) => {
+    if (!current) return;
+    client.request({ type: "run.cancel", conversation_id: current, run_id }).catch((err: Error) => {
+      report(`Cancel failed: ${err.message}`);
+    });
+  });
   const settings = new SettingsBar(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
@@ -173,6 +180,7 @@ function startApp(client: PhebyClient): void {
     { class: "chat" },
     h("div", { class: "chat-head" }, title, settings.el),
     chat.el,
+    queue.el,
     composer.el,
   );
   settings.el.hidden = true;
@@ -216,10 +224,12 @@ function startApp(client: PhebyClient): void {
     conversations.select(id);
     title.textContent = conversations.name(id);
     composer.el.hidden = false;
+    queue.clear();
     try {
       const snapshot = await client.request({ type: "conversation.open", conversation_id: id });
       if (current !== id) return;
       chat.reset(snapshot);
+      queue.set(snapshot.queue ?? []);
       await settings.load(id);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
@@ -232,6 +242,7 @@ function startApp(client: PhebyClient): void {
     client.unfollow(id);
     current = null;
     chat.clear();
+    queue.clear();
     title.textContent = "No conversation selected";
     composer.el.hidden = true;
     void settings.load(null);
@@ -262,7 +273,16 @@ function startApp(client: PhebyClient): void {
   client.on("conversation.deleted", (m) => dropConversation(m.conversation_id));
   client.on(
     "run.accepted",
-    mine((m) => chat.runAccepted(m.run_id)),
+    mine((m) => {
+      // A queued message's run starts: its text leaves the queue for the timeline.
+      const queued = queue.take(m.run_id);
+      if (queued !== undefined) chat.userMessage(queued);
+      chat.runAccepted(m.run_id);
+    }),
+  );
+  client.on(
+    "queue.changed",
+    mine((m) => queue.set(m.queued)),
   );
   client.on(
     "message.start",
@@ -303,14 +323,17 @@ function startApp(client: PhebyClient): void {
   client.on("reasoning.changed", (m) => settings.changed(m));
   client.on("yolo.changed", (m) => settings.changed(m));
 
-  // After a reconnect the client re-opens the followed conversation: rebuild from that snapshot.
-  client.onResync((snapshots) => {
+  // After a reconnect the client re-opens the followed conversation: resumed, the missed events
+  // have been applied already; otherwise rebuild from the snapshot.
+  client.onResync((answers) => {
     if (!current) return;
-    const snapshot = snapshots.get(current);
-    if (snapshot) {
-      chat.reset(snapshot);
-      void settings.load(current);
-    } else dropConversation(current);
+    const answer = answers.get(current);
+    if (!answer) return dropConversation(current);
+    if (answer.type === "conversation.history") {
+      chat.reset(answer);
+      queue.set(answer.queue ?? []);
+    }
+    void settings.load(current);
   });
   client.onState((state) => {
     if (state === "open") void refreshList();

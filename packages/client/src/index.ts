@@ -11,6 +11,7 @@ export {
   type InvalidFrame,
   PhebyClient,
   type PhebyClientOptions,
+  type ReplyTo,
   type ResyncResult,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
@@ -23,4 +24,5 @@ export {
   type UploadSource,
   uploadAttachment,
 } from "./files.js";
+export { newClientMessageId } from "./resume.js";
 export type { WebSocketConstructor, WebSocketLike } from "./socket.js";

@@ -83,7 +83,11 @@ describe("queue", () => {
     const q1 = await queued(phone, id, "second");
     const q2 = await queued(phone, id, "third");
     expect([q1.position, q2.position]).toEqual([1, 2]);
+    await phone.next("queue.changed", (f) => f.queued.length === 2);
     expect(changes(phone)).toEqual([["second"], ["second", "third"]]);
+    // The reply comes first, then the broadcast, as for every request.
+    const order = phone.frames.filter((f) => f.type === "run.queued" || f.type === "queue.changed");
+    expect(order.map((f) => f.type)).toEqual(["run.queued", "queue.changed", "run.queued", "queue.changed"]);
     // Queued messages are not history yet.
     const history = await phone.ok(
       { type: "conversation.open", conversation_id: id },

@@ -19,8 +19,12 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
   const conv = requireConversation(ctx, conversation_id);
   const ids = req.msg.attachment_ids ?? [];
   if (queue === true && ctx.runs.busy(conv.id)) {
-    const queued = ctx.queue.enqueue(conv, { text, clientMessageId: client_message_id, attachmentIds: ids });
-    return { reply: queued, outcome: { reply: queued } };
+    const { queued, changed } = ctx.queue.enqueue(conv, {
+      text,
+      clientMessageId: client_message_id,
+      attachmentIds: ids,
+    });
+    return { reply: queued, outcome: { reply: queued, broadcast: changed } };
   }
   // The claim runs inside the transaction that records the user message, after the
   // run_active check: a rejected send claims nothing and leaves the IDs retryable.
@@ -49,8 +53,14 @@ export const chatHandlers: HandlerTable = {
     const { conversation_id, run_id } = req.msg;
     requireConversation(ctx, conversation_id);
     // Only queue connections know queued runs; the cancel is the canceller's own reply.
-    if (req.peer.features.has(FEATURE_QUEUE) && ctx.queue.cancel(conversation_id, run_id)) {
-      return { reply: { type: "run.finished", conversation_id, run_id, status: "cancelled" } };
+    const changed = req.peer.features.has(FEATURE_QUEUE)
+      ? ctx.queue.cancel(conversation_id, run_id)
+      : undefined;
+    if (changed) {
+      return {
+        reply: { type: "run.finished", conversation_id, run_id, status: "cancelled" },
+        broadcast: changed,
+      };
     }
     ctx.runs.cancel(conversation_id, run_id, req.msg.request_id);
     return PUBLISHED_BY_CORE;

@@ -8,7 +8,7 @@ import {
 import type { Logger } from "pino";
 import { type AttachmentStore, queuedHolder } from "../attachments/store.js";
 import { ProtocolError } from "../errors.js";
-import type { Outbox } from "../outbox/outbox.js";
+import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
 import type { QueuedRun } from "../store/queue.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
@@ -44,11 +44,15 @@ export class RunQueue {
   constructor(private readonly deps: RunQueueDeps) {}
 
   /**
-   * Queue a follow-up behind the conversation's active run; the reply is
-   * `run.queued`. Its uploads are checked and claimed now (the errors of any
-   * send), and announced when its run starts. `bad_request` past the limit.
+   * Queue a follow-up behind the conversation's active run: the reply is
+   * `run.queued`, and `changed` the `queue.changed` to publish after it. Its
+   * uploads are checked and claimed now (the errors of any send), and
+   * announced when its run starts. `bad_request` past the limit.
    */
-  enqueue(conv: ConversationRow, followUp: FollowUp): ServerMessageOf<"run.queued"> {
+  enqueue(
+    conv: ConversationRow,
+    followUp: FollowUp,
+  ): { queued: ServerMessageOf<"run.queued">; changed: OutboxEvent } {
     const { store, attachments, clock } = this.deps;
     const runId = newId();
     // One transaction: a full queue claims nothing, a refused claim queues nothing.
@@ -70,20 +74,21 @@ export class RunQueue {
       }
       return queued;
     });
-    this.#changed(conv.id);
-    return { type: "run.queued", conversation_id: conv.id, run_id: runId, position };
+    return {
+      queued: { type: "run.queued", conversation_id: conv.id, run_id: runId, position },
+      changed: this.#changed(conv.id),
+    };
   }
 
   /**
    * `run.cancel` of a queued run: it leaves the queue (its uploads are
-   * unclaimed again) and `queue` connections are told. False when the run is
-   * not queued in that conversation.
+   * unclaimed again); returns the `queue.changed` to publish after the reply,
+   * or undefined when the run is not queued in that conversation.
    */
-  cancel(conversationId: string, runId: string): boolean {
-    if (!this.deps.store.queue.remove(conversationId, runId)) return false;
+  cancel(conversationId: string, runId: string): OutboxEvent | undefined {
+    if (!this.deps.store.queue.remove(conversationId, runId)) return undefined;
     this.deps.attachments.releaseQueued(runId);
-    this.#changed(conversationId);
-    return true;
+    return this.#changed(conversationId);
   }
 
   /**
@@ -114,7 +119,7 @@ export class RunQueue {
     } catch (err) {
       log.error({ err, conversation: conversationId, run: queued.runId }, "a queued run could not start");
     }
-    this.#changed(conversationId);
+    this.deps.outbox.publish(this.#changed(conversationId));
   }
 
   /** At start: every conversation with a queue left by the last process starts its next run. */
@@ -123,17 +128,18 @@ export class RunQueue {
   }
 
   /**
-   * Tell `queue` connections the whole queue. The queued runs' `client_message_id`s
-   * are `resume`'s: `resume` peers get the list with them (as that extension's fields).
+   * The event that tells `queue` connections the whole queue. The queued runs'
+   * `client_message_id`s are `resume`'s: `resume` peers get the list with them
+   * (as that extension's fields).
    */
-  #changed(conversationId: string): void {
+  #changed(conversationId: string): OutboxEvent {
     const queued = this.deps.store.queue.list(conversationId);
-    this.deps.outbox.publish({
+    return {
       message: { type: "queue.changed", conversation_id: conversationId, queued: wire(queued, false) },
       conversationId,
       feature: FEATURE_QUEUE,
       fields: { [FEATURE_RESUME]: { queued: wire(queued, true) } },
-    });
+    };
   }
 }
 
