@@ -259,7 +259,12 @@ export class Peer {
   /** Send `hello` (asking for `features` when given); resolves with `ready` or the `error` that refused it. */
   hello(secret: string, features?: readonly string[]): Promise<ServerMessage> {
     const reply = this.next((m) => m.type === "ready" || m.type === "error", 15_000);
-    this.send({ type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) });
+    this.send({
+      type: "hello",
+      secret,
+      protocol_version: PROTOCOL_VERSION,
+      ...(features ? { features } : {}),
+    });
     return reply;
   }
 

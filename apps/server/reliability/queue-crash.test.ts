@@ -76,7 +76,11 @@ describe("kill -9 during a queued run", () => {
     if (resumed.type !== "conversation.resumed") throw new Error(JSON.stringify(resumed));
     // (back was connected meanwhile: its live copies came before the reply, the replay after it.)
     const from = back.frames.findIndex((m) => m.type === "conversation.resumed");
-    await waitFor(() => back.frames.slice(from).some((m) => seqOf(m) === resumed.to_seq), 30_000, "the replay");
+    await waitFor(
+      () => back.frames.slice(from).some((m) => seqOf(m) === resumed.to_seq),
+      30_000,
+      "the replay",
+    );
     const replay = back.frames.slice(from + 1).filter((m) => seqOf(m) > since);
     const seqs = replay.map(seqOf);
     expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
