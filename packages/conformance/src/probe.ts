@@ -1,6 +1,7 @@
 // A raw WebSocket connection under test. It records every frame the server
-// sends, validates each one against @pheby/protocol as it arrives, and lets a
-// check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
+// sends, validates each one against @pheby/protocol as it arrives (and against
+// the extensions the connection enabled: a v1 connection must get v1, byte for
+// byte, whatever others enabled), and lets a check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
 // suite must send malformed input and observe close codes.
 import { decodeServerFrame, PROTOCOL_VERSION, type ServerMessage } from "@pheby/protocol";
 import WebSocket from "ws";
@@ -38,6 +39,8 @@ export class Probe {
   private readonly waiters = new Set<Waiter>();
   private closeInfo: CloseInfo | undefined;
   private nextId = 1;
+  /** What the server enabled (`ready.features`): every later frame must fit it, a v1 connection gets v1. */
+  private enabled: readonly string[] = [];
 
   private constructor(
     readonly label: string,
@@ -56,7 +59,7 @@ export class Probe {
     });
     socket.on("message", (data, isBinary) => {
       const raw = isBinary ? `<binary frame of ${(data as Buffer).length} bytes>` : data.toString();
-      const decoded = isBinary ? undefined : decodeServerFrame(raw);
+      const decoded = isBinary ? undefined : decodeServerFrame(raw, { features: this.enabled });
       if (!decoded?.ok) {
         const frame = {
           connection: label,
@@ -68,6 +71,7 @@ export class Probe {
         return;
       }
       this.frames.push(decoded.message);
+      if (decoded.message.type === "ready") this.enabled = decoded.message.features ?? [];
       for (const waiter of [...this.waiters]) {
         if (waiter.predicate(decoded.message)) {
           this.waiters.delete(waiter);
