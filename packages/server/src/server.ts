@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
+import { FEATURE_RESUME } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -26,6 +27,7 @@ import { ResumeOutbox } from "./resume/outbox.js";
 import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
+import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
 import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
@@ -117,6 +119,12 @@ export interface PhebyServerOptions {
    * snapshot instead of a replay.
    */
   replayLog?: Partial<ReplayLimits>;
+  /**
+   * Offer the `resume` extension (default true): keep the replay log and
+   * answer `since_seq` and `client_message_id`. False keeps no log and never
+   * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
+   */
+  resume?: boolean;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -216,8 +224,14 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     }
   }
   const store = new Store(options.dataDir, { clock, replayLimits });
+  const resume = options.resume ?? true;
   // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
-  const interrupted = recoverInterruptedRuns(store, clock.now(), "The server stopped during this run");
+  const interrupted = recoverInterruptedRuns(
+    store,
+    clock.now(),
+    "The server stopped during this run",
+    resume,
+  );
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
@@ -246,8 +260,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
-  const replay = new ResumeOutbox(fanout, store.replay);
-  const outbox: Outbox = replay;
+  const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
+  const outbox: Outbox = replay ?? fanout;
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -307,12 +321,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
-    replyFields: (peer, reply) => replay.replyFields(peer, reply),
+    ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
       authenticate: ownerOnly(checkSecret),
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
+      features: resume ? SERVER_FEATURES : SERVER_FEATURES.filter((f) => f !== FEATURE_RESUME),
     },
   });
   const app = createHttpApp(

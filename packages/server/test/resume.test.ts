@@ -291,6 +291,24 @@ describe("resume: conversation.open { since_seq }", () => {
   });
 });
 
+describe("resume: false (the operator turned it off)", () => {
+  it("is not offered: no seq, no replay, no idempotency; queue still is", async () => {
+    const ts = await startServer({ dataDir: dir(), resume: false });
+    const c = await RawClient.connect(ts.wsUrl, { features: [FEATURE_RESUME, "queue"] });
+    expect(c.features).toEqual(["queue"]);
+    const id = await createConversation(c);
+    const history = await open(c, id, 0);
+    expect(history.type).toBe("conversation.history");
+    expect(history).not.toHaveProperty("seq");
+    const frame = { type: "chat.send", conversation_id: id, text: "x", client_message_id: "same" };
+    const a = await c.ok(frame, "run.accepted");
+    await c.run(a.run_id);
+    expect((await c.ok(frame, "run.accepted")).run_id).not.toBe(a.run_id);
+    c.close();
+    await ts.close();
+  });
+});
+
 describe("resume across a restart", () => {
   it("a drop, a restart, then the resume: the phone gets what happened before the restart", async () => {
     const dataDir = dir();

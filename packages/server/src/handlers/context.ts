@@ -23,8 +23,8 @@ export interface ServerContext {
   runs: RunEngine;
   /** Follow-ups waiting for the active run (`queue`). */
   queue: RunQueue;
-  /** The replay log's side of `conversation.open` and replies (`resume`). */
-  replay: ResumeOutbox;
+  /** The replay log's side of `conversation.open` and replies (`resume`; undefined when the server does not offer it). */
+  replay: ResumeOutbox | undefined;
   /** Requests made idempotent by their `client_message_id` (`resume`). */
   sends: IdempotentRequests;
   decisions: Decisions;

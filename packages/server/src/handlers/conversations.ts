@@ -106,11 +106,13 @@ export const conversationHandlers: HandlerTable = {
     requireConversation(ctx, id); // it may have been deleted while the agent replayed
     // From here on nothing awaits: what the reply accounts for and its seq are read together.
     const { features } = req.peer;
-    const resume = features.has(FEATURE_RESUME);
-    if (since_seq !== undefined) {
-      const window = ctx.replay.after(id, since_seq);
+    // Only a resume peer sends since_seq (the decoder drops it for others), and only where it is offered.
+    const replay = features.has(FEATURE_RESUME) ? ctx.replay : undefined;
+    const resume = replay !== undefined;
+    if (replay && since_seq !== undefined) {
+      const window = replay.after(id, since_seq);
       if (window.complete) {
-        ctx.replay.resume(req.peer, req.msg.request_id, id, since_seq, window);
+        replay.resume(req.peer, req.msg.request_id, id, since_seq, window);
         return PUBLISHED_BY_CORE;
       }
     }
@@ -132,13 +134,13 @@ export const conversationHandlers: HandlerTable = {
       tools: ctx.runs.tools(id),
       approvals: ctx.decisions.approvals(id),
       clarifications: ctx.decisions.clarifications(id),
-      ...(resume ? { seq: ctx.replay.position(id) } : {}),
-      ...(since_seq !== undefined ? { resumed: false as const } : {}),
+      ...(replay ? { seq: replay.position(id) } : {}),
+      ...(replay && since_seq !== undefined ? { resumed: false as const } : {}),
       ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
     };
-    if (!resume) return { reply: history };
+    if (!replay) return { reply: history };
     // Sent now, not after the handler returns: a live event must not overtake a snapshot it is not in.
-    ctx.replay.reply(req.peer, req.msg.request_id, history);
+    replay.reply(req.peer, req.msg.request_id, history);
     return PUBLISHED_BY_CORE;
   },
 

@@ -8,9 +8,10 @@ import { interruptedRunEvents } from "./restart.js";
  * are recorded `failed`, with the draft their replay log shows as their answer
  * (as a failed run's partial text always is), and what that did is appended
  * to each conversation's log, past the seqs a power loss may have lost, so a
- * client that resumes learns it. Returns how many runs it ended.
+ * client that resumes learns it (unless `resume` is off: then nothing is logged).
+ * Returns how many runs it ended.
  */
-export function recoverInterruptedRuns(store: Store, now: number, error: string): number {
+export function recoverInterruptedRuns(store: Store, now: number, error: string, resume = true): number {
   const closing: { conversationId: string; events: ServerMessage[] }[] = [];
   const runs = store.failInterruptedRuns(now, error, (run) => {
     const conversationId = run.conversation_id;
@@ -25,8 +26,10 @@ export function recoverInterruptedRuns(store: Store, now: number, error: string)
     const complete = events.find((e) => e.type === "message.complete");
     return complete?.type === "message.complete" ? complete.text : "";
   });
-  for (const { conversationId, events } of closing) {
-    for (const event of events) store.replay.append(conversationId, event);
+  if (resume) {
+    for (const { conversationId, events } of closing) {
+      for (const event of events) store.replay.append(conversationId, event);
+    }
   }
   return runs.length;
 }

@@ -5,9 +5,9 @@ export const SERVER_FEATURES: readonly string[] = [FEATURE_DELTA_APPEND, FEATURE
 
 /**
  * The features enabled for a hello that asked for `asked`: those this server
- * supports, each once, in the order asked. Unknown names are ignored, never an
- * error: a client may ask a newer server's features of an older one.
+ * `supports` (default all it can), each once, in the order asked. Unknown names
+ * are ignored, never an error: a client may ask a newer server's features of an older one.
  */
-export function negotiate(asked: readonly string[]): string[] {
-  return asked.filter((f, i) => SERVER_FEATURES.includes(f) && asked.indexOf(f) === i);
+export function negotiate(asked: readonly string[], supports: readonly string[] = SERVER_FEATURES): string[] {
+  return asked.filter((f, i) => supports.includes(f) && asked.indexOf(f) === i);
 }

@@ -28,6 +28,8 @@ export interface SessionSettings {
   lockout: Lockout;
   authTimeoutMs: number;
   serverName: string;
+  /** The extensions this server offers (default {@link SERVER_FEATURES}; an operator may turn one off). */
+  features?: readonly string[];
 }
 
 /** The services sessions work with. */
@@ -115,7 +117,8 @@ export class PeerSession implements Peer {
       return;
     }
     // Extension requests and fields count only for what this peer enabled (before its hello: what the server supports).
-    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
+    const supported = this.deps.settings.features ?? SERVER_FEATURES;
+    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : supported });
     if (!this.principal) {
       // No supported feature adds a field to hello (devices' pairing fields are dropped): a v1 hello.
       this.#hello(
@@ -226,7 +229,10 @@ export class PeerSession implements Peer {
     }
     lockout.succeed(addr);
     this.principal = principal;
-    const features = msg.features === undefined ? undefined : negotiate(msg.features);
+    const features =
+      msg.features === undefined
+        ? undefined
+        : negotiate(msg.features, this.deps.settings.features ?? SERVER_FEATURES);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);
