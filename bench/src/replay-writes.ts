@@ -9,7 +9,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServerMessage } from "@pheby/protocol";
 import { DELTAS_PER_FSYNC, ReplayLog } from "../../packages/server/src/store/replay-log.js";
-import { RESUME_MIGRATION } from "../../packages/server/src/store/resume-migration.js";
 import { Store } from "../../packages/server/src/store/store.js";
 import { median, table } from "./harness.js";
 
@@ -30,7 +29,6 @@ function perDelta(chars: number, inPlace: boolean, deltasPerFsync: number): numb
   for (let r = 0; r < RUNS; r++) {
     const dir = mkdtempSync(join(tmpdir(), "pheby-bench-replay-"));
     const store = new Store(dir);
-    store.db.exec(RESUME_MIGRATION);
     const log = new ReplayLog(store.db, undefined, deltasPerFsync);
     let timed = 0n;
     for (let a = 0; a < answers; a++) {
