@@ -124,7 +124,7 @@ export const queueChecks: Check[] = [
     },
   },
   {
-    id: "extensions.queue.limit",
+    id: "extensions.queue_limit",
     section: SECTION,
     title: `queue: ${LIMITS.queuedRunsPerConversation} runs may wait in a conversation; one more gets bad_request`,
     needs: { simulator: true },

@@ -110,7 +110,7 @@ export function checkReplay(replayed: readonly ServerMessage[], seen: readonly S
 
 export const resumeChecks: Check[] = [
   {
-    id: "extensions.resume.seq",
+    id: "extensions.resume_seq",
     section: SECTION,
     title:
       "resume: every conversation frame carries seq, growing; the snapshot carries the position; a v1 connection gets the same frames without seq, byte for byte",
@@ -144,7 +144,7 @@ export const resumeChecks: Check[] = [
     },
   },
   {
-    id: "extensions.resume.replay",
+    id: "extensions.resume",
     section: SECTION,
     title:
       "resume: conversation.open { since_seq } after a drop answers conversation.resumed, then exactly what a connected observer saw meanwhile, in order, without its request_ids (superseded deltas may be collapsed), then live events",
@@ -190,7 +190,7 @@ export const resumeChecks: Check[] = [
     },
   },
   {
-    id: "extensions.resume.fallback",
+    id: "extensions.resume_fallback",
     section: SECTION,
     title:
       "resume: a since_seq the server cannot replay from (here: one it never issued) gets the conversation.history snapshot with resumed: false and the current seq",
@@ -209,7 +209,7 @@ export const resumeChecks: Check[] = [
     },
   },
   {
-    id: "extensions.resume.idempotent",
+    id: "extensions.resume_idempotent",
     section: SECTION,
     title:
       "resume: a repeated client_message_id gets the first outcome, to the retrying connection only: conversation.create the same conversation, chat.send the same run.accepted (also after the run); history shows the user message's client_message_id",
