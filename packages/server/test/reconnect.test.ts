@@ -1,5 +1,5 @@
 import { PhebyClient, type PhebyClientOptions, type ResyncResult } from "@pheby/client";
-import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
+import { type ServerMessage, type ServerMessageOf, stripDisabledFields } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
 import { SIM_APPROVAL_COMMAND } from "../src/agent/simulator/index.js";
@@ -56,11 +56,8 @@ async function dropped(client: PhebyClient): Promise<() => void> {
 
 /** Without resume's fields and anybody's request_id: what every connection's copy shares. */
 function plain(frame: ServerMessage): ServerMessage {
-  const { seq: _s, request_id: _r, ...rest } = frame as ServerMessage & { seq?: number; request_id?: string };
-  if (rest.type === "approval.resolved" || rest.type === "clarify.resolved") {
-    const { conversation_id: _c, ...v1 } = rest as typeof rest & { conversation_id?: string };
-    return v1 as ServerMessage;
-  }
+  const { request_id: _r, ...rest } = structuredClone(frame) as ServerMessage & Record<string, unknown>;
+  stripDisabledFields(rest, frame.type, new Set());
   return rest as ServerMessage;
 }
 

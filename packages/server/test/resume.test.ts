@@ -1,4 +1,10 @@
-import { applyDelta, FEATURE_DELTA_APPEND, FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
+import {
+  applyDelta,
+  FEATURE_DELTA_APPEND,
+  FEATURE_RESUME,
+  type ServerMessage,
+  stripDisabledFields,
+} from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
 import { DELTAS_PER_FSYNC } from "../src/store/replay-log.js";
 import {
@@ -18,12 +24,9 @@ const RESUME = [FEATURE_RESUME];
 
 /** A frame as a connection without `resume` gets it: no `seq`, no `conversation_id` on `*.resolved`. */
 function withoutResume(frame: ServerMessage): ServerMessage {
-  const { seq: _seq, ...rest } = frame as ServerMessage & { seq?: number };
-  if (rest.type === "approval.resolved" || rest.type === "clarify.resolved") {
-    const { conversation_id: _c, ...v1 } = rest as typeof rest & { conversation_id?: string };
-    return v1 as ServerMessage;
-  }
-  return rest as ServerMessage;
+  const v1 = structuredClone(frame) as ServerMessage & Record<string, unknown>;
+  stripDisabledFields(v1, frame.type, new Set());
+  return v1;
 }
 
 /** Without the requester's own `request_id` (what another client's copy looks like). */

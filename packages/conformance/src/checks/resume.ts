@@ -1,4 +1,9 @@
-import { FEATURE_RESUME, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
+import {
+  FEATURE_RESUME,
+  type ServerMessage,
+  type ServerMessageOf,
+  stripDisabledFields,
+} from "@pheby/protocol";
 import type { CheckContext } from "../context.js";
 import { CheckFailure, expect } from "../failure.js";
 import type { Probe } from "../probe.js";
@@ -17,14 +22,11 @@ function shared(m: ServerMessage): ServerMessage {
   return rest as ServerMessage;
 }
 
-/** Without resume's fields: `seq`, and the `conversation_id` `*.resolved` gain. */
-function withoutResume(m: ServerMessage): ServerMessage {
-  const { seq: _seq, ...rest } = m as ServerMessage & { seq?: number };
-  if (rest.type === "approval.resolved" || rest.type === "clarify.resolved") {
-    const { conversation_id: _c, ...v1 } = rest as typeof rest & { conversation_id?: string };
-    return v1 as ServerMessage;
-  }
-  return rest as ServerMessage;
+/** A frame as a connection that enabled no extension gets it (`seq` and the like removed). */
+function asV1(m: ServerMessage): ServerMessage {
+  const v1 = structuredClone(m) as ServerMessage & Record<string, unknown>;
+  stripDisabledFields(v1, m.type, new Set());
+  return v1;
 }
 
 /** Open a connection that asks for `resume` (and `extra`); skip the check when the server does not enable it. */
@@ -133,7 +135,7 @@ export const resumeChecks: Check[] = [
         last = seq!;
       }
       expect((await position(phone, id)) === last, "conversation.history.seq is not the last event's seq");
-      const stripped = phoneFrames.map((f) => JSON.stringify(shared(withoutResume(f))));
+      const stripped = phoneFrames.map((f) => JSON.stringify(shared(asV1(f))));
       const plain = v1Frames.map((f) => JSON.stringify(shared(f)));
       const differ = plain.findIndex((f, i) => f !== stripped[i]);
       if (differ >= 0 || plain.length !== stripped.length)
