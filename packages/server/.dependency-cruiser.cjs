@@ -11,7 +11,7 @@ const LAYERS = [
   ["auth", "files", "store"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "resume", "settings"],
+  ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push"],
   ["runs"],
   ["handlers"],
   ["session"],

@@ -1,10 +1,13 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
+import { FEATURE_DEVICES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
+import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
+import { NotificationsPanel } from "./notifications.js";
 import { QueueView } from "./queue.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
@@ -61,7 +64,7 @@ function showConnect(error?: string): void {
     { class: "connect", "data-testid": "connect-form" },
     h("h1", {}, "Pheby console"),
     h("label", {}, "Server WebSocket URL", url),
-    h("label", {}, "Secret", secret),
+    h("label", {}, "Secret (the master secret, or a device secret)", secret),
     button,
     message,
     h("p", { class: "hint" }, "The secret is kept in this tab's session storage only."),
@@ -95,7 +98,12 @@ function describe(err: unknown): string {
 }
 
 async function connect(url: string, secret: string): Promise<void> {
-  const client = new PhebyClient({ url, secret, reconnect: { initialDelayMs: 250, maxDelayMs: 4000 } });
+  const client = new PhebyClient({
+    url,
+    secret,
+    reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
+    features: [FEATURE_DEVICES],
+  });
   const offState = client.onState(setStatus);
   try {
     await client.connect();
@@ -174,11 +182,13 @@ function startApp(client: PhebyClient): void {
     });
   });
   const settings = new SettingsBar(client, report);
+  const notifications = new NotificationsPanel(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
     "main",
     { class: "chat" },
     h("div", { class: "chat-head" }, title, settings.el),
+    notifications.el,
     chat.el,
     queue.el,
     composer.el,
@@ -186,8 +196,37 @@ function startApp(client: PhebyClient): void {
   settings.el.hidden = true;
   composer.el.hidden = true;
 
+  const devices = new DevicesPanel(client, report);
+  const devicesButton = h(
+    "button",
+    {
+      type: "button",
+      class: "link",
+      "data-testid": "devices",
+      hidden: !client.features.includes(FEATURE_DEVICES),
+    },
+    "Devices",
+  );
+  devicesButton.addEventListener("click", () => void devices.show());
+  client.on("device.revoked", () => void devices.refresh());
+  const bell = h(
+    "button",
+    {
+      type: "button",
+      class: "link",
+      "data-testid": "push-toggle",
+      hidden: !client.features.includes("push"),
+    },
+    "Notifications",
+  );
+  bell.addEventListener("click", () => notifications.toggle());
+  // Presence: a push for the conversation on screen is skipped while this page is in front.
+  const sayPresence = () =>
+    client.presence(document.visibilityState === "visible" ? "active" : "background", current ?? undefined);
+  document.addEventListener("visibilitychange", sayPresence);
   const signOut = h("button", { type: "button", class: "link" }, "Sign out");
   signOut.addEventListener("click", () => {
+    document.removeEventListener("visibilitychange", sayPresence);
     forgetSecret();
     client.close();
     showConnect();
@@ -213,14 +252,19 @@ function startApp(client: PhebyClient): void {
   drawerToggle.addEventListener("click", () => setDrawer(!layout.classList.contains("drawer-open")));
   backdrop.addEventListener("click", () => setDrawer(false));
   document.addEventListener("keydown", (event) => event.key === "Escape" && setDrawer(false));
-  layout.append(conversations.el, backdrop, main);
-  replace(root, h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, signOut), layout);
+  layout.append(conversations.el, backdrop, main, devices.el);
+  replace(
+    root,
+    h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, devicesButton, bell, signOut),
+    layout,
+  );
 
   async function openConversation(id: string): Promise<void> {
     if (current && current !== id) client.unfollow(current);
     current = id;
     setDrawer(false);
     client.follow(id);
+    sayPresence();
     conversations.select(id);
     title.textContent = conversations.name(id);
     composer.el.hidden = false;

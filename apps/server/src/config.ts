@@ -4,6 +4,7 @@
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
 import { delimiter, resolve } from "node:path";
+import { isPublicWebSocketUrl } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -57,12 +58,33 @@ function isOrigin(value: string): boolean {
   }
 }
 
+function isContact(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === "mailto:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
 /** The validated configuration. */
 export const Config = z
   .object({
     secret: z.string().min(16, "must be at least 16 characters").optional(),
     bind_host: nonEmpty.default("127.0.0.1"),
     port: int(0, 65_535).default(8620),
+    /**
+     * The WebSocket URL phones reach this server at (behind Caddy: wss://<host>/ws), written into
+     * pairing QR codes. Unset: pairing is refused with a message naming this setting.
+     */
+    public_url: z
+      .string()
+      .trim()
+      .refine(
+        isPublicWebSocketUrl,
+        "must be the WebSocket URL phones reach the server at, like wss://pheby.example.com/ws (ws:// or wss://, no credentials, query or fragment)",
+      )
+      .optional(),
     data_dir: nonEmpty.default(".pheby-data"),
     debug: bool.default(false),
     log_chat_content: bool.default(false),
@@ -100,6 +122,19 @@ export const Config = z
         ),
       )
       .default([]),
+    /** Text (conversation names, commands, answers) in push payloads; false sends ids only. */
+    push_preview: bool.default(true),
+    /**
+     * Allow push endpoints on plain http and on loopback, private or link-local addresses (a
+     * self-hosted ntfy on the LAN). Off: a subscription cannot make the server call into the network.
+     */
+    push_allow_private: bool.default(false),
+    /** The VAPID contact push services see: a mailto: or https: URL. */
+    push_subject: z
+      .string()
+      .trim()
+      .refine(isContact, "must be a mailto: or https: URL, e.g. mailto:admin@example.com")
+      .optional(),
     agent: AgentConfig.default({}),
   })
   .strict()
@@ -120,6 +155,7 @@ export const ENV_NAMES = {
   PHEBY_SECRET: ["secret"],
   PHEBY_BIND_HOST: ["bind_host"],
   PHEBY_PORT: ["port"],
+  PHEBY_PUBLIC_URL: ["public_url"],
   PHEBY_DATA_DIR: ["data_dir"],
   PHEBY_DEBUG: ["debug"],
   PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],
@@ -132,6 +168,9 @@ export const ENV_NAMES = {
   PHEBY_REPLAY_MAX_EVENTS: ["replay_max_events"],
   PHEBY_REPLAY_MAX_BYTES: ["replay_max_bytes"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
+  PHEBY_PUSH_PREVIEW: ["push_preview"],
+  PHEBY_PUSH_ALLOW_PRIVATE: ["push_allow_private"],
+  PHEBY_PUSH_SUBJECT: ["push_subject"],
   PHEBY_HEARTBEAT_INTERVAL_MS: ["heartbeat_interval_ms"],
   PHEBY_LOCKOUT_MAX_FAILURES: ["lockout_max_failures"],
   PHEBY_LOCKOUT_WINDOW_SECONDS: ["lockout_window_seconds"],

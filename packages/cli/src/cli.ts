@@ -5,8 +5,10 @@ import { type Command, commandHelp, parseCommandArgs, serverSettings } from "./c
 import { chat } from "./commands/chat.js";
 import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
+import { devices, pair } from "./commands/devices.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
+import { push } from "./commands/push.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
@@ -25,6 +27,9 @@ export const COMMANDS: readonly Command[] = [
   model,
   reasoning,
   yolo,
+  pair,
+  devices,
+  push,
   conformance,
 ];
 
@@ -89,7 +94,11 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io,
       server,
       async connect(options = {}) {
-        const client = new PhebyClient({ ...server(), reconnect: options.reconnect ? {} : false });
+        const client = new PhebyClient({
+          ...server(),
+          reconnect: options.reconnect ? {} : false,
+          ...(options.features ? { features: options.features } : {}),
+        });
         clients.push(client);
         await client.connect();
         return client;

@@ -6,10 +6,13 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { PhebyClient, pairDevice } from "@pheby/client";
 import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusingUpgrades } from "../../client/test/peer.js";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
+import { decode, gridOf } from "./qr-decode.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
 const unavailable = serverUnavailable();
@@ -22,11 +25,15 @@ interface Run {
 }
 
 /** Start the CLI; with `tty`, inside a pseudo-terminal via `script -q -e -c`. */
-function pheby(server: TestServer, args: string[], opts: { tty?: boolean; cwd?: string } = {}): Run {
+function pheby(
+  server: TestServer,
+  args: string[],
+  opts: { tty?: boolean; cwd?: string; secret?: string } = {},
+): Run {
   const env = {
     PATH: process.env.PATH ?? "",
     PHEBY_URL: server.url,
-    PHEBY_SECRET: server.secret,
+    PHEBY_SECRET: opts.secret ?? server.secret,
     TERM: "dumb",
   };
   const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
@@ -69,7 +76,7 @@ function pheby(server: TestServer, args: string[], opts: { tty?: boolean; cwd?: 
 async function runPheby(
   server: TestServer,
   args: string[],
-  opts: { tty?: boolean; cwd?: string; input?: string } = {},
+  opts: { tty?: boolean; cwd?: string; input?: string; secret?: string } = {},
 ) {
   const run = pheby(server, args, opts);
   run.child.stdin!.end(opts.input ?? "");
@@ -296,6 +303,38 @@ describe.skipIf(unavailable !== undefined)(
       );
     });
 
+    it("pair prints a QR code that decodes to the pairing URI; devices lists and revokes; a device may not", async () => {
+      const json = await runPheby(server, ["pair", "--name", "CLI phone", "--json"]);
+      expect(json.code).toBe(0);
+      const created = jsonLines(json.output)[0] as { code: string; uri: string; expires_at: string };
+      expect(created.uri).toBe(
+        `pheby://pair?${new URLSearchParams({ url: server.url, code: created.code })}`,
+      );
+      const phone = await pairDevice(created.uri, { deviceName: "ignored: the owner named it" });
+
+      const text = await runPheby(server, ["pair"]);
+      expect(text.code).toBe(0);
+      const [qr, ...after] = text.output.split("Scan this with the Pheby app, or open: ");
+      const uri = after.join("").split("\n")[0]!;
+      expect(uri).toMatch(/^pheby:\/\/pair\?url=/);
+      expect(decode(gridOf(qr!))).toBe(uri);
+
+      const listed = await runPheby(server, ["devices", "--json"]);
+      expect(listed.code).toBe(0);
+      expect(jsonLines(listed.output)).toEqual([
+        { device_id: phone.deviceId, name: "CLI phone", created_at: expect.any(String), last_seen_at: null },
+      ]);
+      const asDevice = await runPheby(server, ["devices"], { secret: phone.deviceSecret });
+      expect(asDevice.code).toBe(2);
+      expect(asDevice.output).toContain("bad_request: only the owner (the master secret) may list devices");
+      const revoked = await runPheby(server, ["devices", "revoke", phone.deviceId]);
+      expect(revoked.code).toBe(0);
+      expect(revoked.output).toContain(`revoked ${phone.deviceId}`);
+      expect((await runPheby(server, ["devices"])).output).toContain("No paired devices.");
+      expect((await runPheby(server, ["devices"], { secret: phone.deviceSecret })).code).toBe(3);
+      expect((await runPheby(server, ["devices", "revoke", phone.deviceId])).code).toBe(2);
+    });
+
     it("--version prints the package version and the protocol version", async () => {
       const pkg = JSON.parse(readFileSync(resolve(import.meta.dirname, "../package.json"), "utf8")) as {
         version: string;
@@ -389,3 +428,47 @@ describe.skipIf(unavailable !== undefined)(
     });
   },
 );
+
+describe.skipIf(unavailable !== undefined)("pheby push against apps/server and a decrypting receiver", () => {
+  it("lists, tests and removes subscriptions", async () => {
+    const receiver = await startReceiver();
+    const server = await startServer({ PHEBY_PUSH_ALLOW_PRIVATE: "true" });
+    const client = new PhebyClient({
+      url: server.url,
+      secret: server.secret,
+      reconnect: false,
+      pingIntervalMs: 0,
+    });
+    try {
+      await client.connect();
+      const phone = receiver.endpoint("phone");
+      const id = await client.subscribePush(phone, { deviceName: "Pixel" });
+      const listed = jsonLines((await runPheby(server, ["push", "--json"])).output);
+      expect(listed).toMatchObject([
+        { subscription_id: id, device_name: "Pixel", endpoint_origin: receiver.url },
+      ]);
+      const plain = await runPheby(server, ["push"]);
+      expect(plain.output).toContain(`${id}  ${receiver.url}  Pixel`);
+      const tested = await runPheby(server, ["push", "test", id]);
+      expect(tested).toMatchObject({ code: 0, output: expect.stringContaining("delivered (HTTP 201)") });
+      expect((await phone.next()).payload).toMatchObject({ kind: "test", subscription_id: id });
+      phone.answer(500);
+      const failed = await runPheby(server, ["push", "test", id, "--json"]);
+      expect(failed.code).toBe(5);
+      expect(jsonLines(failed.output)).toEqual([
+        { subscription_id: id, ok: false, status: 500, error: "HTTP 500" },
+      ]);
+      expect(await runPheby(server, ["push", "remove", id])).toMatchObject({
+        code: 0,
+        output: `removed ${id}\n`,
+      });
+      expect((await runPheby(server, ["push"])).output).toContain("No push subscriptions.");
+      expect((await runPheby(server, ["push", "test", id])).code).toBe(2);
+      expect(receiver.errors).toEqual([]);
+    } finally {
+      client.close();
+      await server.stop();
+      await receiver.close();
+    }
+  });
+});

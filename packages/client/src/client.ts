@@ -4,10 +4,13 @@ import {
   type ClientMessageInput,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
   isReplyType,
   PROTOCOL_VERSION,
+  type PresenceState,
+  type PushEventKind,
   type ReplyOf,
   type RequestType,
   type ServerMessage,
@@ -29,7 +32,7 @@ export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | 
 export interface PhebyClientOptions {
   /** WebSocket URL, e.g. `wss://pheby.example.com/ws` or `ws://127.0.0.1:8620/ws`. */
   url: string;
-  /** The server's shared secret. Sent once, in `hello`. */
+  /** The master secret, or a device secret (the `devices` extension: see {@link pairDevice}). Sent once, in `hello`. */
   secret: string;
   /** WebSocket implementation; defaults to the global one, else the `ws` package. */
   WebSocket?: WebSocketConstructor;
@@ -61,6 +64,25 @@ export interface PhebyClientOptions {
    * `run.queued` and starts when the run ends; `queue.changed` events tell what is waiting.
    */
   queue?: boolean;
+  /**
+   * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
+   * ({@link PhebyClient.createPairing}). Those the server enabled are in {@link PhebyClient.features}.
+   */
+  features?: readonly string[];
+  /**
+   * Ask for the `push` extension (Web Push notifications: {@link PhebyClient.subscribePush},
+   * {@link PhebyClient.presence}). Default on; it adds no events to the connection.
+   */
+  push?: boolean;
+}
+
+/**
+ * A Web Push subscription as browsers (`PushSubscription.toJSON()`) and UnifiedPush
+ * (`PushEndpoint`: url, p256dh, auth) hand it over.
+ */
+export interface PushSubscriptionKeys {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
 }
 
 /** A frame the server sent that `@pheby/protocol` rejects. */
@@ -157,6 +179,9 @@ export class PhebyClient {
    */
   private caughtUp: Map<string, number | undefined> | undefined;
   private featuresValue: readonly string[] = [];
+  private vapidKey: string | undefined;
+  /** The last presence this client said, repeated on every new connection (a new peer has none). */
+  private lastPresence: { state: PresenceState; conversation_id?: string } | undefined;
   /** Draft text by message_id, stitched from append deltas; cleared per connection and at message.complete. */
   private readonly drafts = new Map<string, string>();
   private socket: WebSocketLike | undefined;
@@ -190,6 +215,63 @@ export class PhebyClient {
   /** The Pheby extensions the server enabled on the current connection (`ready.features`; empty from a server without them). */
   get features(): readonly string[] {
     return this.featuresValue;
+  }
+
+  /**
+   * The server's VAPID public key (`ready.push.vapid_public_key`, base64url): the
+   * `applicationServerKey` of a browser subscription, or what a UnifiedPush distributor is
+   * registered with. Undefined when the server did not enable `push`.
+   */
+  get vapidPublicKey(): string | undefined {
+    return this.vapidKey;
+  }
+
+  /**
+   * Subscribe to push notifications (`push.subscribe`); resolves with the `subscription_id`. The
+   * same endpoint again updates its subscription. `events` narrows what is pushed (default: all).
+   */
+  async subscribePush(
+    subscription: PushSubscriptionKeys,
+    options: { deviceName?: string; events?: PushEventKind[] } = {},
+  ): Promise<string> {
+    const reply = await this.request({
+      type: "push.subscribe",
+      endpoint: subscription.endpoint,
+      keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth },
+      ...(options.deviceName === undefined ? {} : { device_name: options.deviceName }),
+      ...(options.events === undefined ? {} : { events: options.events }),
+    });
+    return reply.subscription_id;
+  }
+
+  /** Remove a push subscription (`push.unsubscribe`). */
+  async unsubscribePush(subscriptionId: string): Promise<void> {
+    await this.request({ type: "push.unsubscribe", subscription_id: subscriptionId });
+  }
+
+  /** The push subscriptions this credential may see (`push.list`), oldest first. */
+  async listPush(): Promise<ServerMessageOf<"push.subscriptions">["subscriptions"]> {
+    return (await this.request({ type: "push.list" })).subscriptions;
+  }
+
+  /** Send a test notification to one subscription (`push.test`) and resolve with the push service's verdict. */
+  testPush(subscriptionId: string): Promise<ServerMessageOf<"push.tested">> {
+    return this.request({ type: "push.test", subscription_id: subscriptionId });
+  }
+
+  /**
+   * Tell the server whether this UI is in front and which conversation it shows (`presence`, no
+   * reply). A push for a conversation is skipped only while some connection says it is `active` on
+   * it. Remembered and repeated after a reconnect; sent only when the server enabled `push`.
+   */
+  presence(state: PresenceState, conversationId?: string): void {
+    this.lastPresence = {
+      state,
+      ...(conversationId === undefined ? {} : { conversation_id: conversationId }),
+    };
+    if (this.stateValue === "open" && this.featuresValue.includes(FEATURE_PUSH)) {
+      this.send({ type: "presence", ...this.lastPresence });
+    }
   }
 
   /** Close the connection for good (no reconnect). Pending requests and the outbox reject with `connection_closed`. */
@@ -253,6 +335,27 @@ export class PhebyClient {
     extra?: Parameters<typeof downloadAttachment>[2],
   ) {
     return downloadAttachment(this.options, attachment, extra);
+  }
+
+  /**
+   * `pair.create` (the `devices` extension; owner only): a one-time pairing code and its
+   * `pheby://pair` URI for a phone to scan. Needs `features: ["devices"]`.
+   */
+  createPairing(name?: string): Promise<ServerMessageOf<"pair.created">> {
+    return this.request({ type: "pair.create", ...(name === undefined ? {} : { name }) });
+  }
+
+  /** `device.list` (the `devices` extension; owner only): the paired devices, oldest first. */
+  async listDevices(): Promise<ServerMessageOf<"device.snapshot">["devices"]> {
+    return (await this.request({ type: "device.list" })).devices;
+  }
+
+  /**
+   * `device.revoke` (the `devices` extension; owner only): the device's connections are closed and
+   * its secret refused from now on. Rejects with `not_found` for an unknown ID.
+   */
+  async revokeDevice(deviceId: string): Promise<void> {
+    await this.request({ type: "device.revoke", device_id: deviceId });
   }
 
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */
@@ -406,19 +509,22 @@ export class PhebyClient {
 
     await opened;
     try {
-      const features = this.askedFeatures();
       const ready = (await this.call(socket, {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
-        ...(features.length === 0 ? {} : { features }),
+        ...this.helloFeatures(),
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
+      this.vapidKey = ready.push?.vapid_public_key;
       const reconnected = this.everConnected;
       this.everConnected = true;
       this.setState("open");
       this.startPing(socket);
+      if (this.lastPresence && this.featuresValue.includes(FEATURE_PUSH)) {
+        socket.send(JSON.stringify({ type: "presence", ...this.lastPresence }));
+      }
       if (reconnected) void this.recover(socket);
       else this.flushOutbox(socket);
       return ready;
@@ -430,14 +536,18 @@ export class PhebyClient {
     }
   }
 
-  /** The extensions this client asks for in `hello`. */
-  private askedFeatures(): string[] {
-    const { appendDeltas, resume, queue } = this.options;
-    return [
+  /** `hello.features`: the built-in extensions unless turned off, plus those asked for; absent when none. */
+  private helloFeatures(): { features?: string[] } {
+    const { appendDeltas, push, resume, queue } = this.options;
+    const asked = [
       ...(appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+      ...(push === false ? [] : [FEATURE_PUSH]),
       ...(resume === false ? [] : [FEATURE_RESUME]),
       ...(queue === false ? [] : [FEATURE_QUEUE]),
+      ...(this.options.features ?? []),
     ];
+    const features = asked.filter((f, i) => asked.indexOf(f) === i);
+    return features.length === 0 ? {} : { features };
   }
 
   /** Whether a drop is repaired by a reconnect (so a send can wait for it). */

@@ -11,6 +11,7 @@ export {
   type InvalidFrame,
   PhebyClient,
   type PhebyClientOptions,
+  type PushSubscriptionKeys,
   type ReplyTo,
   type ResyncResult,
 } from "./client.js";
@@ -24,5 +25,12 @@ export {
   type UploadSource,
   uploadAttachment,
 } from "./files.js";
+export {
+  type PairDeviceOptions,
+  type PairedDevice,
+  type PairingUri,
+  pairDevice,
+  parsePairingUri,
+} from "./pairing.js";
 export { newClientMessageId } from "./resume.js";
 export type { WebSocketConstructor, WebSocketLike } from "./socket.js";

@@ -344,7 +344,9 @@ describe("PhebyClient with resume", () => {
         : defaultHandler(frame, conn);
     const c = client();
     await c.connect();
-    expect(peer.connections[0]!.received[0]).toMatchObject({ features: ["delta.append", "resume", "queue"] });
+    expect(peer.connections[0]!.received[0]).toMatchObject({
+      features: ["delta.append", "push", "resume", "queue"],
+    });
     await c.request({ type: "conversation.create" });
     await c.request({ type: "chat.send", conversation_id: "c1", text: "x" });
     await c.request({ type: "chat.send", conversation_id: "c1", text: "y", client_message_id: "mine" });
@@ -355,7 +357,7 @@ describe("PhebyClient with resume", () => {
     expect(ids[0]).not.toBe(ids[1]);
     expect(ids.slice(2)).toEqual(["mine", undefined]);
 
-    const plain = client({ resume: false, queue: false, appendDeltas: false });
+    const plain = client({ resume: false, queue: false, appendDeltas: false, push: false });
     await plain.connect();
     await plain.request({ type: "conversation.create" });
     expect(peer.connections[1]!.received[0]).not.toHaveProperty("features");

@@ -1,7 +1,7 @@
 // A raw WebSocket connection under test. It records every frame the server
-// sends, validates each one against @pheby/protocol as it arrives (and against
-// the extensions the connection enabled: a v1 connection must get v1, byte for
-// byte, whatever others enabled), and lets a check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
+// sends, validates each one against @pheby/protocol as it arrives (and, once
+// authenticated, against the extensions the connection enabled), and lets a
+// check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
 // suite must send malformed input and observe close codes.
 import { decodeServerFrame, PROTOCOL_VERSION, type ServerMessage } from "@pheby/protocol";
 import WebSocket from "ws";
@@ -39,8 +39,8 @@ export class Probe {
   private readonly waiters = new Set<Waiter>();
   private closeInfo: CloseInfo | undefined;
   private nextId = 1;
-  /** What the server enabled (`ready.features`): every later frame must fit it, a v1 connection gets v1. */
-  private enabled: readonly string[] = [];
+  /** The features `ready` enabled (none for a v1 hello); undefined before the handshake. */
+  private enabled: readonly string[] | undefined;
 
   private constructor(
     readonly label: string,
@@ -59,7 +59,11 @@ export class Probe {
     });
     socket.on("message", (data, isBinary) => {
       const raw = isBinary ? `<binary frame of ${(data as Buffer).length} bytes>` : data.toString();
-      const decoded = isBinary ? undefined : decodeServerFrame(raw, { features: this.enabled });
+      // Once authenticated, strictly: a frame or field of a feature this connection did not enable
+      // is invalid (a v1 connection must get v1, byte for byte).
+      const decoded = isBinary
+        ? undefined
+        : decodeServerFrame(raw, this.enabled === undefined ? {} : { features: this.enabled });
       if (!decoded?.ok) {
         const frame = {
           connection: label,
@@ -71,7 +75,6 @@ export class Probe {
         return;
       }
       this.frames.push(decoded.message);
-      if (decoded.message.type === "ready") this.enabled = decoded.message.features ?? [];
       for (const waiter of [...this.waiters]) {
         if (waiter.predicate(decoded.message)) {
           this.waiters.delete(waiter);
@@ -201,10 +204,12 @@ export class Probe {
 
   /** Complete the handshake (asking for `features` when given); resolves with `ready`. */
   async hello(secret: string, features?: string[]): Promise<Extract<ServerMessage, { type: "ready" }>> {
-    return this.request(
+    const ready = await this.request(
       { type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) },
       "ready",
     );
+    this.enabled = ready.features ?? [];
+    return ready;
   }
 
   /** Wait for the server to close the connection. */

@@ -9,6 +9,11 @@ export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export { nearestChoice } from "./agent/nearest.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
+export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
+export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
+export type { Resolve } from "./push/address.js";
+export type { RetryPolicy } from "./push/delivery.js";
+export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,

@@ -8,12 +8,15 @@ import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
+import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
-import { ownerOnly } from "./auth/principal.js";
-import { createSecretCheck } from "./auth/secret.js";
+import { Transfers } from "./auth/transfers.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
+import { Devices } from "./devices/devices.js";
+import { DeviceRegistry } from "./devices/registry.js";
+import { isPublicWebSocketUrl } from "./devices/uri.js";
 import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
@@ -22,6 +25,7 @@ import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Outbox } from "./outbox/outbox.js";
+import { type PushOptions, PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
 import { recoverInterruptedRuns } from "./resume/recover.js";
@@ -38,8 +42,16 @@ import { type Clock, systemClock } from "./util/time.js";
 
 /** Options of {@link createPhebyServer}. */
 export interface PhebyServerOptions {
-  /** The shared secret clients send in `hello`; compared in constant time. Required. */
+  /**
+   * The master secret: the owner's credential, which clients send in `hello` (compared in constant
+   * time). Required. Paired devices (the `devices` extension) have secrets of their own.
+   */
   secret: string;
+  /**
+   * The WebSocket URL phones reach this server at (e.g. `wss://pheby.example.com/ws`), which
+   * pairing URIs carry. Default none: `pair.create` is then `not_implemented`, naming the setting.
+   */
+  publicUrl?: string;
   /** Directory for the SQLite database and the attachment blobs (`attachments/`); created if missing. */
   dataDir: string;
   /** The agent backend; default {@link createSimulatorBackend}(). */
@@ -84,6 +96,11 @@ export interface PhebyServerOptions {
    * sent with a strict CSP; see docs/console.md.
    */
   staticConsoleDir?: string;
+  /**
+   * Push notifications (the `push` extension): previews, private endpoints, the VAPID contact. The
+   * VAPID key pair is generated on first start in `<dataDir>/vapid.json` (mode 0600).
+   */
+  push?: PushOptions;
   /** Days attachments are kept (default 7); 0 keeps them forever (`expires_at: null`). */
   attachmentRetentionDays?: number;
   /**
@@ -208,6 +225,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     throw new Error("createPhebyServer: a non-empty secret is required");
   }
   // Checked before the store opens, so a bad option leaves nothing open.
+  if (options.publicUrl !== undefined && !isPublicWebSocketUrl(options.publicUrl)) {
+    throw new Error(
+      "createPhebyServer: publicUrl must be a ws:// or wss:// URL without credentials, query or fragment",
+    );
+  }
   const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
   if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
     throw new Error("createPhebyServer: deltaIntervalMs must be a number >= 0");
@@ -260,8 +282,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
+  const push = new PushService(
+    { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
+    options.push,
+  );
+  // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
   const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
-  const outbox: Outbox = replay ?? fanout;
+  const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -279,6 +306,19 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     runEnded: (conversationId) => queue.next(conversationId),
   });
   const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
+  const deviceRegistry = new DeviceRegistry(store.devices, clock);
+  const credentials = new CredentialResolver(options.secret, deviceRegistry);
+  const transfers = new Transfers();
+  const devices = new Devices({
+    registry: deviceRegistry,
+    peers: () => fanout.peers(),
+    transfers,
+    clock,
+    log,
+    publicUrl: options.publicUrl,
+  });
+  // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
+  devices.onRevoked((deviceId) => push.forget(deviceId));
   const ctx: ServerContext = {
     store,
     attachments,
@@ -289,11 +329,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     sends: new IdempotentRequests(store.sentRequests),
     decisions,
     settings,
+    devices,
     backend,
     clock,
     log,
     history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
     historyPageBytes,
+    push,
   };
   const host: AgentHost = {
     unsolicited(message) {
@@ -314,7 +356,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     log,
   };
-  const checkSecret = createSecretCheck(options.secret);
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock);
   const sessions = new Sessions({
@@ -323,7 +364,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     fanout,
     ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
-      authenticate: ownerOnly(checkSecret),
+      authenticate: (secret) => credentials.resolve(secret),
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
@@ -332,8 +373,23 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   });
   const app = createHttpApp(
     log,
-    { attachments, store, checkSecret, lockout, log, idleTimeoutMs: httpIdleTimeoutMs },
+    {
+      attachments,
+      store,
+      authenticate: (presented) => credentials.resolve(presented),
+      lockout,
+      transfers,
+      log,
+      idleTimeoutMs: httpIdleTimeoutMs,
+    },
     options.corsOrigins ?? [],
+    {
+      decisions,
+      authenticate: (presented) => credentials.resolve(presented),
+      lockout,
+      transfers,
+      log,
+    },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () => {
@@ -380,6 +436,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
           log.warn({ err }, "agent backend did not close cleanly");
         }
         await attachments.idle();
+        await push.close();
         store.close();
         log.info("closed");
       })();

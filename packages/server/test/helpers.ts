@@ -63,7 +63,9 @@ function validate(raw: string, features?: readonly string[]): ServerMessage | un
   if (!isDeepStrictEqual(parsed.data, value)) {
     violations.push({ raw: raw.slice(0, 200), error: "frame has fields the schema does not define" });
   }
-  const foreign = features === undefined ? undefined : checkFeatures(parsed.data, features);
+  // A ready's own extension fields belong to the features it enables.
+  const enabled = parsed.data.type === "ready" ? (parsed.data.features ?? []) : features;
+  const foreign = enabled === undefined ? undefined : checkFeatures(parsed.data, enabled);
   if (foreign) violations.push({ raw: raw.slice(0, 200), error: foreign.message });
   return value as ServerMessage;
 }
@@ -151,10 +153,10 @@ const memoryServers = new Map<string, MemoryTransport>();
 let memoryServerCount = 0;
 
 /** The client end of a new in-memory connection to the server at `url` (a memory server's wsUrl). */
-function memoryConnect(url: string): MemorySocket {
+function memoryConnect(url: string, address?: string): MemorySocket {
   const transport = memoryServers.get(url);
   if (!transport) throw new Error(`no in-memory server at ${url}`);
-  return transport.connect();
+  return transport.connect(address === undefined ? {} : { address });
 }
 
 /** A WebSocket constructor for `@pheby/client` that opens in-memory connections. */
@@ -274,10 +276,16 @@ export class RawClient {
   /** Open a connection (no hello): over ws, or in memory for a memory server's `memory://` URL. */
   static async open(
     wsUrl: string,
-    options: { headers?: Record<string, string>; autoPong?: boolean; perMessageDeflate?: boolean } = {},
+    options: {
+      headers?: Record<string, string>;
+      autoPong?: boolean;
+      perMessageDeflate?: boolean;
+      /** In memory only: the source address the lockout counts (default "memory"). */
+      address?: string;
+    } = {},
   ) {
     const socket: ClientSocket = wsUrl.startsWith("memory:")
-      ? memoryConnect(wsUrl)
+      ? memoryConnect(wsUrl, options.address)
       : new WebSocket(wsUrl, {
           headers: options.headers,
           autoPong: options.autoPong ?? true,

@@ -175,14 +175,17 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and resume and queue) and got them: the bubble texts above were stitched.
+    // The console asked for append deltas (and push, resume, queue and devices, for its panels and
+    // reconnects) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
     expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
       "delta.append",
+      "push",
       "resume",
       "queue",
+      "devices",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");

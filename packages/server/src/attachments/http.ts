@@ -5,22 +5,17 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { type ErrorCode, LIMITS } from "@pheby/protocol";
 import type { Context, Hono } from "hono";
 import type { Logger } from "pino";
-import { clientAddress } from "../auth/address.js";
-import { presentedSecrets } from "../auth/http.js";
-import type { Lockout } from "../auth/lockout.js";
+import { authenticateHttp, type HttpAuthDeps, httpError } from "../auth/http.js";
 import type { Store } from "../store/store.js";
 import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
 import { parseRange } from "./range.js";
 import { AttachmentRejected, type AttachmentStore } from "./store.js";
 
-/** What the attachment routes need. */
-export interface AttachmentRouteDeps {
+/** What the attachment routes need (credentials as every authenticated HTTP route). */
+export interface AttachmentRouteDeps extends HttpAuthDeps {
   attachments: AttachmentStore;
   store: Store;
-  checkSecret(candidate: string): boolean;
-  lockout: Lockout;
-  log: Logger;
   /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
   idleTimeoutMs: number;
 }
@@ -31,38 +26,12 @@ type Env = { Bindings: HttpBindings };
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
 const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorCode, message: string) =>
-  c.json({ error: { code, message } }, status);
-
-/**
- * Authenticate a request. Missing credentials → 401. Wrong credentials → 401
- * and a failure counted towards the same per-address lockout as failed
- * hellos (the HTTP routes take the same secret, so they must not be an
- * unthrottled guessing oracle). A locked-out address gets 429 `rate_limited`
- * whatever it presents.
- */
-function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | undefined {
-  const { incoming } = c.env;
-  const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
-  if (deps.lockout.isLocked(addr)) {
-    return fail(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
-  }
-  const presented = presentedSecrets(incoming.headers);
-  if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
-  // Check every candidate (no early exit) so timing does not tell which header matched.
-  const ok = presented.map((s) => deps.checkSecret(s)).includes(true);
-  if (!ok) {
-    const locked = deps.lockout.fail(addr);
-    deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");
-    return fail(c, 401, "unauthorized", "Invalid credentials");
-  }
-  deps.lockout.succeed(addr);
-  return undefined;
-}
+  httpError(c, status, code, message);
 
 /** Add `POST /attachments` and `GET /attachments/:id` to the app. */
 export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): void {
   app.post("/attachments", async (c) => {
-    const denied = authenticate(c, deps);
+    const denied = authenticateHttp(c, deps);
     if (denied) return denied;
     const { incoming } = c.env;
     const conversationId = c.req.query("conversation_id");
@@ -112,7 +81,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
   });
 
   app.get("/attachments/:id", async (c) => {
-    const denied = authenticate(c, deps);
+    const denied = authenticateHttp(c, deps);
     if (denied) return denied;
     const blob = await deps.attachments.open(c.req.param("id"));
     if (!blob) return c.json(UNAVAILABLE, 404);
@@ -144,7 +113,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
   });
 
   // Anything else under /attachments/ (a nested path, a traversal attempt) is an unavailable attachment.
-  app.get("/attachments/*", (c) => authenticate(c, deps) ?? c.json(UNAVAILABLE, 404));
+  app.get("/attachments/*", (c) => authenticateHttp(c, deps) ?? c.json(UNAVAILABLE, 404));
 }
 
 function tooLarge(c: Context<Env>): Response {

@@ -248,6 +248,16 @@ export class Decisions {
     this.#clarifications.withdrawRun(runId);
   }
 
+  /** A pending approval, or undefined (unknown, answered or withdrawn). */
+  approval(approvalId: string): PendingApproval | undefined {
+    return this.#approvals.peek(approvalId);
+  }
+
+  /** A pending clarification, or undefined (unknown, answered or withdrawn). */
+  clarification(clarifyId: string): PendingClarification | undefined {
+    return this.#clarifications.peek(clarifyId);
+  }
+
   /** Pending approvals of a conversation, for `conversation.history.approvals`. */
   approvals(conversationId: string): PendingApproval[] {
     return this.#approvals.list(conversationId);

@@ -4,8 +4,10 @@ import type { AgentBackend } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
+import type { Devices } from "../devices/devices.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import type { PushService } from "../push/service.js";
 import type { IdempotentRequests } from "../resume/idempotency.js";
 import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
@@ -29,6 +31,8 @@ export interface ServerContext {
   sends: IdempotentRequests;
   decisions: Decisions;
   settings: Settings;
+  /** Paired devices (the `devices` extension). */
+  devices: Devices;
   backend: AgentBackend;
   clock: Clock;
   log: Logger;
@@ -36,6 +40,8 @@ export interface ServerContext {
   history: HistoryRefresh;
   /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
   historyPageBytes: number;
+  /** The `push` extension (subscriptions, presence); undefined when the server does not offer it. */
+  push?: PushService;
 }
 
 /** One decoded request of an authenticated peer. */

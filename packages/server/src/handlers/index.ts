@@ -1,12 +1,14 @@
-import type { ClientMessage, ClientMessageType, ErrorCode } from "@pheby/protocol";
+import { type ClientMessage, type ClientMessageType, type ErrorCode, FEATURE_DEVICES } from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { chatHandlers } from "./chat.js";
 import type { Handler, HandlerModule, Outcome, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
+import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { pushHandlers } from "./push.js";
 import { yoloHandlers } from "./yolo.js";
 
 /** Every handler module; an extension adds `{ feature: FEATURE_X, handlers: xHandlers }` here. */
@@ -17,6 +19,8 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: decisionHandlers },
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
+  { feature: FEATURE_DEVICES, handlers: deviceHandlers },
+  pushHandlers,
 ];
 
 /** A handler's outcome, or the typed error the requester is told. */

@@ -1,7 +1,19 @@
-import { FEATURE_DELTA_APPEND, FEATURE_QUEUE, FEATURE_RESUME } from "@pheby/protocol";
+import {
+  FEATURE_DELTA_APPEND,
+  FEATURE_DEVICES,
+  FEATURE_PUSH,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+} from "@pheby/protocol";
 
 /** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
-export const SERVER_FEATURES: readonly string[] = [FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE];
+export const SERVER_FEATURES: readonly string[] = [
+  FEATURE_DELTA_APPEND,
+  FEATURE_DEVICES,
+  FEATURE_PUSH,
+  FEATURE_RESUME,
+  FEATURE_QUEUE,
+];
 
 /**
  * The features enabled for a hello that asked for `asked`: those this server

@@ -1,10 +1,12 @@
 import type Database from "better-sqlite3";
+import { DEVICES_MIGRATION } from "./devices.js";
+import { PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2) and attachments (v3) were added as later steps.
+ * Settings (v2), attachments (v3), paired devices (v4) and push subscriptions (v5) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -91,7 +93,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
   CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // v4 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
+  // v4 (issue 24): paired devices, their secrets as SHA-256 only.
+  DEVICES_MIGRATION,
+  // v5 (issue 20): push subscriptions (store/push.ts).
+  PUSH_MIGRATION,
+  // v6 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
   RESUME_MIGRATION,
 ];
 

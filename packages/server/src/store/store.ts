@@ -4,7 +4,9 @@ import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { type Clock, systemClock } from "../util/time.js";
 import { AttachmentRows } from "./attachments.js";
+import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
+import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
 import { type ReplayLimits, ReplayLog } from "./replay-log.js";
 import { SentRequests } from "./sent-requests.js";
@@ -66,6 +68,10 @@ export class Store {
   readonly settings: SettingsStore;
   /** The attachment index (migration v3). */
   readonly attachments: AttachmentRows;
+  /** Paired devices (migration v4, the `devices` extension). */
+  readonly devices: DeviceStore;
+  /** Push subscriptions (migration v5). */
+  readonly push: PushStore;
   /** The per-conversation replay log of the `resume` extension. */
   readonly replay: ReplayLog;
   /** Outcomes of requests sent with a `client_message_id` (`resume`). */
@@ -89,6 +95,8 @@ export class Store {
     migrate(this.db);
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
+    this.devices = new DeviceStore(this.db);
+    this.push = new PushStore(this.db);
     this.replay = new ReplayLog(this.db, options.replayLimits);
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);

@@ -7,7 +7,7 @@ import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
@@ -811,7 +811,8 @@ describe("ACP backend: agents launched through a shim (issue 13)", () => {
       status: "failed",
       error: "the agent process exited unexpectedly (signal SIGKILL)",
     });
-    expect(alive(pid)).toBe(false); // the orphan was killed with its group
+    // The orphan was killed with its group; the kernel finishes it a moment after the signal (polled, not timed).
+    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
     const again = new RecordingSink();
     expect(await backend.prompt(turn(sessionId, "hi"), again, never())).toEqual({ status: "completed" });
   });
