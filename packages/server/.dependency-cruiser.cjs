@@ -11,7 +11,7 @@ const LAYERS = [
   ["auth", "files", "store"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "devices", "settings", "push"],
+  ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push"],
   ["runs"],
   ["handlers"],
   ["session"],

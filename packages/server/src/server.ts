@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
+import { FEATURE_RESUME } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -26,9 +27,15 @@ import { serverLogger } from "./log.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Outbox } from "./outbox/outbox.js";
 import { type PushOptions, PushService } from "./push/service.js";
+import { IdempotentRequests } from "./resume/idempotency.js";
+import { ResumeOutbox } from "./resume/outbox.js";
+import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
+import { RunQueue } from "./runs/queue.js";
+import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
+import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
 import { Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
@@ -123,6 +130,19 @@ export interface PhebyServerOptions {
    * page on. Keeps one reply from growing with the size of the transcript.
    */
   historyPageBytes?: number;
+  /**
+   * Bounds of each conversation's replay log (the `resume` extension), oldest
+   * events evicted first (default 2,000 events and 8 MiB of event JSON). A
+   * client that was away for longer than the log reaches back gets the
+   * snapshot instead of a replay.
+   */
+  replayLog?: Partial<ReplayLimits>;
+  /**
+   * Offer the `resume` extension (default true): keep the replay log and
+   * answer `since_seq` and `client_message_id`. False keeps no log and never
+   * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
+   */
+  resume?: boolean;
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -220,8 +240,21 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
-  const store = new Store(options.dataDir);
-  const interrupted = store.failInterruptedRuns(clock.now(), "The server stopped during this run");
+  const replayLimits = { ...DEFAULT_REPLAY_LIMITS, ...options.replayLog };
+  for (const [name, value] of Object.entries(replayLimits)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new Error(`createPhebyServer: replayLog.${name} must be a whole number >= 1`);
+    }
+  }
+  const store = new Store(options.dataDir, { clock, replayLimits });
+  const resume = options.resume ?? true;
+  // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
+  const interrupted = recoverInterruptedRuns(
+    store,
+    clock.now(),
+    "The server stopped during this run",
+    resume,
+  );
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
@@ -254,7 +287,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
     options.push,
   );
-  const outbox: Outbox = push.wrap(fanout);
+  // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
+  const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
+  const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -269,7 +304,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
     cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+    runEnded: (conversationId) => queue.next(conversationId),
   });
+  const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
   const deviceRegistry = new DeviceRegistry(store.devices, clock);
   const credentials = new CredentialResolver(options.secret, deviceRegistry);
   const transfers = new Transfers();
@@ -288,6 +325,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     attachments,
     outbox,
     runs,
+    queue,
+    replay,
+    sends: new IdempotentRequests(store.sentRequests),
     decisions,
     settings,
     devices,
@@ -324,11 +364,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
+    ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
       authenticate: (secret) => credentials.resolve(secret),
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
+      features: resume ? SERVER_FEATURES : SERVER_FEATURES.filter((f) => f !== FEATURE_RESUME),
     },
   });
   const app = createHttpApp(
@@ -352,11 +394,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
-  const sweep = () =>
-    attachments.sweep().catch((err: unknown) => {
+  const sweep = () => {
+    store.sentRequests.sweep();
+    return attachments.sweep().catch((err: unknown) => {
       log.error({ err }, "attachment sweep failed");
       return { expired: 0, temps: 0, orphans: 0 };
     });
+  };
   let sweepTimer: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -372,6 +416,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {
         sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
         sweepTimer.unref();
+        // Follow-ups queued before a restart start once the agent is up.
+        queue.resume();
       });
       return started;
     },

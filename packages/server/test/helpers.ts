@@ -6,7 +6,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { PhebyClient, type PhebyClientOptions, type WebSocketLike } from "@pheby/client";
-import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
+import { checkFeatures, ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
@@ -41,7 +41,12 @@ export const NO_CAPABILITIES: AgentCapabilities = {
  */
 export const violations: { raw: string; error: string }[] = [];
 
-function validate(raw: string): ServerMessage | undefined {
+/**
+ * A received frame as a test sees it, recorded in {@link violations} when `ServerMessage` rejects
+ * it, when it has fields the schema lacks, or (with `features`: what the connection enabled) when it
+ * uses an extension the connection did not enable, so a v1 connection is proven to get v1.
+ */
+function validate(raw: string, features?: readonly string[]): ServerMessage | undefined {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -58,6 +63,10 @@ function validate(raw: string): ServerMessage | undefined {
   if (!isDeepStrictEqual(parsed.data, value)) {
     violations.push({ raw: raw.slice(0, 200), error: "frame has fields the schema does not define" });
   }
+  // A ready's own extension fields belong to the features it enables.
+  const enabled = parsed.data.type === "ready" ? (parsed.data.features ?? []) : features;
+  const foreign = enabled === undefined ? undefined : checkFeatures(parsed.data, enabled);
+  if (foreign) violations.push({ raw: raw.slice(0, 200), error: foreign.message });
   return value as ServerMessage;
 }
 
@@ -226,6 +235,8 @@ type ClientSocket = WebSocket | MemorySocket;
  */
 export class RawClient {
   readonly frames: ServerMessage[] = [];
+  /** What the server enabled on this connection (`ready.features`); nothing until then. */
+  features: readonly string[] = [];
   /** Every frame as received, byte for byte (before validation). */
   readonly raw: string[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
@@ -243,8 +254,9 @@ export class RawClient {
     events.addEventListener("error", () => {});
     events.addEventListener("message", (event) => {
       this.raw.push(String(event.data));
-      const msg = validate(String(event.data));
+      const msg = validate(String(event.data), this.features);
       if (!msg) return;
+      if (msg.type === "ready") this.features = msg.features ?? [];
       this.frames.push(msg);
       for (const w of [...this.#waiters]) {
         if (w.pred(msg)) {
@@ -288,10 +300,14 @@ export class RawClient {
     return client;
   }
 
-  /** Open a connection and complete the handshake. */
-  static async connect(wsUrl: string, options: Parameters<typeof RawClient.open>[1] = {}) {
+  /** Open a connection and complete the handshake, asking for `features` when given. */
+  static async connect(
+    wsUrl: string,
+    options: Parameters<typeof RawClient.open>[1] & { features?: readonly string[] } = {},
+  ) {
     const client = await RawClient.open(wsUrl, options);
-    client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    const { features } = options;
+    client.send({ type: "hello", secret: SECRET, protocol_version: 1, ...(features ? { features } : {}) });
     await client.next("ready");
     return client;
   }

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { PUSH_MIGRATION } from "./push.js";
+import { RESUME_MIGRATION } from "./resume-migration.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
@@ -96,6 +97,8 @@ export const MIGRATIONS: readonly string[] = [
   DEVICES_MIGRATION,
   // v5 (issue 20): push subscriptions (store/push.ts).
   PUSH_MIGRATION,
+  // v6 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
+  RESUME_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */
