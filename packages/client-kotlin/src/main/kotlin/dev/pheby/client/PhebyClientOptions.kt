@@ -16,10 +16,11 @@ import kotlin.time.Duration.Companion.seconds
  * @property secret The server's shared secret. Sent in `hello` and as the `Authorization: Bearer` of file
  *   transfers; never logged ([toString] hides it).
  * @property features The Pheby extensions to ask for in `hello.features` ([Features]); `ready.features`
- *   (see [ConnectionState.Open.features]) says which the server enabled. Asked for by default:
- *   [Features.DELTA_APPEND] (either way `message.delta` events carry the whole draft) and
- *   [Features.PUSH] (adds no events). Names the client has no behaviour for are still asked for; their
- *   frames reach [PhebyClient.events] as they come.
+ *   (see [ConnectionState.Open.features]) says which the server enabled. Asked for by default, as
+ *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
+ *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
+ *   after a drop, retry-safe sends) and [Features.QUEUE] (`queue.changed` events). Names the client has
+ *   no behaviour for are still asked for; their frames reach [PhebyClient.events] as they come.
  * @property requestTimeout How long a request waits for its reply, the handshake included.
  * @property reconnect Automatic reconnect after a drop; null disables it.
  * @property pingInterval WebSocket ping interval; a missed pong drops the connection (and so reconnects),
@@ -31,7 +32,7 @@ import kotlin.time.Duration.Companion.seconds
 data class PhebyClientOptions(
     val url: String,
     val secret: String,
-    val features: Set<String> = setOf(Features.DELTA_APPEND, Features.PUSH),
+    val features: Set<String> = setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
     val requestTimeout: Duration = 30.seconds,
     val reconnect: ReconnectPolicy? = ReconnectPolicy(),
     val pingInterval: Duration = 25.seconds,

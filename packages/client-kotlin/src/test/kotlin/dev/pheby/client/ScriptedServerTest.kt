@@ -109,7 +109,7 @@ class ScriptedServerTest {
             val connected = async { client.connect() }
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
-            assertEquals("""["delta.append","push"]""", hello.getValue("features").toString())
+            assertEquals("""["delta.append","push","resume","queue"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }

@@ -99,8 +99,11 @@ class UnitsTest {
     }
 
     @Test
-    fun `the client asks for append deltas and push by default`() {
-        assertEquals(setOf(Features.DELTA_APPEND, Features.PUSH), PhebyClientOptions(url = "ws://h/ws", secret = "s").features)
+    fun `the client asks for append deltas, push, resume and queue by default, as @pheby-client does`() {
+        assertEquals(
+            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
+            PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
+        )
     }
 
     @Test
