@@ -4,15 +4,9 @@
  * what is a valid schedule, and the words of each refusal, are ours.
  */
 import { Cron } from "croner";
+import { MAX_NAME_CHARS, MAX_PROMPT_CHARS } from "./limits.js";
 
-/** At most this many schedules on a server (each a timer and an SQLite row). */
-export const MAX_SCHEDULES = 100;
-/** A scheduled prompt is sent like a chat message: the chat text limit applies. */
-export const MAX_PROMPT_CHARS = 64_000;
-/** Schedule names follow conversation names. */
-export const MAX_NAME_CHARS = 200;
-/** Default of the grace within which one missed occurrence still runs at start (1 hour). */
-export const DEFAULT_MISSED_GRACE_MS = 60 * 60 * 1000;
+export { DEFAULT_MISSED_GRACE_MS, MAX_NAME_CHARS, MAX_PROMPT_CHARS, MAX_SCHEDULES } from "./limits.js";
 
 /** The protocol error a refused schedule request maps to. */
 export type ScheduleErrorCode = "bad_request" | "not_found" | "conversation_not_found";
