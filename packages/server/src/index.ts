@@ -9,6 +9,7 @@ export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export { nearestChoice } from "./agent/nearest.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
+export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
