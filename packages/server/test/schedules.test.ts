@@ -15,7 +15,7 @@ import {
 } from "../src/schedules/rules.js";
 import { type FireOutcome, Scheduler, type SchedulerOptions } from "../src/schedules/scheduler.js";
 import { scheduleView } from "../src/schedules/view.js";
-import { SCHEDULES_MIGRATION, type ScheduleRow, ScheduleStore } from "../src/store/schedules.js";
+import type { ScheduleRow, ScheduleStore } from "../src/store/schedules.js";
 import { Store } from "../src/store/store.js";
 import { useTempDirs } from "./helpers.js";
 import { ManualClock } from "./manual-clock.js";
@@ -125,15 +125,9 @@ interface Fixture {
 describe("the scheduler", () => {
   const tempDir = useTempDirs();
 
-  function open(
-    dir: string,
-    clock: ManualClock,
-    options: Partial<SchedulerOptions> = {},
-    migrate = true,
-  ): Fixture {
+  function open(dir: string, clock: ManualClock, options: Partial<SchedulerOptions> = {}): Fixture {
     const store = new Store(dir);
-    if (migrate) store.db.exec(SCHEDULES_MIGRATION);
-    const schedules = new ScheduleStore(store.db);
+    const schedules = store.schedules;
     const pending: Array<(o: FireOutcome) => void> = [];
     const fixture = {
       clock,
@@ -150,7 +144,7 @@ describe("the scheduler", () => {
       restart(more: Partial<SchedulerOptions> = {}) {
         fixture.scheduler.close();
         store.close();
-        return open(dir, clock, { ...options, ...more }, false);
+        return open(dir, clock, { ...options, ...more });
       },
     } as Fixture;
     fixture.scheduler = new Scheduler({
@@ -164,8 +158,13 @@ describe("the scheduler", () => {
         fixture.fired.push(row);
         return new Promise((resolve) => pending.push(resolve));
       },
-      changed: (row, deleted, origin) =>
-        fixture.changes.push({ id: row.id, deleted, status: row.last_status, origin }),
+      changed: ({ schedule, deleted, origin }) =>
+        fixture.changes.push({
+          id: schedule.id,
+          deleted,
+          status: schedule.in_flight ? "in flight" : schedule.last_status,
+          origin,
+        }),
       ...options,
     });
     return fixture;
@@ -198,7 +197,7 @@ describe("the scheduler", () => {
     expect(scheduleView(row)).toEqual({
       schedule_id: row.id,
       conversation_id: f.conversation,
-      name: "Summarise my inbox",
+      name: null,
       prompt: "Summarise my inbox",
       cron: "0 8 * * 1-5",
       at: null,
@@ -215,13 +214,14 @@ describe("the scheduler", () => {
     expect(f.fired.map((r) => r.id)).toEqual([row.id]);
     expect(f.scheduler.get(row.id)).toMatchObject({
       last_run_at: Date.parse("2026-03-30T06:00:00Z"),
-      last_status: "running",
+      in_flight: true,
+      last_status: null,
       next_run_at: Date.parse("2026-03-31T06:00:00Z"),
       enabled: true,
     });
     await f.settle("completed");
     expect(f.scheduler.get(row.id).last_status).toBe("completed");
-    expect(f.changes.map((c) => c.status)).toEqual([null, "running", "completed"]);
+    expect(f.changes.map((c) => c.status)).toEqual([null, "in flight", "completed"]);
     // The next day, again exactly once.
     f.clock.advanceTo(Date.parse("2026-03-31T06:00:00Z"));
     expect(f.fired).toHaveLength(2);
@@ -316,12 +316,12 @@ describe("the scheduler", () => {
     expect(f.scheduler.get(every.id)).toMatchObject({
       last_run_at: f.clock.t,
       next_run_at: T0 + 91 * MIN,
-      last_status: "running",
+      in_flight: true,
     });
     expect(f.scheduler.get(daily.id).last_run_at).toBeNull();
   });
 
-  it("after downtime longer than the grace records the occurrence missed and waits for the next", () => {
+  it("after downtime longer than the grace skips the occurrence and waits for the next", () => {
     let f = fixture({ missedGraceMs: HOUR });
     const daily = f.scheduler.create({ conversationId: f.conversation, prompt: "daily", cron: "0 13 * * *" });
     const once = f.scheduler.create({
@@ -336,13 +336,15 @@ describe("the scheduler", () => {
     f.scheduler.start();
     expect(f.fired).toEqual([]);
     expect(f.scheduler.get(daily.id)).toMatchObject({
-      last_status: "missed",
+      last_status: null,
       last_run_at: null,
       enabled: true,
       next_run_at: Date.parse("2026-03-28T13:00:00Z"),
     });
+    // A one-shot schedule whose time passed unseen stays listed, disabled, never run.
     expect(f.scheduler.get(once.id)).toMatchObject({
-      last_status: "missed",
+      last_status: null,
+      last_run_at: null,
       enabled: false,
       next_run_at: null,
     });
@@ -366,10 +368,10 @@ describe("the scheduler", () => {
     let f = fixture();
     const row = f.scheduler.create({ conversationId: f.conversation, prompt: "p", cron: "0 * * * *" });
     f.clock.advance(HOUR);
-    expect(f.scheduler.get(row.id).last_status).toBe("running");
+    expect(f.scheduler.get(row.id).in_flight).toBe(true);
     f = f.restart();
     f.scheduler.start();
-    expect(f.scheduler.get(row.id).last_status).toBe("failed");
+    expect(f.scheduler.get(row.id)).toMatchObject({ in_flight: false, last_status: "failed" });
     expect(f.changes).toEqual([{ id: row.id, deleted: false, status: "failed", origin: undefined }]);
   });
 
@@ -414,29 +416,38 @@ describe("the scheduler", () => {
 
   it("updates: a new cron re-arms, disabling stops it, a past `at` cannot be re-enabled, cron ↔ at", async () => {
     const f = fixture();
-    const row = f.scheduler.create({ conversationId: f.conversation, prompt: "p", cron: "0 13 * * *" });
+    const row = f.scheduler.create({
+      conversationId: f.conversation,
+      prompt: "p",
+      cron: "0 13 * * *",
+      name: "N",
+    });
     expect(f.scheduler.update(row.id, { cron: "30 12 * * *" }, "o").next_run_at).toBe(T0 + 30 * MIN);
     expect(f.changes.at(-1)).toMatchObject({ id: row.id, origin: "o" });
     const off = f.scheduler.update(row.id, { enabled: false });
     expect(off).toMatchObject({ enabled: false, next_run_at: null });
     f.clock.advance(HOUR);
     expect(f.fired).toEqual([]);
-    const once = f.scheduler.update(row.id, { cron: null, at: "2026-03-27T14:00:00Z", enabled: true });
+    // Giving `at` makes it the trigger and clears cron.
+    const once = f.scheduler.update(row.id, { at: "2026-03-27T14:00:00Z", enabled: true });
     expect(once).toMatchObject({ cron: null, at: T0 + 2 * HOUR, enabled: true, next_run_at: T0 + 2 * HOUR });
     f.clock.advance(HOUR);
     await f.settle("completed");
     expect(f.scheduler.get(row.id)).toMatchObject({ enabled: false, last_status: "completed" });
     expect(refusal(() => f.scheduler.update(row.id, { enabled: true })).message).toBe("at is in the past");
-    // Renaming a spent one-shot is fine; so is turning it back into a repeating one.
+    // Renaming a spent one-shot is fine, and so is removing its name or making it repeat again.
     expect(f.scheduler.update(row.id, { name: "Renamed" }).name).toBe("Renamed");
-    expect(f.scheduler.update(row.id, { at: null, cron: "0 * * * *", enabled: true }).next_run_at).toBe(
-      T0 + 3 * HOUR,
-    );
+    expect(f.scheduler.update(row.id, { name: null }).name).toBeNull();
+    expect(f.scheduler.update(row.id, { cron: "0 * * * *", enabled: true })).toMatchObject({
+      cron: "0 * * * *",
+      at: null,
+      next_run_at: T0 + 3 * HOUR,
+    });
     expect(
       refusal(() => f.scheduler.update(row.id, { cron: "0 * * * *", at: "2027-01-01T00:00:00Z" })).message,
     ).toBe("Give either cron or at, not both");
-    expect(refusal(() => f.scheduler.update(row.id, { cron: null })).message).toBe(
-      "A schedule needs cron (repeating) or at (once)",
+    expect(refusal(() => f.scheduler.update(row.id, { timezone: "Atlantis/Capital" })).message).toMatch(
+      /^timezone is not a known IANA time zone/,
     );
   });
 
@@ -459,7 +470,6 @@ describe("the scheduler", () => {
 
   it("fires with the real clock and timers", async () => {
     const store = new Store(tempDir());
-    store.db.exec(SCHEDULES_MIGRATION);
     store.createConversation({
       id: "a".repeat(32),
       name: "c",
@@ -470,7 +480,7 @@ describe("the scheduler", () => {
     let resolveFired!: (row: ScheduleRow) => void;
     const fired = new Promise<ScheduleRow>((r) => (resolveFired = r));
     const scheduler = new Scheduler({
-      store: new ScheduleStore(store.db),
+      store: store.schedules,
       clock: { now: () => Date.now() },
       log: silent,
       conversationExists: () => true,

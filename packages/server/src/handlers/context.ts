@@ -7,6 +7,7 @@ import type { Decisions } from "../decisions/decisions.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { Scheduler } from "../schedules/scheduler.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -18,6 +19,8 @@ export interface ServerContext {
   /** Where events go (the Fanout, or a wrapper around it). */
   outbox: Outbox;
   runs: RunEngine;
+  /** Scheduled prompts (the `schedules` extension). */
+  scheduler: Scheduler;
   decisions: Decisions;
   settings: Settings;
   backend: AgentBackend;

@@ -1,4 +1,4 @@
-import { type ConversationSummary, LIMITS } from "@pheby/protocol";
+import { type ConversationSummary, FEATURE_EXPIRY, LIMITS } from "@pheby/protocol";
 import { readyCapabilities } from "../agent/capabilities.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf } from "../outbox/outbox.js";
@@ -101,8 +101,8 @@ export const conversationHandlers: HandlerTable = {
         attachments: ctx.attachments.list(id),
         run: ctx.runs.state(id),
         tools: ctx.runs.tools(id),
-        approvals: ctx.decisions.approvals(id),
-        clarifications: ctx.decisions.clarifications(id),
+        approvals: ctx.decisions.approvals(id, req.peer.features.has(FEATURE_EXPIRY)),
+        clarifications: ctx.decisions.clarifications(id, req.peer.features.has(FEATURE_EXPIRY)),
       },
     };
   },
@@ -131,6 +131,8 @@ export const conversationHandlers: HandlerTable = {
         ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
       }
     }
+    // Its schedules go with it (each a schedule.changed, deleted: true).
+    ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
     return { reply: deleted, broadcast: eventOf(deleted) };

@@ -1,4 +1,9 @@
-import type { ClientMessage, ClientMessageType, ErrorCode } from "@pheby/protocol";
+import {
+  type ClientMessage,
+  type ClientMessageType,
+  type ErrorCode,
+  FEATURE_SCHEDULES,
+} from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { chatHandlers } from "./chat.js";
@@ -7,6 +12,7 @@ import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { scheduleHandlers } from "./schedules.js";
 import { yoloHandlers } from "./yolo.js";
 
 /** Every handler module; an extension adds `{ feature: FEATURE_X, handlers: xHandlers }` here. */
@@ -17,6 +23,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: decisionHandlers },
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
+  { feature: FEATURE_SCHEDULES, handlers: scheduleHandlers },
 ];
 
 /** A handler's outcome, or the typed error the requester is told. */

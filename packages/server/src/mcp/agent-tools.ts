@@ -12,31 +12,32 @@ import { type ToolCall, ToolError, type ToolResult } from "./bridge.js";
 
 /** Default time `ask_user` waits for an answer: below Hermes's 300 s MCP tool-call timeout. */
 export const DEFAULT_ASK_TIMEOUT_MS = 240_000;
-
-/** Why a question was withdrawn when its wait ran out (the `expiry` extension tells the phone). */
-export const ASK_EXPIRED = "expired";
+/** A question expires this long before the agent's own tool-call timeout, so the answer reaches it. */
+const TIMEOUT_MARGIN_MS = 15_000;
+/** The shortest wait `ask_user` gives, whatever the agent's timeout. */
+const MIN_ASK_MS = 5_000;
 
 /** The run-engine side of the tools. Each throws {@link ToolError} for a refusal the agent should read. */
 export interface AgentToolDeps {
   scheduler: Scheduler;
   /**
-   * Ask the user in the conversation's active run (a `clarify.request`), expiring at `expiresAt`.
-   * Aborting `withdraw` withdraws the question (reason {@link ASK_EXPIRED} when it expired).
-   * Throws a ToolError when the conversation has no active run.
+   * Ask the user in the conversation's active run (a `clarify.request`; it expires after
+   * `question.expiresInMs`). Aborting `withdraw` withdraws the question. Throws a ToolError when
+   * the conversation has no active run.
    */
-  ask(
-    conversationId: string,
-    question: ClarifyQuestion,
-    withdraw: AbortSignal,
-    expiresAt: number,
-  ): Promise<ClarifyAnswer>;
+  ask(conversationId: string, question: ClarifyQuestion, withdraw: AbortSignal): Promise<ClarifyAnswer>;
   /** An unsolicited assistant message in the conversation, recorded in history (and pushed where push exists). */
-  notify(conversationId: string, title: string, body: string): Promise<void>;
+  notify(conversationId: string, title: string, body: string): void;
   /** Deliver a host file (allowed roots only) into the conversation; resolves with its name, or throws a ToolError. */
   sendFile(conversationId: string, path: string, caption: string | undefined): Promise<{ filename: string }>;
-  /** How long `ask_user` waits, for a given agent (its own MCP tool-call timeout may be shorter). */
-  askTimeoutMs(agent: string | undefined): number;
-  clock: { now(): number };
+  /** How long `ask_user` waits at most (the operator's setting). */
+  askTimeoutMs: number;
+}
+
+/** How long `ask_user` waits for an agent whose own tool-call timeout is `toolTimeoutMs` (if known). */
+export function askTimeoutFor(askTimeoutMs: number, toolTimeoutMs: number | undefined): number {
+  if (toolTimeoutMs === undefined) return askTimeoutMs;
+  return Math.max(MIN_ASK_MS, Math.min(askTimeoutMs, toolTimeoutMs - TIMEOUT_MARGIN_MS));
 }
 
 /** The tool runner of the bridge: dispatches a checked call to its tool. */
@@ -56,8 +57,19 @@ const json = (value: unknown): ToolResult => ({ text: JSON.stringify(value) });
 async function run(deps: AgentToolDeps, call: ToolCall): Promise<ToolResult> {
   const { conversationId: conv, args } = call;
   switch (call.tool) {
-    case "ask_user":
-      return ask(deps, call);
+    case "ask_user": {
+      const expiresInMs = askTimeoutFor(deps.askTimeoutMs, call.toolTimeoutMs);
+      const choices = (args.choices as string[] | undefined) ?? null;
+      const question = { question: args.question as string, choices, allowFreeText: true, expiresInMs };
+      const answer = await deps.ask(conv, question, call.signal);
+      if (answer.outcome === "answered") return json({ answered: true, answer: answer.response });
+      return json({
+        answered: false,
+        reason: answer.expired
+          ? `No answer within ${Math.round(expiresInMs / 1000)} seconds.`
+          : "The question was withdrawn: the user cancelled, or the answer ended.",
+      });
+    }
     case "schedule_create": {
       const row = deps.scheduler.create({
         conversationId: conv,
@@ -80,40 +92,11 @@ async function run(deps: AgentToolDeps, call: ToolCall): Promise<ToolResult> {
       return json({ deleted: scheduleView(deps.scheduler.delete(id)) });
     }
     case "notify_user":
-      await deps.notify(conv, args.title as string, args.body as string);
-      return json({ delivered: true });
+      deps.notify(conv, args.title as string, args.body as string);
+      return json({ sent: true });
     case "send_file": {
       const { filename } = await deps.sendFile(conv, args.path as string, args.caption as string | undefined);
       return json({ delivered: true, filename });
     }
-  }
-}
-
-async function ask(deps: AgentToolDeps, call: ToolCall): Promise<ToolResult> {
-  const timeoutMs = deps.askTimeoutMs(call.agent);
-  const withdraw = new AbortController();
-  const timer = setTimeout(() => withdraw.abort(ASK_EXPIRED), timeoutMs);
-  const onCallAbort = () => withdraw.abort("cancelled");
-  call.signal.addEventListener("abort", onCallAbort, { once: true });
-  const choices = (call.args.choices as string[] | undefined) ?? null;
-  try {
-    const answer = await deps.ask(
-      call.conversationId,
-      { question: call.args.question as string, choices, allowFreeText: true },
-      withdraw.signal,
-      deps.clock.now() + timeoutMs,
-    );
-    if (answer.outcome === "answered") return json({ answered: true, answer: answer.response });
-    const seconds = Math.round(timeoutMs / 1000);
-    return json({
-      answered: false,
-      reason:
-        withdraw.signal.reason === ASK_EXPIRED
-          ? `No answer within ${seconds} seconds.`
-          : "The question was withdrawn: the user cancelled or the answer ended.",
-    });
-  } finally {
-    clearTimeout(timer);
-    call.signal.removeEventListener("abort", onCallAbort);
   }
 }

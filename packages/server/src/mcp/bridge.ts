@@ -16,6 +16,7 @@ import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod/v3";
+import type { McpServerSpec } from "../agent/port.js";
 import { type ChannelResponse, MAX_REQUEST_BYTES, MCP_ENV, MCP_SERVER_NAME } from "./channel.js";
 import { type AgentToolName, isAgentToolName, parseToolArguments } from "./tools.js";
 
@@ -26,8 +27,8 @@ export interface ToolCall {
   args: Record<string, unknown>;
   /** Aborted when the agent gives up on the call (its MCP server closed the connection) or Pheby shuts down. */
   signal: AbortSignal;
-  /** What the grant said about the caller (e.g. the agent's name), for per-agent rules such as timeouts. */
-  agent: string | undefined;
+  /** The agent's own timeout of one MCP tool call, when its grant knew it. */
+  toolTimeoutMs: number | undefined;
 }
 
 /** A tool's result text; `isError` marks a failure the agent should read as one. */
@@ -43,19 +44,16 @@ export class ToolError extends Error {
 
 /** One agent process's permission to call, and how its calls map to conversations. */
 export interface McpGrant {
-  /** The agent's name (ACP `agentInfo.name`), if known. */
+  /** The agent's name (ACP `agentInfo.name`), if known, for logs. */
   agent?: string;
+  /** The agent's own timeout of one MCP tool call, when known. */
+  toolTimeoutMs?: number;
   /** The conversation a call belongs to, or null when it cannot be told (e.g. outside any turn). */
   conversationOf(call: { tool: AgentToolName; args: Record<string, unknown> }): Promise<string | null>;
 }
 
 /** An ACP `mcpServers` entry for a stdio server. */
-export interface McpServerEntry {
-  name: string;
-  command: string;
-  args: string[];
-  env: Array<{ name: string; value: string }>;
-}
+export type McpServerEntry = McpServerSpec;
 
 /** Options of {@link McpBridge.open}. */
 export interface McpBridgeOptions {
@@ -231,14 +229,15 @@ export class McpBridge {
         tool,
         args,
         signal: controller.signal,
-        agent: grant.agent,
+        toolTimeoutMs: grant.toolTimeoutMs,
       });
       this.#reply(
         socket,
         result.isError ? { ok: false, error: result.text } : { ok: true, text: result.text },
       );
     } catch (err) {
-      if (!(err instanceof ToolError)) this.options.log.error({ err, tool }, "agent tool failed");
+      if (!(err instanceof ToolError))
+        this.options.log.error({ err, tool, agent: grant.agent }, "agent tool failed");
       this.#reply(socket, {
         ok: false,
         error: err instanceof ToolError ? err.message : "Pheby failed to run this tool.",

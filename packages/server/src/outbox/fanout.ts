@@ -51,12 +51,13 @@ export class Fanout implements Outbox {
    * `message.complete`.
    */
   publish(event: OutboxEvent): void {
-    const { message, replyTo, feature } = event;
+    const { message, replyTo, feature, except } = event;
     const frames = new Map<string, string>();
     const delta = message.type === "message.delta" ? this.#draft(message) : undefined;
     let offset: number | undefined;
     for (const peer of this.#peers) {
       if (feature !== undefined && !peer.features.has(feature)) continue;
+      if (peer === except) continue;
       let form: DeltaForm = "v1";
       if (delta && peer.features.has(FEATURE_DELTA_APPEND)) {
         form = delta.draft.synced.has(peer) ? "append" : "full";

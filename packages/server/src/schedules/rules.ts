@@ -146,10 +146,3 @@ export function checkName(name: string): string {
   if (codePoints(trimmed) > MAX_NAME_CHARS) throw bad(`name must be at most ${MAX_NAME_CHARS} characters`);
   return trimmed;
 }
-
-/** A default name: the prompt's first line, clipped. */
-export function nameFromPrompt(prompt: string): string {
-  const line = prompt.trim().split("\n")[0]!.trim();
-  const chars = [...line];
-  return chars.length > 60 ? `${chars.slice(0, 59).join("")}…` : line;
-}

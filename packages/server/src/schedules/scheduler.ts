@@ -24,7 +24,6 @@ import {
   DEFAULT_MISSED_GRACE_MS,
   latestOccurrence,
   MAX_SCHEDULES,
-  nameFromPrompt,
   nextOccurrence,
   ScheduleError,
   serverTimezone,
@@ -61,14 +60,31 @@ export interface ScheduleInput {
   name?: string | null;
 }
 
-/** A change of a schedule: the fields given replace the current ones (`null` clears cron or at). */
+/**
+ * A change of a schedule: the fields given replace the current ones. Giving `cron` or `at` makes
+ * it the trigger and clears the other; `name: null` removes the name.
+ */
 export interface SchedulePatch {
-  name?: string;
+  name?: string | null;
   prompt?: string;
-  cron?: string | null;
-  at?: string | null;
+  cron?: string;
+  at?: string;
   timezone?: string;
   enabled?: boolean;
+}
+
+/** One change of a schedule, as {@link SchedulerOptions.changed} hears of it. */
+export interface ScheduleChangeEvent {
+  schedule: ScheduleRow;
+  /** The schedule is gone; `schedule` is its last state. */
+  deleted: boolean;
+  /** It was just created. */
+  created: boolean;
+  /**
+   * What the caller of {@link Scheduler.create} / `update` / `delete` passed (e.g. the requesting
+   * connection, which gets a direct reply); undefined for the scheduler's own changes.
+   */
+  origin: unknown;
 }
 
 /** What the scheduler needs. */
@@ -85,12 +101,8 @@ export interface SchedulerOptions {
   conversationExists(conversationId: string): boolean;
   /** Send the schedule's prompt in its conversation; resolves when that run has ended. */
   fire(schedule: ScheduleRow): Promise<FireOutcome>;
-  /**
-   * Every change of a schedule: created, updated, deleted, fired, finished. `origin` is what the
-   * caller of {@link Scheduler.create}/`update`/`delete` passed (e.g. the requesting connection,
-   * which gets a direct reply instead); undefined for the scheduler's own changes.
-   */
-  changed?(schedule: ScheduleRow, deleted: boolean, origin: unknown): void;
+  /** Every change of a schedule: created, updated, deleted, fired, finished. */
+  changed?(change: ScheduleChangeEvent): void;
   /** A missed occurrence younger than this still runs (once) at start. Default 1 hour. */
   missedGraceMs?: number;
   /** Time zone of schedules created without one. Default: the server's. */
@@ -130,26 +142,21 @@ export class Scheduler {
 
   /**
    * Start: runs interrupted by the last shutdown are recorded `failed`; an occurrence missed
-   * while the server was down runs once now if it is younger than the grace (older ones are
-   * recorded `missed`); then the timer is armed.
+   * while the server was down runs once now if it is younger than the grace; an older one is
+   * skipped (a one-shot schedule is then disabled without a run); then the timer is armed.
    */
   start(): void {
     if (this.#started || this.#closed) return;
     this.#started = true;
     const { store } = this.#o;
-    for (const row of store.failInterrupted()) this.#emit(row, false);
+    for (const row of store.failInterrupted()) this.#emit(row);
     const now = this.#o.clock.now();
     for (const row of store.due(now)) {
       const latest = latestOccurrence(row, now);
       if (latest !== null && now - latest < this.#graceMs) {
         this.#fire(row, now);
       } else {
-        const next = nextOccurrence(row, now);
-        this.#change(row.id, {
-          last_status: "missed",
-          next_run_at: next,
-          enabled: row.cron !== null,
-        });
+        this.#change(row.id, { next_run_at: nextOccurrence(row, now), enabled: row.cron !== null });
         this.#o.log.info({ schedule: row.id }, "missed scheduled run skipped (older than the grace)");
       }
     }
@@ -178,7 +185,7 @@ export class Scheduler {
   create(input: ScheduleInput, origin?: unknown): ScheduleRow {
     const now = this.#o.clock.now();
     const prompt = checkPrompt(input.prompt);
-    const name = input.name == null ? nameFromPrompt(prompt) : checkName(input.name);
+    const name = input.name == null ? null : checkName(input.name);
     const timezone = input.timezone == null ? this.#defaultTimezone : checkTimezone(input.timezone);
     const when = this.#when(input.cron ?? null, input.at ?? null, timezone, now);
     if (!this.#o.conversationExists(input.conversationId)) {
@@ -195,12 +202,13 @@ export class Scheduler {
       next_run_at: nextOccurrence({ ...when, timezone }, now),
       last_run_at: null,
       last_status: null,
+      in_flight: false,
       created_at: now,
     };
     if (!this.#o.store.insertBelow(row, this.#max)) {
       throw new ScheduleError("bad_request", `A server holds at most ${this.#max} schedules`);
     }
-    this.#emit(row, false, origin);
+    this.#emit(row, { created: true, origin });
     this.#arm();
     return row;
   }
@@ -210,21 +218,19 @@ export class Scheduler {
     const current = this.get(id);
     const now = this.#o.clock.now();
     const change: ScheduleChange = {};
-    if (patch.name !== undefined) change.name = checkName(patch.name);
+    if (patch.name !== undefined) change.name = patch.name === null ? null : checkName(patch.name);
     if (patch.prompt !== undefined) change.prompt = checkPrompt(patch.prompt);
     if (patch.timezone !== undefined) change.timezone = checkTimezone(patch.timezone);
     const timezone = change.timezone ?? current.timezone;
     const timing = patch.cron !== undefined || patch.at !== undefined || change.timezone !== undefined;
     const enabled = patch.enabled ?? current.enabled;
     if (timing || (enabled && !current.enabled)) {
-      // The timing as it will be, checked as a whole: cron or at, not both, not neither.
-      const cron = patch.cron !== undefined ? patch.cron : current.cron;
-      const at =
-        patch.at !== undefined ? patch.at : current.at === null ? null : new Date(current.at).toISOString();
-      const when = enabled
-        ? this.#when(cron, at, timezone, now)
-        : this.#when(cron, at, timezone, Number.NEGATIVE_INFINITY);
-      Object.assign(change, when);
+      // The trigger as it will be, checked as a whole: the one given replaces both, else the current one.
+      const given = patch.cron !== undefined || patch.at !== undefined;
+      const cron = given ? (patch.cron ?? null) : current.cron;
+      const at = given ? (patch.at ?? null) : current.at === null ? null : new Date(current.at).toISOString();
+      // A disabled schedule may keep a time in the past; enabling it needs a future one.
+      Object.assign(change, this.#when(cron, at, timezone, enabled ? now : Number.NEGATIVE_INFINITY));
     }
     change.enabled = enabled;
     const merged = { ...current, ...change };
@@ -238,7 +244,7 @@ export class Scheduler {
   delete(id: string, origin?: unknown): ScheduleRow {
     const row = this.#o.store.delete(id);
     if (!row) throw new ScheduleError("not_found", "No such schedule");
-    this.#emit(row, true, origin);
+    this.#emit(row, { deleted: true, origin });
     this.#arm();
     return row;
   }
@@ -246,7 +252,7 @@ export class Scheduler {
   /** Delete every schedule of a conversation (the conversation is being deleted). */
   deleteForConversation(conversationId: string): ScheduleRow[] {
     const rows = this.#o.store.deleteForConversation(conversationId);
-    for (const row of rows) this.#emit(row, true);
+    for (const row of rows) this.#emit(row, { deleted: true });
     if (rows.length > 0) this.#arm();
     return rows;
   }
@@ -296,7 +302,7 @@ export class Scheduler {
     }
     const fired = this.#change(row.id, {
       last_run_at: now,
-      last_status: "running",
+      in_flight: true,
       next_run_at: next,
       enabled: row.cron !== null, // a one-shot schedule stays listed, disabled
     });
@@ -314,12 +320,12 @@ export class Scheduler {
         try {
           if (outcome === "gone") {
             const gone = this.#o.store.delete(row.id);
-            if (gone) this.#emit(gone, true);
+            if (gone) this.#emit(gone, { deleted: true });
           } else {
-            this.#change(row.id, { last_status: outcome });
+            this.#change(row.id, { last_status: outcome, in_flight: false });
           }
         } catch (err) {
-          // The store closed first (shutdown): the row stays `running` and the next start
+          // The store closed first (shutdown): the row stays in flight and the next start
           // records it `failed`, as for a crash.
           if (!this.#closed)
             this.#o.log.error({ err, schedule: row.id }, "scheduled run outcome not recorded");
@@ -329,13 +335,14 @@ export class Scheduler {
 
   #change(id: string, change: ScheduleChange, origin?: unknown): ScheduleRow | undefined {
     const row = this.#o.store.update(id, change);
-    if (row) this.#emit(row, false, origin);
+    if (row) this.#emit(row, { origin });
     return row;
   }
 
-  #emit(row: ScheduleRow, deleted: boolean, origin?: unknown): void {
+  #emit(row: ScheduleRow, how: { deleted?: boolean; created?: boolean; origin?: unknown } = {}): void {
+    const change = { schedule: row, deleted: false, created: false, origin: undefined, ...how };
     try {
-      this.#o.changed?.(row, deleted, origin);
+      this.#o.changed?.(change);
     } catch (err) {
       this.#o.log.error({ err, schedule: row.id }, "schedule change listener failed");
     }

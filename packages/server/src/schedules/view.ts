@@ -1,25 +1,11 @@
-import type { ScheduleRow, ScheduleStatus } from "../store/schedules.js";
+import type { Schedule } from "@pheby/protocol";
+import type { ScheduleRow } from "../store/schedules.js";
 import { iso } from "../util/time.js";
-
-/** A schedule as clients and the agent's tools see it (times ISO-8601 UTC). */
-export interface ScheduleView {
-  schedule_id: string;
-  conversation_id: string;
-  name: string;
-  prompt: string;
-  cron: string | null;
-  at: string | null;
-  timezone: string;
-  enabled: boolean;
-  next_run_at: string | null;
-  last_run_at: string | null;
-  last_status: ScheduleStatus | null;
-}
 
 const isoOrNull = (ms: number | null) => (ms === null ? null : iso(ms));
 
-/** The wire form of a schedule row. */
-export function scheduleView(row: ScheduleRow): ScheduleView {
+/** The wire form of a schedule row, as every `schedules` message and the agent's tools carry it. */
+export function scheduleView(row: ScheduleRow): Schedule {
   return {
     schedule_id: row.id,
     conversation_id: row.conversation_id,

@@ -1,5 +1,6 @@
 import {
   CLOSE_CODES,
+  type ClientMessage,
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
@@ -108,11 +109,13 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
-    const decoded = decodeClientFrame(data);
     if (!this.principal) {
-      this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
+      const hello = decodeClientFrame(data);
+      this.#hello(hello.ok ? hello.message : undefined, hello.ok ? undefined : hello.error);
       return;
     }
+    // A request of a feature this connection did not enable is unknown_type; its fields are dropped.
+    const decoded = decodeClientFrame(data, { features: [...this.features] });
     if (!decoded.ok) {
       this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
       this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
@@ -145,7 +148,7 @@ export class PeerSession implements Peer {
   }
 
   /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
-  async #dispatch(msg: V1ClientMessage): Promise<void> {
+  async #dispatch(msg: ClientMessage): Promise<void> {
     const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
     const requestId = msg.request_id;
     if ("error" in answer) {

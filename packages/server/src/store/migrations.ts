@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
+import { SCHEDULES_MIGRATION } from "./schedules.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2) and attachments (v3) were added as later steps.
+ * Settings (v2), attachments (v3) and schedules (v4) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -90,6 +91,8 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
   CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
+  // v4 (issue 22): scheduled prompts (store/schedules.ts).
+  SCHEDULES_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

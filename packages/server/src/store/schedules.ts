@@ -1,27 +1,27 @@
 import type Database from "better-sqlite3";
 
 /**
- * Migration step of the `schedules` table (issue 22). Wired into `MIGRATIONS` at merge time,
- * after the steps of the other extensions landing at the same time.
+ * Migration step of the `schedules` table (issue 22): appended to `MIGRATIONS` in `migrations.ts`.
  *
  * Exactly one of `cron` / `at` is set (CHECK). Times are epoch ms. A one-shot schedule that ran
- * keeps its row with `enabled = 0` until it is deleted. `last_status` is the outcome of the
- * latest run (`running` while it is in flight), or `missed` for an occurrence skipped because
- * the server was down for longer than the grace.
+ * keeps its row with `enabled = 0` until it is deleted. `last_status` is how the latest finished
+ * run ended; `in_flight` marks a fired run that has not ended yet, so a restart can record it
+ * `failed` (the server stopped during it) like the runs table does.
  */
 export const SCHEDULES_MIGRATION = `
   CREATE TABLE schedules (
     id              TEXT PRIMARY KEY,      -- 32 hex, the wire schedule_id
     conversation_id TEXT NOT NULL REFERENCES conversations (id),
-    name            TEXT NOT NULL,
+    name            TEXT,                  -- null: none given
     prompt          TEXT NOT NULL,
     cron            TEXT,                  -- five-field expression, evaluated in timezone
     at              INTEGER,               -- one-shot time
     timezone        TEXT NOT NULL,         -- IANA name
     enabled         INTEGER NOT NULL CHECK (enabled IN (0, 1)),
     next_run_at     INTEGER,               -- null when disabled or never due again
-    last_run_at     INTEGER,
-    last_status     TEXT CHECK (last_status IN ('running', 'completed', 'cancelled', 'failed', 'missed')),
+    last_run_at     INTEGER,               -- when the latest run started
+    last_status     TEXT CHECK (last_status IN ('completed', 'cancelled', 'failed')),
+    in_flight       INTEGER NOT NULL DEFAULT 0 CHECK (in_flight IN (0, 1)),
     created_at      INTEGER NOT NULL,
     CHECK ((cron IS NULL) <> (at IS NULL))
   );
@@ -29,14 +29,14 @@ export const SCHEDULES_MIGRATION = `
   CREATE INDEX schedules_due ON schedules (next_run_at) WHERE enabled = 1;
 `;
 
-/** How a schedule's latest run went. */
-export type ScheduleStatus = "running" | "completed" | "cancelled" | "failed" | "missed";
+/** How a schedule's latest finished run ended (a run's `run.finished.status`). */
+export type ScheduleStatus = "completed" | "cancelled" | "failed";
 
 /** A schedule row (times in epoch ms, `enabled` as a boolean). */
 export interface ScheduleRow {
   id: string;
   conversation_id: string;
-  name: string;
+  name: string | null;
   prompt: string;
   cron: string | null;
   at: number | null;
@@ -45,15 +45,21 @@ export interface ScheduleRow {
   next_run_at: number | null;
   last_run_at: number | null;
   last_status: ScheduleStatus | null;
+  /** A fired run has not ended yet. */
+  in_flight: boolean;
   created_at: number;
 }
 
 /** The fields a change may set. */
 export type ScheduleChange = Partial<Omit<ScheduleRow, "id" | "conversation_id" | "created_at">>;
 
-type Raw = Omit<ScheduleRow, "enabled"> & { enabled: number };
+type Raw = Omit<ScheduleRow, "enabled" | "in_flight"> & { enabled: number; in_flight: number };
 
-const fromRaw = (raw: Raw): ScheduleRow => ({ ...raw, enabled: raw.enabled === 1 });
+const fromRaw = (raw: Raw): ScheduleRow => ({
+  ...raw,
+  enabled: raw.enabled === 1,
+  in_flight: raw.in_flight === 1,
+});
 
 const COLUMNS = new Set<keyof ScheduleChange>([
   "name",
@@ -65,6 +71,7 @@ const COLUMNS = new Set<keyof ScheduleChange>([
   "next_run_at",
   "last_run_at",
   "last_status",
+  "in_flight",
 ]);
 
 /** Typed queries of the `schedules` table. Synchronous, like the rest of the store. */
@@ -74,10 +81,10 @@ export class ScheduleStore {
   insert(row: ScheduleRow): void {
     this.db
       .prepare(
-        `INSERT INTO schedules (id, conversation_id, name, prompt, cron, at, timezone, enabled, next_run_at, last_run_at, last_status, created_at)
-         VALUES (@id, @conversation_id, @name, @prompt, @cron, @at, @timezone, @enabled, @next_run_at, @last_run_at, @last_status, @created_at)`,
+        `INSERT INTO schedules (id, conversation_id, name, prompt, cron, at, timezone, enabled, next_run_at, last_run_at, last_status, in_flight, created_at)
+         VALUES (@id, @conversation_id, @name, @prompt, @cron, @at, @timezone, @enabled, @next_run_at, @last_run_at, @last_status, @in_flight, @created_at)`,
       )
-      .run({ ...row, enabled: row.enabled ? 1 : 0 });
+      .run({ ...row, enabled: row.enabled ? 1 : 0, in_flight: row.in_flight ? 1 : 0 });
   }
 
   get(id: string): ScheduleRow | undefined {
@@ -165,14 +172,14 @@ export class ScheduleStore {
     return row.at;
   }
 
-  /** Runs left `running` by a crash or shutdown are recorded `failed`; returns the rows changed. */
+  /** Runs a crash or shutdown left in flight are recorded `failed`; returns the rows changed. */
   failInterrupted(): ScheduleRow[] {
     return this.db.transaction(() => {
-      const rows = (
-        this.db.prepare("SELECT * FROM schedules WHERE last_status = 'running'").all() as Raw[]
-      ).map(fromRaw);
-      this.db.prepare("UPDATE schedules SET last_status = 'failed' WHERE last_status = 'running'").run();
-      return rows.map((r) => ({ ...r, last_status: "failed" as const }));
+      const rows = (this.db.prepare("SELECT * FROM schedules WHERE in_flight = 1").all() as Raw[]).map(
+        fromRaw,
+      );
+      this.db.prepare("UPDATE schedules SET in_flight = 0, last_status = 'failed' WHERE in_flight = 1").run();
+      return rows.map((r) => ({ ...r, in_flight: false, last_status: "failed" as const }));
     })();
   }
 }

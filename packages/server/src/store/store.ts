@@ -4,6 +4,7 @@ import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { AttachmentRows } from "./attachments.js";
 import { migrate } from "./migrations.js";
+import { ScheduleStore } from "./schedules.js";
 import { SettingsStore } from "./settings.js";
 
 /** A conversation row (timestamps in ms). */
@@ -54,6 +55,8 @@ export class Store {
   readonly settings: SettingsStore;
   /** The attachment index (migration v3). */
   readonly attachments: AttachmentRows;
+  /** Scheduled prompts (migration v4). */
+  readonly schedules: ScheduleStore;
 
   constructor(dataDir: string) {
     mkdirSync(dataDir, { recursive: true });
@@ -68,6 +71,7 @@ export class Store {
     migrate(this.db);
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
+    this.schedules = new ScheduleStore(this.db);
   }
 
   // ---- conversations ----
