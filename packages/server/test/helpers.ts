@@ -7,7 +7,7 @@ import { Writable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { PhebyClient, type PhebyClientOptions, type WebSocketLike } from "@pheby/client";
-import { ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
+import { checkFeatures, ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
 import { WebSocket } from "ws";
@@ -242,6 +242,8 @@ export class RawClient {
   readonly closed: Promise<{ code: number; reason: string }>;
   #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
   #seen = 0;
+  /** What `ready.features` enabled: every later frame must fit them (v1 byte for byte without). */
+  features: string[] = [];
 
   private constructor(readonly socket: ClientSocket) {
     // Both kinds have the WHATWG event API (ws's text frames arrive as strings there).
@@ -256,6 +258,9 @@ export class RawClient {
       this.raw.push(String(event.data));
       const msg = validate(String(event.data));
       if (!msg) return;
+      const misfit = msg.type === "ready" ? undefined : checkFeatures(msg, this.features);
+      if (misfit) violations.push({ raw: String(event.data).slice(0, 200), error: misfit.message });
+      if (msg.type === "ready") this.features = msg.features ?? [];
       this.frames.push(msg);
       for (const w of [...this.#waiters]) {
         if (w.pred(msg)) {
@@ -293,10 +298,14 @@ export class RawClient {
     return client;
   }
 
-  /** Open a connection and complete the handshake. */
-  static async connect(wsUrl: string, options: Parameters<typeof RawClient.open>[1] = {}) {
+  /** Open a connection and complete the handshake, asking for `features` when given. */
+  static async connect(
+    wsUrl: string,
+    options: Parameters<typeof RawClient.open>[1] & { features?: string[] } = {},
+  ) {
     const client = await RawClient.open(wsUrl, options);
-    client.send({ type: "hello", secret: SECRET, protocol_version: 1 });
+    const { features } = options;
+    client.send({ type: "hello", secret: SECRET, protocol_version: 1, ...(features ? { features } : {}) });
     await client.next("ready");
     return client;
   }

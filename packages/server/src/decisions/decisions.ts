@@ -48,8 +48,8 @@ interface Kind<W> {
   requested(wire: W): ServerMessage;
   /** The broadcast telling clients a question was withdrawn. */
   withdrawn(id: string): ServerMessage;
-  /** The notice of an expired question, given how long the agent waited. */
-  expiredNotice(seconds: number): string;
+  /** The notice of an expired question. */
+  expiredNotice: string;
 }
 
 /**
@@ -109,14 +109,13 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
   #expire(id: string): void {
     const entry = this.#entries.get(id);
     if (!entry || entry.expiresAt === null) return;
-    const waited = Math.round((entry.expiresAt - Date.parse(entry.wire.ts)) / 1000);
     this.answer(id, EXPIRED as A, this.kind.withdrawn(id));
     this.outbox.publish({
       message: {
         type: "message.complete",
         conversation_id: entry.wire.conversation_id,
         message_id: `notice-${newId()}`,
-        text: this.kind.expiredNotice(waited),
+        text: this.kind.expiredNotice,
         kind: "notice",
         ts: iso(this.clock.now()),
       },
@@ -177,8 +176,7 @@ export class Decisions {
         choice: "deny",
         accepted: false,
       }),
-      expiredNotice: (s) =>
-        `The approval expired unanswered: the agent stopped waiting after ${s} s and treated it as denied.`,
+      expiredNotice: "The approval expired unanswered: the agent stopped waiting and treated it as denied.",
     });
     this.#clarifications = new Gate(deps.outbox, deps.clock, {
       requested: (wire: PendingClarification) => ({ type: "clarify.request", ...wire }),
@@ -187,8 +185,7 @@ export class Decisions {
         clarify_id,
         accepted: false,
       }),
-      expiredNotice: (s) =>
-        `The question expired unanswered after ${s} s: the agent carries on without an answer.`,
+      expiredNotice: "The question expired unanswered: the agent carries on without an answer.",
     });
   }
 
