@@ -44,6 +44,12 @@ export interface PhebyClientOptions {
    * client stitches them, and `message.delta` handlers receive the cumulative text, as in v1.
    */
   appendDeltas?: boolean;
+  /**
+   * Other Pheby extensions to ask for, e.g. `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. The server enables
+   * those it supports ({@link PhebyClient.features}); their requests then work through `request()`
+   * and their events reach `on()` handlers. Default none.
+   */
+  features?: readonly string[];
 }
 
 /** A frame the server sent that `@pheby/protocol` rejects. */
@@ -308,7 +314,7 @@ export class PhebyClient {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
-        ...(this.options.appendDeltas === false ? {} : { features: [FEATURE_DELTA_APPEND] }),
+        ...helloFeatures(this.options),
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
@@ -455,4 +461,13 @@ export class PhebyClient {
       });
     }, interval);
   }
+}
+
+/** `hello.features`: append deltas unless turned off, and the extensions asked for (absent when none). */
+function helloFeatures(options: PhebyClientOptions): { features?: string[] } {
+  const features = [
+    ...(options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+    ...(options.features ?? []).filter((f) => f !== FEATURE_DELTA_APPEND),
+  ];
+  return features.length > 0 ? { features } : {};
 }

@@ -168,8 +168,8 @@ async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: 
   const core = createServerCore({
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
-    agentTools: { command: MCP_COMMAND },
     ...options,
+    agentTools: { command: MCP_COMMAND, ...options.agentTools },
     dataDir,
   });
   const transport = new MemoryTransport(core.sessions);
@@ -208,8 +208,8 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const server = createPhebyServer({
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
-    agentTools: { command: MCP_COMMAND },
     ...serverOptions,
+    agentTools: { command: MCP_COMMAND, ...serverOptions.agentTools },
     dataDir,
   });
   const info = await server.listen({ port: 0, host: "127.0.0.1" });

@@ -2,7 +2,7 @@
  * Hermes facts Pheby relies on (agent/acp/hermes.ts) and how an MCP call finds its session
  * (agent/acp/mcp-caller.ts). The live checks are in test/agents/hermes.test.ts.
  */
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import {
   hermesDeleteCommand,
   isHermes,
@@ -10,7 +10,10 @@ import {
   providersOfPrefixedModels,
   runCommand,
 } from "../../src/agent/acp/hermes.js";
-import { callerOf } from "../../src/agent/acp/mcp-caller.js";
+import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
+import { callerOf } from "../../src/agent/acp/mcp.js";
+import type { AgentBackend } from "../../src/agent/port.js";
+import { FAKE_AGENT_COMMAND, fakeAgentDir, RecordingHost, RecordingSink, turnInput } from "./harness.js";
 
 describe("Hermes over ACP", () => {
   it("is recognised by its agentInfo name", () => {
@@ -139,5 +142,113 @@ describe("the session of an MCP call", () => {
     expect(callerOf([turn("a", [{ name: "ask_user", args: { other: 1 } }]), turn("b")], call)).toBe("a");
     expect(callerOf([turn("a", [{ name: "ask_user" }]), turn("b", [{ name: "ask_user" }])], call)).toBeNull();
     expect(callerOf([turn("a", [{ name: "ask_user", ended: true }]), turn("b")], call)).toBeNull();
+  });
+});
+
+describe("the ACP backend with an agent that says it is Hermes (scripted)", () => {
+  const backends: AgentBackend[] = [];
+  afterEach(async () => {
+    for (const b of backends.splice(0)) await b.close();
+  });
+
+  /** The fake agent as Hermes 0.19: its name, no session/delete or close over ACP, `provider:model` models. */
+  async function hermesLike(extra: Partial<AcpBackendOptions> = {}) {
+    const fake = fakeAgentDir();
+    const backend = createAcpBackend({
+      command: [...FAKE_AGENT_COMMAND, "acp"],
+      cwd: fake.dir,
+      env: {
+        ...fake.env,
+        FAKE_NAME: "hermes-agent",
+        FAKE_MODELS: "hermes",
+        FAKE_CAPS: JSON.stringify({ sessionCapabilities: { list: {}, resume: {} } }),
+      },
+      allowedFileRoots: [],
+      ...extra,
+    });
+    backends.push(backend);
+    await backend.start(new RecordingHost());
+    await backend.ensureReady();
+    return { fake, backend };
+  }
+
+  it("groups its models by provider, keeping the whole IDs", async () => {
+    const { backend } = await hermesLike();
+    const catalogue = await backend.catalogue!();
+    expect(catalogue.providers).toEqual([
+      { slug: "custom", name: "Custom endpoint", models: ["custom:fake-model"] },
+      {
+        slug: "openrouter",
+        name: "OpenRouter",
+        models: ["openrouter:qwen/qwen3:free", "openrouter:anthropic/claude-sonnet-4"],
+      },
+    ]);
+    expect(catalogue.defaultModel).toEqual({ model: "custom:fake-model", provider: "custom" });
+  });
+
+  it("deletes a session with `<command> sessions delete -y <id>`, and never opens it again", async () => {
+    const { fake, backend } = await hermesLike();
+    expect(backend.capabilities.deleteSession).toBe(true);
+    const { sessionId } = await backend.createSession("c");
+    expect(
+      await backend.prompt(
+        turnInput(sessionId, "echo hi"),
+        new RecordingSink(),
+        new AbortController().signal,
+      ),
+    ).toEqual({
+      status: "completed",
+    });
+    await backend.deleteSession!(sessionId);
+    expect(fake.calls("cli sessions delete")).toEqual([
+      { method: "cli sessions delete", params: { sessionId } },
+    ]);
+    // Gone from the agent's store (the fake's list reads it), and refused from now on.
+    expect((await backend.listSessions!()).map((s) => s.sessionId)).not.toContain(sessionId);
+    expect(
+      await backend.prompt(
+        turnInput(sessionId, "echo again"),
+        new RecordingSink(),
+        new AbortController().signal,
+      ),
+    ).toEqual({
+      status: "failed",
+      error: "this conversation's agent session was deleted",
+    });
+    await expect(backend.loadHistory!(sessionId)).rejects.toThrow("was deleted");
+    expect(fake.calls("session/prompt")).toHaveLength(1);
+    expect(fake.calls("session/load")).toEqual([]);
+  });
+
+  it("reports a failed delete command", async () => {
+    const { backend } = await hermesLike();
+    await expect(backend.deleteSession!("no-such-session")).rejects.toThrow(
+      "exited with code 1: Session 'no-such-session' not found.",
+    );
+  });
+
+  it("a Hermes approval expires a second before Hermes's own 60 s", async () => {
+    const { backend } = await hermesLike();
+    const { sessionId } = await backend.createSession("c");
+    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+    await backend.prompt(turnInput(sessionId, "permission"), sink, new AbortController().signal);
+    expect(sink.of("permission")[0]?.question.expiresInMs).toBe(59_000);
+  });
+
+  it("other agents' approvals have no expiry Pheby knows of", async () => {
+    const fake = fakeAgentDir();
+    const backend = createAcpBackend({
+      command: FAKE_AGENT_COMMAND,
+      cwd: fake.dir,
+      env: fake.env,
+      allowedFileRoots: [],
+    });
+    backends.push(backend);
+    await backend.start(new RecordingHost());
+    const { sessionId } = await backend.createSession("c");
+    const sink = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
+    await backend.prompt(turnInput(sessionId, "permission"), sink, new AbortController().signal);
+    expect(sink.of("permission")[0]?.question.expiresInMs).toBeUndefined();
+    expect(backend.capabilities.deleteSession).toBe(true); // the fake advertises session/delete
   });
 });

@@ -22,6 +22,12 @@ export function isHermes(init: acp.InitializeResponse | null | undefined): boole
 export const HERMES_APPROVAL_TIMEOUT_MS = 60_000;
 
 /**
+ * When Pheby lets a Hermes approval expire: one second before Hermes's deadline, counted from when
+ * the request reached Pheby, so an answer Pheby accepts still reaches Hermes in time.
+ */
+export const HERMES_APPROVAL_EXPIRES_MS = HERMES_APPROVAL_TIMEOUT_MS - 1_000;
+
+/**
  * Hermes's timeout of one MCP tool call (tools/mcp_tool.py `_DEFAULT_TOOL_TIMEOUT`): an MCP server
  * passed over ACP has no way to set its own `timeout`.
  */

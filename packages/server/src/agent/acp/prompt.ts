@@ -26,6 +26,9 @@ export async function prompt(
   signal: AbortSignal,
 ): Promise<TurnResult> {
   if (signal.aborted) return { status: "cancelled" };
+  if (state.deleted.has(input.sessionId)) {
+    return { status: "failed", error: "this conversation's agent session was deleted" };
+  }
   const session = state.session(input.sessionId);
   // The server may report a cancelled run finished before the agent has stopped it (its cancel grace);
   // the next prompt then waits for the agent, which stops or is killed within cancelTimeoutMs.
@@ -87,7 +90,7 @@ async function runTurn(
     signal.addEventListener("abort", onAbort, { once: true });
     const response = await proc.request<acp.PromptResponse>(
       "session/prompt",
-      { sessionId: session.id, prompt: blocks },
+      { sessionId: session.id, prompt: blocks, ...(input.meta ? { _meta: input.meta } : {}) },
       null,
     );
     if (turn.cancelled) return { status: "cancelled" };
