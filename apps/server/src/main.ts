@@ -122,6 +122,15 @@ async function main(): Promise<void> {
       windowMs: config.lockout_window_seconds * 1000,
       durationMs: config.lockout_duration_seconds * 1000,
     },
+    schedules: {
+      missedGraceMs: config.schedules.missed_grace_seconds * 1000,
+      ...(config.schedules.timezone ? { timezone: config.schedules.timezone } : {}),
+    },
+    agentTools: {
+      enabled: config.agent.mcp.enabled,
+      tools: config.agent.mcp.tools,
+      askTimeoutMs: config.agent.mcp.ask_timeout_seconds * 1000,
+    },
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails
