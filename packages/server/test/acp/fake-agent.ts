@@ -441,7 +441,10 @@ const SCRIPTS: Record<string, Script> = {
       return done();
     }
     let client = mcpClients.get(params.sessionId);
-    if (!client) mcpClients.set(params.sessionId, (client = McpClient.launch(server)));
+    if (!client) {
+      client = McpClient.launch(server);
+      mcpClients.set(params.sessionId, client);
+    }
     const mcp = await client;
     const [tool = "", ...rest] = args;
     if (tool === "list") {
