@@ -7,6 +7,7 @@ import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
+import { schedule } from "./commands/schedule.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
@@ -25,6 +26,7 @@ export const COMMANDS: readonly Command[] = [
   model,
   reasoning,
   yolo,
+  schedule,
   conformance,
 ];
 
@@ -89,7 +91,11 @@ export async function main(argv: string[], io: Io): Promise<number> {
       io,
       server,
       async connect(options = {}) {
-        const client = new PhebyClient({ ...server(), reconnect: options.reconnect ? {} : false });
+        const client = new PhebyClient({
+          ...server(),
+          reconnect: options.reconnect ? {} : false,
+          ...(options.features ? { features: options.features } : {}),
+        });
         clients.push(client);
         await client.connect();
         return client;
