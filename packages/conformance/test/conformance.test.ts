@@ -101,6 +101,30 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.schedules when a proxy stamps the requester's request_id on every copy, quoting it", async () => {
+      // The other connections' schedule.changed must carry no request_id.
+      let last = "";
+      const proxy = await brokenProxy(server.url, (f) => {
+        const m = JSON.parse(f) as { type: string; request_id?: string };
+        if (m.request_id) last = m.request_id;
+        return m.type === "schedule.changed" && !m.request_id
+          ? JSON.stringify({ ...m, request_id: last })
+          : f;
+      });
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.schedules"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "schedule.changed" } });
+        expect(check!.reason).toContain("not the creation's broadcast");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails a check that receives a frame @pheby/protocol rejects, quoting it", async () => {
       // pong's ts must be an ISO-8601 timestamp; this proxy breaks it on the way through.
       const proxy = await brokenProxy(server.url, (f) =>
