@@ -1,10 +1,12 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
+import { FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { h, replace } from "./dom.js";
+import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
 
@@ -94,7 +96,13 @@ function describe(err: unknown): string {
 }
 
 async function connect(url: string, secret: string): Promise<void> {
-  const client = new PhebyClient({ url, secret, reconnect: { initialDelayMs: 250, maxDelayMs: 4000 } });
+  const client = new PhebyClient({
+    url,
+    secret,
+    reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
+    // Scheduled prompts and when questions expire, where the server offers them.
+    features: [FEATURE_SCHEDULES, FEATURE_EXPIRY],
+  });
   const offState = client.onState(setStatus);
   try {
     await client.connect();
@@ -167,11 +175,12 @@ function startApp(client: PhebyClient): void {
     runChanged: (runId) => composer.setRun(runId),
   });
   const settings = new SettingsBar(client, report);
+  const schedules = new SchedulesPanel(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
     "main",
     { class: "chat" },
-    h("div", { class: "chat-head" }, title, settings.el),
+    h("div", { class: "chat-head" }, title, settings.el, schedules.el),
     chat.el,
     composer.el,
   );
@@ -220,7 +229,7 @@ function startApp(client: PhebyClient): void {
       const snapshot = await client.request({ type: "conversation.open", conversation_id: id });
       if (current !== id) return;
       chat.reset(snapshot);
-      await settings.load(id);
+      await Promise.all([settings.load(id), schedules.load(id)]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
     }
@@ -235,6 +244,7 @@ function startApp(client: PhebyClient): void {
     title.textContent = "No conversation selected";
     composer.el.hidden = true;
     void settings.load(null);
+    void schedules.load(null);
   }
 
   async function refreshList(): Promise<void> {
@@ -302,6 +312,7 @@ function startApp(client: PhebyClient): void {
   client.on("model.changed", (m) => settings.changed(m));
   client.on("reasoning.changed", (m) => settings.changed(m));
   client.on("yolo.changed", (m) => settings.changed(m));
+  client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
 
   // After a reconnect the client re-opens the followed conversation: rebuild from that snapshot.
   client.onResync((snapshots) => {
@@ -310,6 +321,7 @@ function startApp(client: PhebyClient): void {
     if (snapshot) {
       chat.reset(snapshot);
       void settings.load(current);
+      void schedules.load(current);
     } else dropConversation(current);
   });
   client.onState((state) => {
