@@ -32,7 +32,7 @@ import { Scheduler, type Timers } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
-import { Store } from "./store/store.js";
+import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
 import { type Clock, systemClock } from "./util/time.js";
@@ -373,27 +373,22 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       return delivered;
     },
   });
+  /** A run the agent's output outside any turn starts, in the conversation of its session. */
+  const serverRun = (what: string, sessionId: string, start: (conv: ConversationRow) => Promise<unknown>) => {
+    const conv = store.conversationBySession(sessionId);
+    if (!conv) {
+      log.warn({ session: sessionId }, `${what} for an unknown session dropped`);
+      return;
+    }
+    start(conv).catch((err) => log.error({ err }, `${what} failed`));
+  };
   const host: AgentHost = {
-    unsolicited(message) {
-      const conv = store.conversationBySession(message.sessionId);
-      if (!conv) {
-        log.warn({ session: message.sessionId }, "unsolicited output for an unknown session dropped");
-        return;
-      }
-      runs.unsolicited(conv, message.text, message.kind).catch((err) => {
-        log.error({ err }, "unsolicited output failed");
-      });
-    },
-    wake(message) {
-      const conv = store.conversationBySession(message.sessionId);
-      if (!conv) {
-        log.warn({ session: message.sessionId }, "wake-up for an unknown session dropped");
-        return;
-      }
-      runs.wake(conv, message.text, message.meta).catch((err) => {
-        log.error({ err }, "wake-up run failed");
-      });
-    },
+    unsolicited: (message) =>
+      serverRun("unsolicited output", message.sessionId, (conv) =>
+        runs.unsolicited(conv, message.text, message.kind),
+      ),
+    wake: (message) =>
+      serverRun("wake-up", message.sessionId, (conv) => runs.wake(conv, message.text, message.meta)),
     tools: toolsEnabled
       ? {
           names: toolNames,

@@ -263,24 +263,28 @@ describe("the schedules extension", () => {
     expect(frames.find((f) => f.type === "message.complete")).toMatchObject({ text: "answer to scheduled" });
   });
 
-  it("survives a restart: listed again, and it fires at its time", async () => {
-    const clock = new ManualClock(T0);
+  /** A schedule made on a server that is then stopped: its data dir (for the next one), conversation and schedule. */
+  async function scheduledThenStopped(clock: ManualClock, trigger: Record<string, string>) {
     const dataDir = tempDir();
     const first = await startServer({ transport: "memory", clock, dataDir });
     const a = await RawClient.connect(first.wsUrl, { features: SCHEDULES });
     const conv = await createConversation(a);
     const { schedule } = await a.ok(
-      {
-        type: "schedule.create",
-        conversation_id: conv,
-        prompt: "after restart",
-        cron: "30 12 * * *",
-        timezone: "UTC",
-      },
+      { type: "schedule.create", conversation_id: conv, ...trigger },
       "schedule.created",
     );
     a.close();
     await first.close();
+    return { dataDir, conv, schedule };
+  }
+
+  it("survives a restart: listed again, and it fires at its time", async () => {
+    const clock = new ManualClock(T0);
+    const { dataDir, conv, schedule } = await scheduledThenStopped(clock, {
+      prompt: "after restart",
+      cron: "30 12 * * *",
+      timezone: "UTC",
+    });
     const second = await serve({ clock, dataDir });
     const b = await connect(second, SCHEDULES);
     expect((await b.ok({ type: "schedule.list" }, "schedule.snapshot")).schedules).toEqual([schedule]);
@@ -292,16 +296,7 @@ describe("the schedules extension", () => {
 
   it("runs an occurrence missed during downtime once at start, within the grace", async () => {
     const clock = new ManualClock(T0);
-    const dataDir = tempDir();
-    const first = await startServer({ transport: "memory", clock, dataDir });
-    const a = await RawClient.connect(first.wsUrl, { features: SCHEDULES });
-    const conv = await createConversation(a);
-    await a.ok(
-      { type: "schedule.create", conversation_id: conv, prompt: "tick", cron: "* * * * *" },
-      "schedule.created",
-    );
-    a.close();
-    await first.close();
+    const { dataDir, conv } = await scheduledThenStopped(clock, { prompt: "tick", cron: "* * * * *" });
     clock.t = T0 + 3 * 60 * 60_000 + 10_000; // three hours down: 180 missed, the latest 10 s ago
     const second = await serve({ clock, dataDir });
     const b = await connect(second, SCHEDULES);
