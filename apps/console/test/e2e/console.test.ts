@@ -179,7 +179,11 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
-    expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual(["delta.append", "schedules", "expiry"]);
+    expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
+      "delta.append",
+      "schedules",
+      "expiry",
+    ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");
   });
