@@ -2,16 +2,20 @@
 // process, configured only through the environment.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { PhebyClient } from "@pheby/client";
 import { CLOSE_CODES } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
 const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+/** The scripted ACP agent of @pheby/server's tests, run through that package's tsx. */
+const SERVER_PACKAGE = fileURLToPath(new URL("../../../packages/server/", import.meta.url));
+const FAKE_AGENT = `${process.execPath} --import ${pathToFileURL(createRequire(SERVER_PACKAGE).resolve("tsx")).href} ${join(SERVER_PACKAGE, "test/acp/fake-agent.ts")}`;
 const children: ChildProcess[] = [];
 
 afterEach(() => {
@@ -102,6 +106,53 @@ describe("pheby-server", () => {
     reader.close();
     again.child.kill("SIGTERM");
     expect(await again.exited).toBe(0);
+  });
+
+  it("offers its built MCP server (dist/mcp.js) to an ACP agent, with the tools its settings name", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-app-"));
+    const dataDir = join(work, "data");
+    const port = await freePort();
+    const secret = "app-test-secret-0123456789abcdef";
+    const app = start({
+      PHEBY_DATA_DIR: dataDir,
+      PHEBY_PORT: String(port),
+      PHEBY_SECRET: secret,
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: FAKE_AGENT,
+      PHEBY_AGENT_CWD: work,
+      PHEBY_AGENT_MCP_TOOLS: "schedule_create,schedule_list",
+      PHEBY_SCHEDULES_TIMEZONE: "Europe/Paris",
+      FAKE_STATE: join(work, "fake-agent.json"),
+    });
+    await app.listening;
+    const client = new PhebyClient({
+      url: `ws://127.0.0.1:${port}/ws`,
+      secret,
+      reconnect: false,
+      features: ["schedules"],
+    });
+    await client.connect();
+    const { conversation_id } = await client.request({ type: "conversation.create" });
+    const completes = new Map<string, string>();
+    client.on("message.complete", (m) => completes.set(m.message_id, m.text));
+    const chat = async (text: string) => {
+      const finished = client.next("run.finished");
+      const { run_id } = await client.request({ type: "chat.send", conversation_id, text });
+      expect(await finished).toMatchObject({ run_id, status: "completed" });
+      return completes.get(`draft-${run_id}`);
+    };
+    expect(await chat("mcp list")).toBe("schedule_create,schedule_list");
+    const heard = client.next("schedule.changed");
+    const made = await chat('mcp schedule_create {"prompt":"water the plants","cron":"0 7 * * *"}');
+    expect(JSON.parse(made!.replace(/^schedule_create -> /, ""))).toMatchObject({
+      conversation_id,
+      prompt: "water the plants",
+      timezone: "Europe/Paris",
+    });
+    expect((await heard).schedule).toMatchObject({ conversation_id, cron: "0 7 * * *" });
+    client.close();
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
   });
 
   it("takes its lockout from the environment: one failure locks the address for the configured second", async () => {

@@ -96,7 +96,7 @@ export function describePhebyTools(spec: PhebyToolsSpec): void {
       expect(text).toContain('{"answered":true,"answer":"production"}');
     });
 
-    it("schedule_create: the schedule fires and sends its prompt as a run nobody asked for", async () => {
+    it("schedule_create, _list, _delete: the schedule fires and sends its prompt as a run nobody asked for", async () => {
       const when = spec.cron
         ? { cron: "* * * * *", timezone: "UTC" }
         : { at: new Date(Date.now() + 20_000).toISOString() };
@@ -112,7 +112,20 @@ export function describePhebyTools(spec: PhebyToolsSpec): void {
       console.info(
         `scheduled run fired ${run.lateMs} ms after its time (${spec.cron ? "cron minute" : "at"})`,
       );
-      await p.client.request({ type: "schedule.delete", schedule_id: schedule.schedule_id });
+      // The agent lists and deletes it too.
+      const listed = await callTool("schedule_list", {});
+      expect(listed).toContain(`"schedule_id":"${schedule.schedule_id}"`);
+      expect(listed).toContain('"last_status":"completed"');
+      const deleted = await callTool("schedule_delete", { schedule_id: schedule.schedule_id });
+      expect(deleted).toContain('"deleted":{');
+      const gone = await p.waitFor(
+        "schedule.changed",
+        (m) => m.deleted && m.schedule.schedule_id === schedule.schedule_id,
+      );
+      expect(gone.schedule.conversation_id).toBe(conv);
+      expect((await p.client.request({ type: "schedule.list", conversation_id: conv })).schedules).toEqual(
+        [],
+      );
     });
 
     it("notify_user: a message of its own in the conversation, recorded in history", async () => {
