@@ -11,7 +11,7 @@ const LAYERS = [
   ["auth", "files", "store"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "settings", "schedules"],
+  ["attachments", "conversations", "decisions", "devices", "settings", "schedules"],
   ["runs", "mcp"],
   ["handlers"],
   ["session"],

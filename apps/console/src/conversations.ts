@@ -1,6 +1,6 @@
 // The conversation list: create, rename, delete, and live updates from other
 // clients (conversation.updated / renamed / deleted broadcasts).
-import { h, replace } from "./dom.js";
+import { confirmOnSecondClick, h, replace } from "./dom.js";
 
 /** What the list asks the app to do. */
 export interface ConversationActions {
@@ -91,19 +91,7 @@ export class ConversationList {
       input.focus();
       input.select();
     });
-    // Two clicks delete: the first arms the button for a few seconds.
-    del.addEventListener("click", () => {
-      if (del.dataset.armed) {
-        void this.actions.remove(id);
-        return;
-      }
-      del.dataset.armed = "true";
-      del.textContent = "Delete?";
-      setTimeout(() => {
-        delete del.dataset.armed;
-        del.textContent = "×";
-      }, 3000);
-    });
+    confirmOnSecondClick(del, "Delete?", () => void this.actions.remove(id));
     li.append(open, rename, del);
     return li;
   }

@@ -35,6 +35,30 @@ export function replace(parent: Node, ...children: Child[]): void {
   append(parent, ...children);
 }
 
+/**
+ * A destructive button that needs two clicks: the first arms it (showing `armedLabel`) for a few
+ * seconds, the second within that time runs `action`.
+ */
+export function confirmOnSecondClick(
+  button: HTMLButtonElement,
+  armedLabel: string,
+  action: () => void,
+): void {
+  const label = button.textContent ?? "";
+  button.addEventListener("click", () => {
+    if (button.dataset.armed) {
+      action();
+      return;
+    }
+    button.dataset.armed = "true";
+    button.textContent = armedLabel;
+    setTimeout(() => {
+      delete button.dataset.armed;
+      button.textContent = label;
+    }, 3000);
+  });
+}
+
 /** Human-readable byte size. */
 export function formatBytes(n: number): string {
   if (n < 1024) return `${n} B`;

@@ -1,10 +1,11 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
-import { FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
+import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
+import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
 import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
@@ -62,7 +63,7 @@ function showConnect(error?: string): void {
     { class: "connect", "data-testid": "connect-form" },
     h("h1", {}, "Pheby console"),
     h("label", {}, "Server WebSocket URL", url),
-    h("label", {}, "Secret", secret),
+    h("label", {}, "Secret (the master secret, or a device secret)", secret),
     button,
     message,
     h("p", { class: "hint" }, "The secret is kept in this tab's session storage only."),
@@ -100,8 +101,8 @@ async function connect(url: string, secret: string): Promise<void> {
     url,
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
-    // Scheduled prompts and when questions expire, where the server offers them.
-    features: [FEATURE_SCHEDULES, FEATURE_EXPIRY],
+    // Pairing and devices; scheduled prompts and when questions expire, where the server offers them.
+    features: [FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY],
   });
   const offState = client.onState(setStatus);
   try {
@@ -187,6 +188,19 @@ function startApp(client: PhebyClient): void {
   settings.el.hidden = true;
   composer.el.hidden = true;
 
+  const devices = new DevicesPanel(client, report);
+  const devicesButton = h(
+    "button",
+    {
+      type: "button",
+      class: "link",
+      "data-testid": "devices",
+      hidden: !client.features.includes(FEATURE_DEVICES),
+    },
+    "Devices",
+  );
+  devicesButton.addEventListener("click", () => void devices.show());
+  client.on("device.revoked", () => void devices.refresh());
   const signOut = h("button", { type: "button", class: "link" }, "Sign out");
   signOut.addEventListener("click", () => {
     forgetSecret();
@@ -214,8 +228,12 @@ function startApp(client: PhebyClient): void {
   drawerToggle.addEventListener("click", () => setDrawer(!layout.classList.contains("drawer-open")));
   backdrop.addEventListener("click", () => setDrawer(false));
   document.addEventListener("keydown", (event) => event.key === "Escape" && setDrawer(false));
-  layout.append(conversations.el, backdrop, main);
-  replace(root, h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, signOut), layout);
+  layout.append(conversations.el, backdrop, main, devices.el);
+  replace(
+    root,
+    h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, devicesButton, signOut),
+    layout,
+  );
 
   async function openConversation(id: string): Promise<void> {
     if (current && current !== id) client.unfollow(current);

@@ -1,6 +1,7 @@
 // pheby-server takes its configuration from the environment and YAML only; the command line
-// carries just --help and --version, so an operator who types `pheby-server --help` gets the
-// settings instead of a server started on its defaults.
+// carries just --help, --version and the operator commands (rotate-secret, devices), so an
+// operator who types `pheby-server --help` gets the settings instead of a server started on its
+// defaults.
 
 import { readFileSync } from "node:fs";
 import { PROTOCOL_VERSION } from "@pheby/protocol";
@@ -21,9 +22,14 @@ export function help(): string {
     ([name, path]) => `  ${name.padEnd(width)}  ${path.join(".")}`,
   );
   return [
-    "usage: pheby-server            start the server (configured by the environment and YAML)",
-    "       pheby-server --help     this text",
-    "       pheby-server --version  the version and the protocol version",
+    "usage: pheby-server                     start the server (configured by the environment and YAML)",
+    "       pheby-server --help              this text",
+    "       pheby-server --version           the version and the protocol version",
+    "       pheby-server rotate-secret       replace the generated secret (<data_dir>/secret) with a new",
+    "                                        one; restart the server to use it. Paired devices keep",
+    "                                        working: rotating the secret does not revoke them",
+    "       pheby-server devices [list]      the paired devices (phones) in the data directory",
+    "       pheby-server devices revoke-all  revoke every paired device at once",
     "",
     "With no settings it runs the simulator agent, keeps its data in ./.pheby-data and",
     "generates a secret there. Settings (environment variable, then its key in the YAML",
@@ -36,13 +42,24 @@ export function help(): string {
 }
 
 /** What the command line asks for; `unknown` carries the first argument not understood. */
-export type Invocation = { run: "server" } | { run: "help" | "version" } | { run: "unknown"; arg: string };
+export type Invocation =
+  | { run: "server" }
+  | { run: "help" | "version" }
+  | { run: "rotate-secret" }
+  | { run: "devices"; action: "list" | "revoke-all" }
+  | { run: "unknown"; arg: string };
 
 /** Reads `process.argv.slice(2)`. */
 export function parseArgs(args: readonly string[]): Invocation {
-  const [first] = args;
+  const [first, second, ...rest] = args;
   if (first === undefined) return { run: "server" };
   if (first === "--help" || first === "-h") return { run: "help" };
   if (first === "--version" || first === "-V") return { run: "version" };
-  return { run: "unknown", arg: first };
+  if (first === "rotate-secret" && second === undefined) return { run: "rotate-secret" };
+  if (first === "devices" && rest.length === 0) {
+    if (second === undefined || second === "list") return { run: "devices", action: "list" };
+    if (second === "revoke-all") return { run: "devices", action: "revoke-all" };
+  }
+  const unknown = first === "rotate-secret" || first === "devices" ? args.join(" ") : first;
+  return { run: "unknown", arg: unknown };
 }

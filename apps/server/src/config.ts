@@ -4,7 +4,7 @@
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
 import { delimiter, resolve } from "node:path";
-import { AGENT_TOOL_NAMES } from "@pheby/server";
+import { AGENT_TOOL_NAMES, isPublicWebSocketUrl } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -99,6 +99,18 @@ export const Config = z
     secret: z.string().min(16, "must be at least 16 characters").optional(),
     bind_host: nonEmpty.default("127.0.0.1"),
     port: int(0, 65_535).default(8620),
+    /**
+     * The WebSocket URL phones reach this server at (behind Caddy: wss://<host>/ws), written into
+     * pairing QR codes. Unset: pairing is refused with a message naming this setting.
+     */
+    public_url: z
+      .string()
+      .trim()
+      .refine(
+        isPublicWebSocketUrl,
+        "must be the WebSocket URL phones reach the server at, like wss://pheby.example.com/ws (ws:// or wss://, no credentials, query or fragment)",
+      )
+      .optional(),
     data_dir: nonEmpty.default(".pheby-data"),
     debug: bool.default(false),
     log_chat_content: bool.default(false),
@@ -152,6 +164,7 @@ export const ENV_NAMES = {
   PHEBY_SECRET: ["secret"],
   PHEBY_BIND_HOST: ["bind_host"],
   PHEBY_PORT: ["port"],
+  PHEBY_PUBLIC_URL: ["public_url"],
   PHEBY_DATA_DIR: ["data_dir"],
   PHEBY_DEBUG: ["debug"],
   PHEBY_LOG_CHAT_CONTENT: ["log_chat_content"],

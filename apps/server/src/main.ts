@@ -13,6 +13,7 @@ import { agentCommandProblem } from "./agent-check.js";
 import { help, parseArgs, version } from "./args.js";
 import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
+import { devicesCommand, rotateSecretCommand } from "./operator.js";
 import { resolveSecret } from "./secret.js";
 
 /** The agent's working directory: `agent.cwd`, else the server's. */
@@ -60,6 +61,17 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  if (invocation.run === "rotate-secret" || invocation.run === "devices") {
+    const io = {
+      out: (line: string) => process.stdout.write(`${line}\n`),
+      err: (line: string) => process.stderr.write(`${line}\n`),
+    };
+    process.exitCode =
+      invocation.run === "rotate-secret"
+        ? rotateSecretCommand(config, io)
+        : devicesCommand(invocation.action, config, io);
+    return;
+  }
   if (config.agent.kind === "acp") {
     const problem = agentCommandProblem(agentArgv(config.agent), agentCwd(config), {
       ...process.env,
@@ -106,6 +118,7 @@ async function main(): Promise<void> {
   const server = createPhebyServer({
     secret,
     dataDir: config.data_dir,
+    ...(config.public_url ? { publicUrl: config.public_url } : {}),
     agent,
     logger,
     logChatContent: config.log_chat_content,
@@ -153,6 +166,10 @@ async function main(): Promise<void> {
     },
     "pheby-server listening",
   );
+  if (!config.public_url)
+    logger.info(
+      "PHEBY_PUBLIC_URL is not set: pairing phones by QR code is off until it names the URL phones reach /ws at",
+    );
 
   let stopping = false;
   const stop = (signal: string) => {

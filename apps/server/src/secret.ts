@@ -1,5 +1,16 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 
 /**
@@ -25,4 +36,28 @@ export function resolveSecret(
   writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: "wx" });
   chmodSync(file, 0o600);
   return { secret, file };
+}
+
+/**
+ * Replace the generated secret in `<dataDir>/secret` with a new 256-bit one (mode 0600), atomically:
+ * written to a temp file, fsynced, then renamed over the old one. A running server keeps the secret
+ * it read at start until it restarts. Returns the file's path (never the secret), or undefined when
+ * there is no generated secret to replace (the server's secret is configured, or it never started).
+ */
+export function rotateSecret(dataDir: string): string | undefined {
+  const file = join(dataDir, "secret");
+  if (!existsSync(file)) return undefined;
+  const temp = `${file}.new`;
+  rmSync(temp, { force: true }); // left by an interrupted rotation
+  const fd = openSync(temp, "wx", 0o600);
+  try {
+    writeFileSync(fd, `${randomBytes(32).toString("hex")}\n`);
+    // On disk before the rename: a power cut must not leave an empty secret file behind.
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  chmodSync(temp, 0o600);
+  renameSync(temp, file);
+  return file;
 }

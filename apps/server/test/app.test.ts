@@ -1,13 +1,13 @@
 // pheby-server as an operator runs it: the built dist/main.js in a child
 // process, configured only through the environment.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { PhebyClient } from "@pheby/client";
+import { PhebyClient, pairDevice } from "@pheby/client";
 import { CLOSE_CODES } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -238,6 +238,96 @@ describe("pheby-server", () => {
     expect(unknown.stderr).toContain('unknown argument "--port=9000"');
     // None of them started a server: no data directory, no generated secret.
     expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
+  });
+
+  it("pairs a phone through PHEBY_PUBLIC_URL; devices revoke-all offline refuses its secret, rotating the secret does not", async () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pheby-devices-"));
+    const dataDir = join(cwd, "data");
+    const port = await freePort();
+    const publicUrl = `ws://127.0.0.1:${port}/ws`;
+    const env = { PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port), PHEBY_PUBLIC_URL: publicUrl };
+    const app = start(env);
+    await app.listening;
+    const secret = readFileSync(join(dataDir, "secret"), "utf8").trim();
+    const owner = new PhebyClient({ url: publicUrl, secret, reconnect: false, features: ["devices"] });
+    await owner.connect();
+    const { uri } = await owner.createPairing("Pixel 9");
+    const phone = await pairDevice(uri);
+    expect(phone.url).toBe(publicUrl);
+    owner.close();
+    expect(app.output()).toContain(phone.deviceId);
+    expect(app.output()).not.toContain(phone.deviceSecret);
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH ?? "", ...env },
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+    // Rotating the master secret leaves the device alone.
+    expect(run(["rotate-secret"]).status).toBe(0);
+    const listed = run(["devices"]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toMatch(new RegExp(`^${phone.deviceId}  paired \\S+  never seen  Pixel 9$`, "m"));
+    const again = start(env);
+    await again.listening;
+    const device = new PhebyClient({ url: publicUrl, secret: phone.deviceSecret, reconnect: false });
+    await device.connect();
+    device.close();
+    again.child.kill("SIGTERM");
+    expect(await again.exited).toBe(0);
+
+    const revoked = run(["devices", "revoke-all"]);
+    expect(revoked.status).toBe(0);
+    expect(revoked.stdout).toContain("Revoked 1 device.");
+    expect(run(["devices"]).stdout).toContain("No paired devices.");
+    const third = start(env);
+    await third.listening;
+    const refused = new PhebyClient({ url: publicUrl, secret: phone.deviceSecret, reconnect: false });
+    await expect(refused.connect()).rejects.toMatchObject({ code: "unauthorized" });
+    third.child.kill("SIGTERM");
+    expect(await third.exited).toBe(0);
+  });
+
+  it("rotates the generated secret offline, says devices keep working, and leaves a configured secret to the operator", () => {
+    const cwd = mkdtempSync(join(tmpdir(), "pheby-rotate-"));
+    const run = (args: string[], env: Record<string, string> = {}) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        cwd,
+        env: { PATH: process.env.PATH ?? "", ...env },
+        encoding: "utf8",
+        timeout: 15_000,
+      });
+    const never = run(["rotate-secret"]);
+    expect(never.status).toBe(2);
+    expect(never.stderr).toContain("there is no generated secret");
+    expect(existsSync(join(cwd, ".pheby-data"))).toBe(false);
+    const file = join(cwd, ".pheby-data", "secret");
+    mkdirSync(join(cwd, ".pheby-data"));
+    writeFileSync(file, `${"0".repeat(64)}\n`, { mode: 0o600 });
+    const rotated = run(["rotate-secret"]);
+    expect(rotated.status).toBe(0);
+    const secret = readFileSync(file, "utf8").trim();
+    expect(secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(secret).not.toBe("0".repeat(64));
+    expect(rotated.stdout).toContain(`A new secret is in ${file}`);
+    expect(rotated.stdout).toContain("rotating the master secret does not revoke them");
+    expect(rotated.stdout + rotated.stderr).not.toContain(secret);
+    expect(run(["rotate-secret"]).status).toBe(0);
+    expect(readFileSync(file, "utf8").trim()).not.toBe(secret);
+
+    const configured = run(["rotate-secret"], { PHEBY_SECRET: "configured-secret-0123456789" });
+    expect(configured.status).toBe(2);
+    expect(configured.stderr).toContain("the secret is set by PHEBY_SECRET");
+    expect(configured.stderr).not.toContain("configured-secret-0123456789");
+
+    const none = run(["devices"], { PHEBY_DATA_DIR: join(cwd, "nowhere") });
+    expect(none.status).toBe(2);
+    expect(none.stderr).toContain(`no database in ${join(cwd, "nowhere")}`);
+    expect(existsSync(join(cwd, "nowhere"))).toBe(false);
   });
 
   it("refuses bad configuration with exit code 2 and a readable message", async () => {

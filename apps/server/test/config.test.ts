@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { parseArgs } from "../src/args.js";
 import { agentArgv, ConfigError, loadConfig } from "../src/config.js";
-import { resolveSecret } from "../src/secret.js";
+import { resolveSecret, rotateSecret } from "../src/secret.js";
 
 const dir = () => mkdtempSync(join(tmpdir(), "pheby-config-"));
 
@@ -205,6 +206,25 @@ describe("loadConfig", () => {
     );
   });
 
+  it("reads the public WebSocket URL pairing puts in QR codes, and refuses anything but a ws(s):// URL", () => {
+    const cwd = dir();
+    expect(loadConfig({}, cwd).public_url).toBeUndefined();
+    expect(loadConfig({ PHEBY_PUBLIC_URL: "wss://pheby.example.com/ws" }, cwd).public_url).toBe(
+      "wss://pheby.example.com/ws",
+    );
+    writeFileSync(join(cwd, "p.yaml"), "public_url: ws://192.168.1.10:8620/ws\n");
+    expect(loadConfig({ PHEBY_CONFIG: "p.yaml" }, cwd).public_url).toBe("ws://192.168.1.10:8620/ws");
+    for (const bad of [
+      "https://pheby.example.com/ws",
+      "pheby.example.com",
+      "wss://h/ws?x=1",
+      "wss://u:p@h/ws",
+    ])
+      expect(() => loadConfig({ PHEBY_PUBLIC_URL: bad }, cwd)).toThrow(
+        /PHEBY_PUBLIC_URL \(public_url\): must be the WebSocket URL phones reach the server at/,
+      );
+  });
+
   it("checks port bounds exactly", () => {
     expect(loadConfig({ PHEBY_PORT: "65535" }, dir()).port).toBe(65535);
     expect(() => loadConfig({ PHEBY_PORT: "65536" }, dir())).toThrow(/PHEBY_PORT/);
@@ -232,8 +252,40 @@ describe("resolveSecret", () => {
     expect(resolveSecret(undefined, data)).toEqual(first);
   });
 
+  it("rotates the generated secret: a new 256-bit one, mode 0600, picked up at the next start", () => {
+    const data = join(dir(), "data");
+    const first = resolveSecret(undefined, data);
+    writeFileSync(join(data, "secret.new"), "half-written by an interrupted rotation");
+    expect(rotateSecret(data)).toBe(first.file);
+    const next = resolveSecret(undefined, data);
+    expect(next.secret).toMatch(/^[0-9a-f]{64}$/);
+    expect(next.secret).not.toBe(first.secret);
+    expect(statSync(first.file!).mode & 0o777).toBe(0o600);
+    expect(existsSync(join(data, "secret.new"))).toBe(false);
+    // No generated secret (the server's is configured, or it never ran): nothing to rotate, nothing written.
+    const fresh = join(dir(), "fresh");
+    expect(rotateSecret(fresh)).toBeUndefined();
+    expect(existsSync(fresh)).toBe(false);
+  });
+
   it("prefers the configured secret and writes nothing", () => {
     const data = join(dir(), "data");
     expect(resolveSecret("configured-secret-123", data)).toEqual({ secret: "configured-secret-123" });
+  });
+});
+
+describe("parseArgs", () => {
+  it("knows the operator commands and nothing near them", () => {
+    expect(parseArgs([])).toEqual({ run: "server" });
+    expect(parseArgs(["rotate-secret"])).toEqual({ run: "rotate-secret" });
+    expect(parseArgs(["devices"])).toEqual({ run: "devices", action: "list" });
+    expect(parseArgs(["devices", "list"])).toEqual({ run: "devices", action: "list" });
+    expect(parseArgs(["devices", "revoke-all"])).toEqual({ run: "devices", action: "revoke-all" });
+    expect(parseArgs(["devices", "revoke"])).toEqual({ run: "unknown", arg: "devices revoke" });
+    expect(parseArgs(["devices", "revoke-all", "now"])).toEqual({
+      run: "unknown",
+      arg: "devices revoke-all now",
+    });
+    expect(parseArgs(["rotate-secret", "--force"])).toEqual({ run: "unknown", arg: "rotate-secret --force" });
   });
 });

@@ -5,6 +5,7 @@ import { type Command, commandHelp, parseCommandArgs, serverSettings } from "./c
 import { chat } from "./commands/chat.js";
 import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
+import { devices, pair } from "./commands/devices.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
 import { schedule } from "./commands/schedule.js";
@@ -27,6 +28,8 @@ export const COMMANDS: readonly Command[] = [
   reasoning,
   yolo,
   schedule,
+  pair,
+  devices,
   conformance,
 ];
 

@@ -23,8 +23,8 @@ export interface Invocation {
   io: Io;
   /** The server connection settings from flags and environment. */
   server(): { url: string; secret: string };
-  /** A connected client (asking for `features`, Pheby extensions); closed by the dispatcher when the command ends. */
-  connect(options?: { reconnect?: boolean; features?: string[] }): Promise<PhebyClient>;
+  /** A connected client (asking for `features` too); closed by the dispatcher when the command ends. */
+  connect(options?: { reconnect?: boolean; features?: readonly string[] }): Promise<PhebyClient>;
 }
 
 /** One `pheby` subcommand. */

@@ -6,10 +6,12 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { pairDevice } from "@pheby/client";
 import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusingUpgrades } from "../../client/test/peer.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
+import { decode, gridOf } from "./qr-decode.js";
 
 const CLI = resolve(import.meta.dirname, "../dist/main.js");
 const unavailable = serverUnavailable();
@@ -22,11 +24,15 @@ interface Run {
 }
 
 /** Start the CLI; with `tty`, inside a pseudo-terminal via `script -q -e -c`. */
-function pheby(server: TestServer, args: string[], opts: { tty?: boolean; cwd?: string } = {}): Run {
+function pheby(
+  server: TestServer,
+  args: string[],
+  opts: { tty?: boolean; cwd?: string; secret?: string } = {},
+): Run {
   const env = {
     PATH: process.env.PATH ?? "",
     PHEBY_URL: server.url,
-    PHEBY_SECRET: server.secret,
+    PHEBY_SECRET: opts.secret ?? server.secret,
     TERM: "dumb",
   };
   const quoted = [process.execPath, CLI, ...args].map((a) => `'${a.replace(/'/g, "'\\''")}'`).join(" ");
@@ -69,7 +75,7 @@ function pheby(server: TestServer, args: string[], opts: { tty?: boolean; cwd?: 
 async function runPheby(
   server: TestServer,
   args: string[],
-  opts: { tty?: boolean; cwd?: string; input?: string } = {},
+  opts: { tty?: boolean; cwd?: string; input?: string; secret?: string } = {},
 ) {
   const run = pheby(server, args, opts);
   run.child.stdin!.end(opts.input ?? "");
@@ -318,6 +324,38 @@ describe.skipIf(unavailable !== undefined)(
       expect(lines[1]).toMatch(
         new RegExp(`^${rows[1]!.attachment_id}  out  \\S+ +[\\d.]+ (B|KiB)  image/png  pheby-image\\.png$`),
       );
+    });
+
+    it("pair prints a QR code that decodes to the pairing URI; devices lists and revokes; a device may not", async () => {
+      const json = await runPheby(server, ["pair", "--name", "CLI phone", "--json"]);
+      expect(json.code).toBe(0);
+      const created = jsonLines(json.output)[0] as { code: string; uri: string; expires_at: string };
+      expect(created.uri).toBe(
+        `pheby://pair?${new URLSearchParams({ url: server.url, code: created.code })}`,
+      );
+      const phone = await pairDevice(created.uri, { deviceName: "ignored: the owner named it" });
+
+      const text = await runPheby(server, ["pair"]);
+      expect(text.code).toBe(0);
+      const [qr, ...after] = text.output.split("Scan this with the Pheby app, or open: ");
+      const uri = after.join("").split("\n")[0]!;
+      expect(uri).toMatch(/^pheby:\/\/pair\?url=/);
+      expect(decode(gridOf(qr!))).toBe(uri);
+
+      const listed = await runPheby(server, ["devices", "--json"]);
+      expect(listed.code).toBe(0);
+      expect(jsonLines(listed.output)).toEqual([
+        { device_id: phone.deviceId, name: "CLI phone", created_at: expect.any(String), last_seen_at: null },
+      ]);
+      const asDevice = await runPheby(server, ["devices"], { secret: phone.deviceSecret });
+      expect(asDevice.code).toBe(2);
+      expect(asDevice.output).toContain("bad_request: only the owner (the master secret) may list devices");
+      const revoked = await runPheby(server, ["devices", "revoke", phone.deviceId]);
+      expect(revoked.code).toBe(0);
+      expect(revoked.output).toContain(`revoked ${phone.deviceId}`);
+      expect((await runPheby(server, ["devices"])).output).toContain("No paired devices.");
+      expect((await runPheby(server, ["devices"], { secret: phone.deviceSecret })).code).toBe(3);
+      expect((await runPheby(server, ["devices", "revoke", phone.deviceId])).code).toBe(2);
     });
 
     it("--version prints the package version and the protocol version", async () => {

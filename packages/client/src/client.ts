@@ -26,7 +26,7 @@ export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | 
 export interface PhebyClientOptions {
   /** WebSocket URL, e.g. `wss://pheby.example.com/ws` or `ws://127.0.0.1:8620/ws`. */
   url: string;
-  /** The server's shared secret. Sent once, in `hello`. */
+  /** The master secret, or a device secret (the `devices` extension: see {@link pairDevice}). Sent once, in `hello`. */
   secret: string;
   /** WebSocket implementation; defaults to the global one, else the `ws` package. */
   WebSocket?: WebSocketConstructor;
@@ -45,9 +45,10 @@ export interface PhebyClientOptions {
    */
   appendDeltas?: boolean;
   /**
-   * Other Pheby extensions to ask for, e.g. `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. The server enables
-   * those it supports ({@link PhebyClient.features}); their requests then work through `request()`
-   * and their events reach `on()` handlers. Default none.
+   * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
+   * ({@link PhebyClient.createPairing}) or `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. Those the server
+   * enabled are in {@link PhebyClient.features}; their requests then work through `request()` and
+   * their events reach `on()` handlers. Default none.
    */
   features?: readonly string[];
 }
@@ -179,6 +180,27 @@ export class PhebyClient {
     extra?: Parameters<typeof downloadAttachment>[2],
   ) {
     return downloadAttachment(this.options, attachment, extra);
+  }
+
+  /**
+   * `pair.create` (the `devices` extension; owner only): a one-time pairing code and its
+   * `pheby://pair` URI for a phone to scan. Needs `features: ["devices"]`.
+   */
+  createPairing(name?: string): Promise<ServerMessageOf<"pair.created">> {
+    return this.request({ type: "pair.create", ...(name === undefined ? {} : { name }) });
+  }
+
+  /** `device.list` (the `devices` extension; owner only): the paired devices, oldest first. */
+  async listDevices(): Promise<ServerMessageOf<"device.snapshot">["devices"]> {
+    return (await this.request({ type: "device.list" })).devices;
+  }
+
+  /**
+   * `device.revoke` (the `devices` extension; owner only): the device's connections are closed and
+   * its secret refused from now on. Rejects with `not_found` for an unknown ID.
+   */
+  async revokeDevice(deviceId: string): Promise<void> {
+    await this.request({ type: "device.revoke", device_id: deviceId });
   }
 
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */
@@ -314,7 +336,7 @@ export class PhebyClient {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
-        ...helloFeatures(this.options),
+        ...this.helloFeatures(),
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
@@ -330,6 +352,16 @@ export class PhebyClient {
       socket.close();
       throw failure;
     }
+  }
+
+  /** `hello.features`: append deltas unless turned off, plus the extensions asked for; absent when none. */
+  private helloFeatures(): { features?: string[] } {
+    const asked = [
+      ...(this.options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+      ...(this.options.features ?? []),
+    ];
+    const features = asked.filter((f, i) => asked.indexOf(f) === i);
+    return features.length === 0 ? {} : { features };
   }
 
   private sendRequest(
@@ -461,13 +493,4 @@ export class PhebyClient {
       });
     }, interval);
   }
-}
-
-/** `hello.features`: append deltas unless turned off, and the extensions asked for (absent when none). */
-function helloFeatures(options: PhebyClientOptions): { features?: string[] } {
-  const features = [
-    ...(options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
-    ...(options.features ?? []).filter((f) => f !== FEATURE_DELTA_APPEND),
-  ];
-  return features.length > 0 ? { features } : {};
 }

@@ -23,4 +23,11 @@ export {
   type UploadSource,
   uploadAttachment,
 } from "./files.js";
+export {
+  type PairDeviceOptions,
+  type PairedDevice,
+  type PairingUri,
+  pairDevice,
+  parsePairingUri,
+} from "./pairing.js";
 export type { WebSocketConstructor, WebSocketLike } from "./socket.js";

@@ -79,6 +79,8 @@ export async function startServer(env: Record<string, string> = {}): Promise<Tes
       PHEBY_PORT: String(port),
       PHEBY_BIND_HOST: "127.0.0.1",
       PHEBY_DATA_DIR: dataDir,
+      // Pairing (the devices extension) writes this URL into its QR codes.
+      PHEBY_PUBLIC_URL: `ws://127.0.0.1:${port}/ws`,
       ...env,
     },
     stdio: ["ignore", "pipe", "pipe"],

@@ -8,12 +8,15 @@ import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
+import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
-import { ownerOnly } from "./auth/principal.js";
-import { createSecretCheck } from "./auth/secret.js";
+import { Transfers } from "./auth/transfers.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
+import { Devices } from "./devices/devices.js";
+import { DeviceRegistry } from "./devices/registry.js";
+import { isPublicWebSocketUrl } from "./devices/uri.js";
 import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
@@ -39,8 +42,16 @@ import { type Clock, systemClock } from "./util/time.js";
 
 /** Options of {@link createPhebyServer}. */
 export interface PhebyServerOptions {
-  /** The shared secret clients send in `hello`; compared in constant time. Required. */
+  /**
+   * The master secret: the owner's credential, which clients send in `hello` (compared in constant
+   * time). Required. Paired devices (the `devices` extension) have secrets of their own.
+   */
   secret: string;
+  /**
+   * The WebSocket URL phones reach this server at (e.g. `wss://pheby.example.com/ws`), which
+   * pairing URIs carry. Default none: `pair.create` is then `not_implemented`, naming the setting.
+   */
+  publicUrl?: string;
   /** Directory for the SQLite database and the attachment blobs (`attachments/`); created if missing. */
   dataDir: string;
   /** The agent backend; default {@link createSimulatorBackend}(). */
@@ -225,6 +236,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     throw new Error("createPhebyServer: a non-empty secret is required");
   }
   // Checked before the store opens, so a bad option leaves nothing open.
+  if (options.publicUrl !== undefined && !isPublicWebSocketUrl(options.publicUrl)) {
+    throw new Error(
+      "createPhebyServer: publicUrl must be a ws:// or wss:// URL without credentials, query or fragment",
+    );
+  }
   const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
   if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
     throw new Error("createPhebyServer: deltaIntervalMs must be a number >= 0");
@@ -327,6 +343,17 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       });
     },
   });
+  const deviceRegistry = new DeviceRegistry(store.devices, clock);
+  const credentials = new CredentialResolver(options.secret, deviceRegistry);
+  const transfers = new Transfers();
+  const devices = new Devices({
+    registry: deviceRegistry,
+    peers: () => fanout.peers(),
+    transfers,
+    clock,
+    log,
+    publicUrl: options.publicUrl,
+  });
   const ctx: ServerContext = {
     store,
     attachments,
@@ -335,6 +362,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     scheduler,
     decisions,
     settings,
+    devices,
     backend,
     clock,
     log,
@@ -413,7 +441,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     log,
   };
-  const checkSecret = createSecretCheck(options.secret);
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock);
   const sessions = new Sessions({
@@ -421,7 +448,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     dispatcher: new Dispatcher(),
     fanout,
     settings: {
-      authenticate: ownerOnly(checkSecret),
+      authenticate: (secret) => credentials.resolve(secret),
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
@@ -429,7 +456,15 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   });
   const app = createHttpApp(
     log,
-    { attachments, store, checkSecret, lockout, log, idleTimeoutMs: httpIdleTimeoutMs },
+    {
+      attachments,
+      store,
+      authenticate: (presented) => credentials.resolve(presented),
+      lockout,
+      transfers,
+      log,
+      idleTimeoutMs: httpIdleTimeoutMs,
+    },
     options.corsOrigins ?? [],
   );
   if (consoleFiles) mountConsole(app, consoleFiles);

@@ -153,10 +153,10 @@ const memoryServers = new Map<string, MemoryTransport>();
 let memoryServerCount = 0;
 
 /** The client end of a new in-memory connection to the server at `url` (a memory server's wsUrl). */
-function memoryConnect(url: string): MemorySocket {
+function memoryConnect(url: string, address?: string): MemorySocket {
   const transport = memoryServers.get(url);
   if (!transport) throw new Error(`no in-memory server at ${url}`);
-  return transport.connect();
+  return transport.connect(address === undefined ? {} : { address });
 }
 
 /** A WebSocket constructor for `@pheby/client` that opens in-memory connections. */
@@ -280,10 +280,16 @@ export class RawClient {
   /** Open a connection (no hello): over ws, or in memory for a memory server's `memory://` URL. */
   static async open(
     wsUrl: string,
-    options: { headers?: Record<string, string>; autoPong?: boolean; perMessageDeflate?: boolean } = {},
+    options: {
+      headers?: Record<string, string>;
+      autoPong?: boolean;
+      perMessageDeflate?: boolean;
+      /** In memory only: the source address the lockout counts (default "memory"). */
+      address?: string;
+    } = {},
   ) {
     const socket: ClientSocket = wsUrl.startsWith("memory:")
-      ? memoryConnect(wsUrl)
+      ? memoryConnect(wsUrl, options.address)
       : new WebSocket(wsUrl, {
           headers: options.headers,
           autoPong: options.autoPong ?? true,

@@ -105,6 +105,28 @@ export async function launchChromium(
   };
 }
 
+/** After a failed test, keep what the user would have seen: a screenshot named after the test. */
+export async function screenshotIfFailed(
+  page: Page | undefined,
+  task: { name: string; result?: { state?: string } },
+  prefix = "failed-",
+): Promise<void> {
+  if (task.result?.state !== "fail" || !page) return;
+  const name = task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
+  await page.screenshot({ path: join(RESULTS, `${prefix}${name}.png`) }).catch(() => undefined);
+}
+
+/** Stop a test file's browser and server and remove its data directory (each may be missing after a failed start). */
+export async function tearDown(
+  browser: { close(): Promise<void> } | undefined,
+  server: ServerProcess | undefined,
+  dataDir: string | undefined,
+): Promise<void> {
+  await browser?.close();
+  await server?.stop();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}
+
 export function tempDataDir(): string {
   return mkdtempSync(join(tmpdir(), "pheby-console-e2e-"));
 }

@@ -3,7 +3,7 @@
 // list is a drawer, and every approval and clarification control is inside the
 // viewport and clickable. One browser, one page and one server; the tests run
 // in order and build on each other.
-import { mkdirSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Locator, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -15,8 +15,10 @@ import {
   runSettled,
   SECRET,
   type ServerProcess,
+  screenshotIfFailed,
   sendMessage,
   startServer,
+  tearDown,
   tempDataDir,
 } from "./harness.js";
 
@@ -77,17 +79,10 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
     page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
   });
 
-  afterAll(async () => {
-    await browser?.close();
-    await server?.stop();
-    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
-  });
+  afterAll(() => tearDown(browser, server, dataDir));
 
   afterEach(async (ctx) => {
-    if (ctx.task.result?.state === "fail") {
-      const name = ctx.task.name.replace(/[^a-z0-9]+/gi, "-").slice(0, 60);
-      await page.screenshot({ path: join(RESULTS, `phone-failed-${name}.png`) }).catch(() => undefined);
-    }
+    await screenshotIfFailed(page, ctx.task, "phone-failed-");
     expect(problems.splice(0)).toEqual([]);
   });
 

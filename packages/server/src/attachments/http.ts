@@ -8,6 +8,8 @@ import type { Logger } from "pino";
 import { clientAddress } from "../auth/address.js";
 import { presentedSecrets } from "../auth/http.js";
 import type { Lockout } from "../auth/lockout.js";
+import { type Principal, principalLog } from "../auth/principal.js";
+import type { Transfers } from "../auth/transfers.js";
 import type { Store } from "../store/store.js";
 import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
@@ -18,8 +20,14 @@ import { AttachmentRejected, type AttachmentStore } from "./store.js";
 export interface AttachmentRouteDeps {
   attachments: AttachmentStore;
   store: Store;
-  checkSecret(candidate: string): boolean;
+  /**
+   * Who the presented secrets authenticate (the master secret or a device's), comparing every one
+   * in constant time; undefined when none does.
+   */
+  authenticate(presented: readonly string[]): Principal | undefined;
   lockout: Lockout;
+  /** A device's requests are tracked here while they run, so revoking it cuts them. */
+  transfers: Transfers;
   log: Logger;
   /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
   idleTimeoutMs: number;
@@ -34,28 +42,39 @@ const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorC
   c.json({ error: { code, message } }, status);
 
 /**
- * Authenticate a request. Missing credentials → 401. Wrong credentials → 401
- * and a failure counted towards the same per-address lockout as failed
- * hellos (the HTTP routes take the same secret, so they must not be an
- * unthrottled guessing oracle). A locked-out address gets 429 `rate_limited`
- * whatever it presents.
+ * Authenticate a request with the master secret or a device secret. Missing
+ * credentials → 401. Wrong credentials → 401 and a failure counted towards the
+ * same per-address lockout as failed hellos (the HTTP routes take the same
+ * secrets, so they must not be an unthrottled guessing oracle). A locked-out
+ * address gets 429 `rate_limited` whatever it presents. A device's request is
+ * tracked until its response ends: revoking the device destroys its socket,
+ * which ends a download and fails an upload (whose partial file is removed).
  */
 function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | undefined {
-  const { incoming } = c.env;
+  const { incoming, outgoing } = c.env;
   const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
   if (deps.lockout.isLocked(addr)) {
     return fail(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
-  // Check every candidate (no early exit) so timing does not tell which header matched.
-  const ok = presented.map((s) => deps.checkSecret(s)).includes(true);
-  if (!ok) {
+  const principal = deps.authenticate(presented);
+  if (!principal) {
     const locked = deps.lockout.fail(addr);
     deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");
     return fail(c, 401, "unauthorized", "Invalid credentials");
   }
   deps.lockout.succeed(addr);
+  if (principal.kind === "device") {
+    const done = deps.transfers.track(principal.deviceId, () => {
+      deps.log.info(
+        { ...principalLog(principal), route: c.req.routePath },
+        "HTTP transfer cut: device revoked",
+      );
+      incoming.socket.destroy();
+    });
+    outgoing.once("close", done);
+  }
   return undefined;
 }
 

@@ -4,6 +4,7 @@ import type { AgentBackend } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
+import type { Devices } from "../devices/devices.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
@@ -23,6 +24,8 @@ export interface ServerContext {
   scheduler: Scheduler;
   decisions: Decisions;
   settings: Settings;
+  /** Paired devices (the `devices` extension). */
+  devices: Devices;
   backend: AgentBackend;
   clock: Clock;
   log: Logger;

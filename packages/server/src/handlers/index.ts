@@ -2,6 +2,7 @@ import {
   type ClientMessage,
   type ClientMessageType,
   type ErrorCode,
+  FEATURE_DEVICES,
   FEATURE_SCHEDULES,
 } from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
@@ -10,6 +11,7 @@ import { chatHandlers } from "./chat.js";
 import type { Handler, HandlerModule, Outcome, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
+import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
 import { scheduleHandlers } from "./schedules.js";
@@ -23,6 +25,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: decisionHandlers },
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
+  { feature: FEATURE_DEVICES, handlers: deviceHandlers },
   { feature: FEATURE_SCHEDULES, handlers: scheduleHandlers },
 ];
 

@@ -1,7 +1,12 @@
-import { FEATURE_DELTA_APPEND, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
+import { FEATURE_DELTA_APPEND, FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 
 /** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
-export const SERVER_FEATURES: readonly string[] = [FEATURE_DELTA_APPEND, FEATURE_SCHEDULES, FEATURE_EXPIRY];
+export const SERVER_FEATURES: readonly string[] = [
+  FEATURE_DELTA_APPEND,
+  FEATURE_DEVICES,
+  FEATURE_SCHEDULES,
+  FEATURE_EXPIRY,
+];
 
 /**
  * The features enabled for a hello that asked for `asked`: those this server

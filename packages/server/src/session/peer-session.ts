@@ -1,6 +1,7 @@
 import {
   CLOSE_CODES,
   type ClientMessage,
+  type ClientMessageOf,
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
@@ -8,17 +9,17 @@ import {
   PROTOCOL_VERSION,
   type RawFrame,
   type ServerMessage,
-  type V1ClientMessage,
+  type ServerMessageOf,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { Lockout } from "../auth/lockout.js";
-import type { Authenticate, Principal } from "../auth/principal.js";
+import { type Authenticate, type Principal, principalLog } from "../auth/principal.js";
 import type { ServerContext } from "../handlers/context.js";
 import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
 import type { Peer, SendHint } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate } from "./features.js";
+import { negotiate, SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
 /** What every session needs, whatever its transport. */
@@ -109,13 +110,13 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.messageTooBig, "frame too large");
       return;
     }
+    // Extension requests and fields count only when this connection enabled their feature (for the
+    // hello, which negotiates them, those this server supports): the decoder gates and strips them.
+    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
     if (!this.principal) {
-      const hello = decodeClientFrame(data);
-      this.#hello(hello.ok ? hello.message : undefined, hello.ok ? undefined : hello.error);
+      this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
     }
-    // A request of a feature this connection did not enable is unknown_type; its fields are dropped.
-    const decoded = decodeClientFrame(data, { features: [...this.features] });
     if (!decoded.ok) {
       this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
       this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
@@ -175,9 +176,12 @@ export class PeerSession implements Peer {
     return true;
   }
 
-  /** The first frame: anything but a valid hello with the right secret and version closes the connection. */
-  #hello(msg: V1ClientMessage | undefined, bad: DecodeError | undefined): void {
-    const { lockout, authenticate, serverName } = this.deps.settings;
+  /**
+   * The first frame: anything but a valid hello with the right secret (or, with `devices`, an open
+   * pairing code) and version closes the connection.
+   */
+  #hello(msg: ClientMessage | undefined, bad: DecodeError | undefined): void {
+    const { lockout, authenticate } = this.deps.settings;
     const log = this.#log;
     const addr = this.link.address;
     if (this.#refuseIfLocked(msg?.request_id ?? bad?.request_id)) return;
@@ -192,7 +196,11 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    const principal = authenticate(msg.secret);
+    if (msg.pairing_code !== undefined) {
+      this.#pair(msg, msg.pairing_code);
+      return;
+    }
+    const principal = msg.secret === undefined ? undefined : authenticate(msg.secret);
     if (!principal) {
       const locked = lockout.fail(addr);
       log.warn({ conn: this.id, addr, locked }, "rejected: wrong secret");
@@ -200,32 +208,70 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    if (msg.protocol_version !== PROTOCOL_VERSION) {
-      const locked = lockout.fail(addr);
-      log.warn({ conn: this.id, version: msg.protocol_version, locked }, "rejected: protocol version");
-      this.error(
-        "version_mismatch",
-        `Unsupported protocol_version; this server speaks ${PROTOCOL_VERSION}`,
-        msg.request_id,
+    if (this.#refuseVersion(msg)) return;
+    this.#ready(msg, principal);
+  }
+
+  /**
+   * A pairing hello (`devices`): the version is checked first, so a wrong one does not spend the
+   * code. A wrong, used or expired code counts towards the lockout like a wrong secret.
+   */
+  #pair(msg: ClientMessageOf<"hello">, code: string): void {
+    if (this.#refuseVersion(msg)) return;
+    const device = this.deps.ctx.devices.pair(code, msg.device_name);
+    if (!device) {
+      const locked = this.deps.settings.lockout.fail(this.link.address);
+      this.#log.warn(
+        { conn: this.id, addr: this.link.address, locked },
+        "rejected: wrong, used or expired pairing code",
       );
-      this.close(CLOSE_CODES.versionMismatch, "version mismatch");
+      this.error("unauthorized", "Invalid pairing code (wrong, used or expired)", msg.request_id);
+      this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    lockout.succeed(addr);
+    this.#ready(
+      msg,
+      { kind: "device", deviceId: device.id },
+      { device_id: device.id, device_secret: device.secret },
+    );
+  }
+
+  /** A wrong `protocol_version` gets `version_mismatch`, counts towards the lockout and closes. */
+  #refuseVersion(msg: ClientMessageOf<"hello">): boolean {
+    if (msg.protocol_version === PROTOCOL_VERSION) return false;
+    const locked = this.deps.settings.lockout.fail(this.link.address);
+    this.#log.warn({ conn: this.id, version: msg.protocol_version, locked }, "rejected: protocol version");
+    this.error(
+      "version_mismatch",
+      `Unsupported protocol_version; this server speaks ${PROTOCOL_VERSION}`,
+      msg.request_id,
+    );
+    this.close(CLOSE_CODES.versionMismatch, "version mismatch");
+    return true;
+  }
+
+  /** Authenticated: register with the Fanout and send `ready` (with `device` after a pairing). */
+  #ready(
+    msg: ClientMessageOf<"hello">,
+    principal: Principal,
+    device?: ServerMessageOf<"ready">["device"],
+  ): void {
+    this.deps.settings.lockout.succeed(this.link.address);
     this.principal = principal;
     const features = msg.features === undefined ? undefined : negotiate(msg.features);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);
     this.deps.fanout.add(this);
-    log.debug({ conn: this.id }, "authenticated");
+    this.#log.debug({ conn: this.id, ...principalLog(principal) }, "authenticated");
     this.sendMessage({
       type: "ready",
       ...(msg.request_id === undefined ? {} : { request_id: msg.request_id }),
       protocol_version: PROTOCOL_VERSION,
-      server: serverName,
+      server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
+      ...(device === undefined ? {} : { device }),
       ts: iso(this.deps.ctx.clock.now()),
     });
   }

@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
+import { DEVICES_MIGRATION } from "./devices.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2), attachments (v3) and schedules (v4) were added as later steps.
+ * Settings (v2), attachments (v3), paired devices (v4) and schedules (v5) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -91,7 +92,9 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
   CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // v4 (issue 22): scheduled prompts (store/schedules.ts).
+  // v4 (issue 24): paired devices, their secrets as SHA-256 only.
+  DEVICES_MIGRATION,
+  // v5 (issue 22): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,
 ];
 

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { AttachmentRows } from "./attachments.js";
+import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
 import { ScheduleStore } from "./schedules.js";
 import { SettingsStore } from "./settings.js";
@@ -55,7 +56,9 @@ export class Store {
   readonly settings: SettingsStore;
   /** The attachment index (migration v3). */
   readonly attachments: AttachmentRows;
-  /** Scheduled prompts (migration v4). */
+  /** Paired devices (migration v4, the `devices` extension). */
+  readonly devices: DeviceStore;
+  /** Scheduled prompts (migration v5). */
   readonly schedules: ScheduleStore;
 
   constructor(dataDir: string) {
@@ -71,6 +74,7 @@ export class Store {
     migrate(this.db);
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
+    this.devices = new DeviceStore(this.db);
     this.schedules = new ScheduleStore(this.db);
   }
 

@@ -1,0 +1,65 @@
+// The operator commands of pheby-server: they work on the data directory (and the secret file)
+// the configuration names, not on a running server, and print what they did, never a secret.
+import { openDeviceAdmin } from "@pheby/server";
+import type { Config } from "./config.js";
+import { rotateSecret } from "./secret.js";
+
+/** Where a command writes. */
+export interface Output {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const KEEPS_DEVICES =
+  "Paired devices keep working: rotating the master secret does not revoke them (pheby-server devices revoke-all does).";
+
+/** `pheby-server rotate-secret`; returns the exit code. */
+export function rotateSecretCommand(config: Config, io: Output): number {
+  const file = config.secret ? undefined : rotateSecret(config.data_dir);
+  if (!file) {
+    io.err(
+      config.secret
+        ? "pheby-server: the secret is set by PHEBY_SECRET (or `secret` in the PHEBY_CONFIG file), so change it there"
+        : `pheby-server: there is no generated secret in ${config.data_dir} to rotate: this server's secret comes from PHEBY_SECRET (or \`secret\` in the PHEBY_CONFIG file), or it has never started. Change it where it is set`,
+    );
+    io.err("(generate one with `openssl rand -hex 32`), then restart the server.");
+    io.err(KEEPS_DEVICES);
+    return 2;
+  }
+  io.out(`A new secret is in ${file} (mode 0600).`);
+  io.out(
+    "Restart the server to use it (systemctl restart pheby); until then it accepts the old one. " +
+      "Clients that sign in with the master secret need the new one.",
+  );
+  io.out(KEEPS_DEVICES);
+  return 0;
+}
+
+/** `pheby-server devices [list | revoke-all]`; returns the exit code. */
+export function devicesCommand(action: "list" | "revoke-all", config: Config, io: Output): number {
+  const admin = openDeviceAdmin(config.data_dir);
+  if (!admin) {
+    io.err(`pheby-server: no database in ${config.data_dir} (is PHEBY_DATA_DIR right?)`);
+    return 2;
+  }
+  try {
+    if (action === "list") {
+      const devices = admin.list();
+      if (devices.length === 0) io.out("No paired devices.");
+      for (const d of devices) {
+        const seen = d.lastSeenAt === null ? "never seen" : `seen ${new Date(d.lastSeenAt).toISOString()}`;
+        io.out(`${d.id}  paired ${new Date(d.createdAt).toISOString()}  ${seen}  ${d.name ?? "(unnamed)"}`);
+      }
+      return 0;
+    }
+    const revoked = admin.revokeAll();
+    io.out(`Revoked ${revoked.length} device${revoked.length === 1 ? "" : "s"}.`);
+    if (revoked.length > 0)
+      io.out(
+        "A running server refuses their secrets from its next check on; restart it to also close the connections they hold now.",
+      );
+    return 0;
+  } finally {
+    admin.close();
+  }
+}
