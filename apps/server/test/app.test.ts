@@ -60,6 +60,20 @@ function start(env: Record<string, string>) {
   return { child, listening, exited, output: () => output };
 }
 
+/** Start the app with `secret` on a free port, its data in a new work directory, plus `env(work)`. */
+async function startWithSecret(secret: string, env: (work: string) => Record<string, string>) {
+  const work = mkdtempSync(join(tmpdir(), "pheby-app-"));
+  const port = await freePort();
+  const app = start({
+    PHEBY_DATA_DIR: join(work, "data"),
+    PHEBY_PORT: String(port),
+    PHEBY_SECRET: secret,
+    ...env(work),
+  });
+  await app.listening;
+  return { app, url: `ws://127.0.0.1:${port}/ws` };
+}
+
 describe("pheby-server", () => {
   it("starts on its defaults with a generated secret, logs only its path, serves a chat, and stops cleanly on SIGTERM", async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), "pheby-app-")), "data");
@@ -109,24 +123,17 @@ describe("pheby-server", () => {
   });
 
   it("offers its built MCP server (dist/mcp.js) to an ACP agent, with the tools its settings name", async () => {
-    const work = mkdtempSync(join(tmpdir(), "pheby-app-"));
-    const dataDir = join(work, "data");
-    const port = await freePort();
     const secret = "app-test-secret-0123456789abcdef";
-    const app = start({
-      PHEBY_DATA_DIR: dataDir,
-      PHEBY_PORT: String(port),
-      PHEBY_SECRET: secret,
+    const { app, url } = await startWithSecret(secret, (work) => ({
       PHEBY_AGENT: "acp",
       PHEBY_AGENT_COMMAND: FAKE_AGENT,
       PHEBY_AGENT_CWD: work,
       PHEBY_AGENT_MCP_TOOLS: "schedule_create,schedule_list",
       PHEBY_SCHEDULES_TIMEZONE: "Europe/Paris",
       FAKE_STATE: join(work, "fake-agent.json"),
-    });
-    await app.listening;
+    }));
     const client = new PhebyClient({
-      url: `ws://127.0.0.1:${port}/ws`,
+      url,
       secret,
       reconnect: false,
       features: ["schedules"],
@@ -156,18 +163,11 @@ describe("pheby-server", () => {
   });
 
   it("takes its lockout from the environment: one failure locks the address for the configured second", async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), "pheby-app-")), "data");
-    const port = await freePort();
     const secret = "lockout-settings-secret-0123";
-    const app = start({
-      PHEBY_DATA_DIR: dataDir,
-      PHEBY_PORT: String(port),
-      PHEBY_SECRET: secret,
+    const { app, url } = await startWithSecret(secret, () => ({
       PHEBY_LOCKOUT_MAX_FAILURES: "1",
       PHEBY_LOCKOUT_DURATION_SECONDS: "1",
-    });
-    await app.listening;
-    const url = `ws://127.0.0.1:${port}/ws`;
+    }));
     /** The close code a hello with secret `s` ends in (none for a hello that is accepted). */
     const closeCode = (s: string) =>
       new Promise<number | undefined>((resolve, reject) => {
