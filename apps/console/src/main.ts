@@ -7,6 +7,7 @@ import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
+import { NotificationsPanel } from "./notifications.js";
 import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
@@ -176,12 +177,14 @@ function startApp(client: PhebyClient): void {
     runChanged: (runId) => composer.setRun(runId),
   });
   const settings = new SettingsBar(client, report);
+  const notifications = new NotificationsPanel(client, report);
   const schedules = new SchedulesPanel(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
     "main",
     { class: "chat" },
     h("div", { class: "chat-head" }, title, settings.el, schedules.el),
+    notifications.el,
     chat.el,
     composer.el,
   );
@@ -201,8 +204,24 @@ function startApp(client: PhebyClient): void {
   );
   devicesButton.addEventListener("click", () => void devices.show());
   client.on("device.revoked", () => void devices.refresh());
+  const bell = h(
+    "button",
+    {
+      type: "button",
+      class: "link",
+      "data-testid": "push-toggle",
+      hidden: !client.features.includes("push"),
+    },
+    "Notifications",
+  );
+  bell.addEventListener("click", () => notifications.toggle());
+  // Presence: a push for the conversation on screen is skipped while this page is in front.
+  const sayPresence = () =>
+    client.presence(document.visibilityState === "visible" ? "active" : "background", current ?? undefined);
+  document.addEventListener("visibilitychange", sayPresence);
   const signOut = h("button", { type: "button", class: "link" }, "Sign out");
   signOut.addEventListener("click", () => {
+    document.removeEventListener("visibilitychange", sayPresence);
     forgetSecret();
     client.close();
     showConnect();
@@ -231,7 +250,7 @@ function startApp(client: PhebyClient): void {
   layout.append(conversations.el, backdrop, main, devices.el);
   replace(
     root,
-    h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, devicesButton, signOut),
+    h("header", {}, drawerToggle, h("strong", {}, "Pheby"), status, banner, devicesButton, bell, signOut),
     layout,
   );
 
@@ -240,6 +259,7 @@ function startApp(client: PhebyClient): void {
     current = id;
     setDrawer(false);
     client.follow(id);
+    sayPresence();
     conversations.select(id);
     title.textContent = conversations.name(id);
     composer.el.hidden = false;

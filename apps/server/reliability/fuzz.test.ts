@@ -8,7 +8,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { CLOSE_CODES, LIMITS, type ServerMessage } from "@pheby/protocol";
+import { CLOSE_CODES, extensionsUsed, LIMITS, type ServerMessage } from "@pheby/protocol";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -45,9 +45,23 @@ const FIXTURES = join(
   dirname(createRequire(import.meta.url).resolve("@pheby/protocol/package.json")),
   "fixtures/valid/client",
 );
+// v1 frames only: the fuzzed connection enables no extension, so an extension's request is
+// unknown_type and its fields are ignored (docs/protocol.md, Extensions), which this oracle does not model.
 const TEMPLATES = readdirSync(FIXTURES)
   .filter((f) => !f.startsWith("hello") && !f.includes("unknown-field"))
-  .map((f) => JSON.parse(readFileSync(join(FIXTURES, f), "utf8")) as Record<string, unknown>);
+  .map(
+    (f) => JSON.parse(readFileSync(join(FIXTURES, f), "utf8")) as Record<string, unknown> & { type: string },
+  )
+  .filter((t) => extensionsUsed(t).length === 0);
+
+/**
+ * An answer to a question is checked by its ID first: the fixtures' IDs are never pending, so a frame
+ * whose ID is intact gets *_not_found whatever else is wrong with it (docs/protocol.md, Decisions).
+ */
+const STALE_ANSWER: Record<string, { idField: string; code: string }> = {
+  "approval.respond": { idField: "approval_id", code: "approval_not_found" },
+  "clarify.respond": { idField: "clarify_id", code: "clarify_not_found" },
+};
 
 const deep = (levels: number, open: string, close: string, inner = "0") =>
   open.repeat(levels) + inner + close.repeat(levels);
@@ -94,10 +108,12 @@ const mutatedField: fc.Arbitrary<FrameCase> = fc
     const body = JSON.stringify(rest);
     const data = `${body.slice(0, -1)},${JSON.stringify(key)}:${v.json}}`;
     const rid = key === "request_id" ? undefined : (t.request_id as string | undefined);
+    const stale = STALE_ANSWER[t.type];
+    const code = stale && key !== stale.idField ? stale.code : "bad_request";
     return {
       label: `${t.type}.${key} := ${v.label}`,
       data,
-      expect: { kind: "error", code: "bad_request", ...(rid ? { requestId: rid } : {}) },
+      expect: { kind: "error", code, ...(rid ? { requestId: rid } : {}) },
     };
   });
 

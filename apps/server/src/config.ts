@@ -93,6 +93,15 @@ function isOrigin(value: string): boolean {
   }
 }
 
+function isContact(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === "mailto:" || url.protocol === "https:";
+  } catch {
+    return false;
+  }
+}
+
 /** The validated configuration. */
 export const Config = z
   .object({
@@ -143,6 +152,19 @@ export const Config = z
         ),
       )
       .default([]),
+    /** Text (conversation names, commands, answers) in push payloads; false sends ids only. */
+    push_preview: bool.default(true),
+    /**
+     * Allow push endpoints on plain http and on loopback, private or link-local addresses (a
+     * self-hosted ntfy on the LAN). Off: a subscription cannot make the server call into the network.
+     */
+    push_allow_private: bool.default(false),
+    /** The VAPID contact push services see: a mailto: or https: URL. */
+    push_subject: z
+      .string()
+      .trim()
+      .refine(isContact, "must be a mailto: or https: URL, e.g. mailto:admin@example.com")
+      .optional(),
     agent: AgentConfig.default({}),
     schedules: SchedulesConfig.default({}),
   })
@@ -174,6 +196,9 @@ export const ENV_NAMES = {
   PHEBY_DELTA_INTERVAL_MS: ["delta_interval_ms"],
   PHEBY_WS_COMPRESSION: ["ws_compression"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
+  PHEBY_PUSH_PREVIEW: ["push_preview"],
+  PHEBY_PUSH_ALLOW_PRIVATE: ["push_allow_private"],
+  PHEBY_PUSH_SUBJECT: ["push_subject"],
   PHEBY_HEARTBEAT_INTERVAL_MS: ["heartbeat_interval_ms"],
   PHEBY_LOCKOUT_MAX_FAILURES: ["lockout_max_failures"],
   PHEBY_LOCKOUT_WINDOW_SECONDS: ["lockout_window_seconds"],

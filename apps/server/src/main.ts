@@ -135,6 +135,11 @@ async function main(): Promise<void> {
       windowMs: config.lockout_window_seconds * 1000,
       durationMs: config.lockout_duration_seconds * 1000,
     },
+    push: {
+      preview: config.push_preview,
+      allowPrivate: config.push_allow_private,
+      ...(config.push_subject ? { subject: config.push_subject } : {}),
+    },
     schedules: {
       missedGraceMs: config.schedules.missed_grace_seconds * 1000,
       ...(config.schedules.timezone ? { timezone: config.schedules.timezone } : {}),

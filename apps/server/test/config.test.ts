@@ -73,6 +73,38 @@ describe("loadConfig", () => {
     }
   });
 
+  it("reads the push settings from env or YAML; defaults: previews on, private endpoints refused", () => {
+    expect(loadConfig({}, dir())).toMatchObject({ push_preview: true, push_allow_private: false });
+    expect(loadConfig({}, dir()).push_subject).toBeUndefined();
+    expect(
+      loadConfig(
+        {
+          PHEBY_PUSH_PREVIEW: "false",
+          PHEBY_PUSH_ALLOW_PRIVATE: "true",
+          PHEBY_PUSH_SUBJECT: "mailto:me@example.com",
+        },
+        dir(),
+      ),
+    ).toMatchObject({ push_preview: false, push_allow_private: true, push_subject: "mailto:me@example.com" });
+    const yamlDir = dir();
+    writeFileSync(
+      join(yamlDir, "p.yaml"),
+      "push_preview: false\npush_subject: https://example.com/contact\n",
+    );
+    expect(loadConfig({ PHEBY_CONFIG: "p.yaml" }, yamlDir)).toMatchObject({
+      push_preview: false,
+      push_subject: "https://example.com/contact",
+    });
+    expect(() => loadConfig({ PHEBY_PUSH_PREVIEW: "maybe" }, dir())).toThrow(
+      /PHEBY_PUSH_PREVIEW \(push_preview\)/,
+    );
+    for (const bad of ["http://example.com", "admin@example.com"]) {
+      expect(() => loadConfig({ PHEBY_PUSH_SUBJECT: bad }, dir())).toThrow(
+        /PHEBY_PUSH_SUBJECT \(push_subject\)/,
+      );
+    }
+  });
+
   it("reads the delta window (bounds exact) and the compression switch; defaults 100 ms and on", () => {
     expect(loadConfig({}, dir())).toMatchObject({ delta_interval_ms: 100, ws_compression: true });
     expect(loadConfig({ PHEBY_DELTA_INTERVAL_MS: "0" }, dir()).delta_interval_ms).toBe(0);

@@ -8,6 +8,7 @@ import { conversations } from "./commands/conversations.js";
 import { devices, pair } from "./commands/devices.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
+import { push } from "./commands/push.js";
 import { schedule } from "./commands/schedule.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
@@ -30,6 +31,7 @@ export const COMMANDS: readonly Command[] = [
   schedule,
   pair,
   devices,
+  push,
   conformance,
 ];
 

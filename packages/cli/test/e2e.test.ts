@@ -6,10 +6,11 @@ import { randomBytes } from "node:crypto";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { pairDevice } from "@pheby/client";
+import { PhebyClient, pairDevice } from "@pheby/client";
 import { AttachmentDescriptor } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { refusingUpgrades } from "../../client/test/peer.js";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
 import { decode, gridOf } from "./qr-decode.js";
 
@@ -451,3 +452,47 @@ describe.skipIf(unavailable !== undefined)(
     });
   },
 );
+
+describe.skipIf(unavailable !== undefined)("pheby push against apps/server and a decrypting receiver", () => {
+  it("lists, tests and removes subscriptions", async () => {
+    const receiver = await startReceiver();
+    const server = await startServer({ PHEBY_PUSH_ALLOW_PRIVATE: "true" });
+    const client = new PhebyClient({
+      url: server.url,
+      secret: server.secret,
+      reconnect: false,
+      pingIntervalMs: 0,
+    });
+    try {
+      await client.connect();
+      const phone = receiver.endpoint("phone");
+      const id = await client.subscribePush(phone, { deviceName: "Pixel" });
+      const listed = jsonLines((await runPheby(server, ["push", "--json"])).output);
+      expect(listed).toMatchObject([
+        { subscription_id: id, device_name: "Pixel", endpoint_origin: receiver.url },
+      ]);
+      const plain = await runPheby(server, ["push"]);
+      expect(plain.output).toContain(`${id}  ${receiver.url}  Pixel`);
+      const tested = await runPheby(server, ["push", "test", id]);
+      expect(tested).toMatchObject({ code: 0, output: expect.stringContaining("delivered (HTTP 201)") });
+      expect((await phone.next()).payload).toMatchObject({ kind: "test", subscription_id: id });
+      phone.answer(500);
+      const failed = await runPheby(server, ["push", "test", id, "--json"]);
+      expect(failed.code).toBe(5);
+      expect(jsonLines(failed.output)).toEqual([
+        { subscription_id: id, ok: false, status: 500, error: "HTTP 500" },
+      ]);
+      expect(await runPheby(server, ["push", "remove", id])).toMatchObject({
+        code: 0,
+        output: `removed ${id}\n`,
+      });
+      expect((await runPheby(server, ["push"])).output).toContain("No push subscriptions.");
+      expect((await runPheby(server, ["push", "test", id])).code).toBe(2);
+      expect(receiver.errors).toEqual([]);
+    } finally {
+      client.close();
+      await server.stop();
+      await receiver.close();
+    }
+  });
+});

@@ -1,3 +1,6 @@
+/** Default upper bound of the reconnect delay, in ms. */
+export const DEFAULT_MAX_DELAY_MS = 30_000;
+
 /** Reconnect backoff settings. */
 export interface BackoffOptions {
   /** First delay, in ms (default 500). */
@@ -17,7 +20,7 @@ export function backoffDelay(
   options: BackoffOptions = {},
   random: () => number = Math.random,
 ) {
-  const { initialDelayMs = 500, maxDelayMs = 30_000, factor = 2 } = options;
+  const { initialDelayMs = 500, maxDelayMs = DEFAULT_MAX_DELAY_MS, factor = 2 } = options;
   const ceiling = Math.min(maxDelayMs, initialDelayMs * factor ** attempt);
   return Math.round(random() * ceiling);
 }

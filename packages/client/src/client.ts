@@ -4,7 +4,10 @@ import {
   type ClientMessageInput,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
   PROTOCOL_VERSION,
+  type PresenceState,
+  type PushEventKind,
   REPLY_TYPES,
   type ReplyOf,
   type RequestType,
@@ -12,9 +15,9 @@ import {
   type ServerMessageOf,
   type ServerMessageType,
 } from "@pheby/protocol";
-import { type BackoffOptions, backoffDelay } from "./backoff.js";
+import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backoff.js";
 import { Emitter } from "./emitter.js";
-import { PhebyError } from "./errors.js";
+import { PhebyError, retryAfterMs } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
 import { type TransportFailure, transportFailure } from "./transport.js";
@@ -51,6 +54,20 @@ export interface PhebyClientOptions {
    * their events reach `on()` handlers. Default none.
    */
   features?: readonly string[];
+  /**
+   * Ask for the `push` extension (Web Push notifications: {@link PhebyClient.subscribePush},
+   * {@link PhebyClient.presence}). Default on; it adds no events to the connection.
+   */
+  push?: boolean;
+}
+
+/**
+ * A Web Push subscription as browsers (`PushSubscription.toJSON()`) and UnifiedPush
+ * (`PushEndpoint`: url, p256dh, auth) hand it over.
+ */
+export interface PushSubscriptionKeys {
+  endpoint: string;
+  keys: { p256dh: string; auth: string };
 }
 
 /** A frame the server sent that `@pheby/protocol` rejects. */
@@ -76,13 +93,16 @@ interface Pending {
   timer: ReturnType<typeof setTimeout>;
 }
 
-/** Close codes after which reconnecting cannot help. */
+/**
+ * Close codes after which reconnecting cannot help (docs/protocol.md, close codes): a wrong secret
+ * and a protocol version the server does not speak. A lockout (4429) only means "wait"; every other
+ * close is reconnected with backoff.
+ */
 const FINAL_CLOSE_CODES: ReadonlySet<number> = new Set([
   CLOSE_CODES.unauthorized,
   CLOSE_CODES.versionMismatch,
-  CLOSE_CODES.lockedOut,
 ]);
-const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch", "rate_limited"]);
+const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch"]);
 
 /**
  * A typed Pheby Protocol v1 client.
@@ -101,6 +121,9 @@ export class PhebyClient {
   private readonly pending = new Map<string, Pending>();
   private readonly followed = new Map<string, number | undefined>();
   private featuresValue: readonly string[] = [];
+  private vapidKey: string | undefined;
+  /** The last presence this client said, repeated on every new connection (a new peer has none). */
+  private lastPresence: { state: PresenceState; conversation_id?: string } | undefined;
   /** Draft text by message_id, stitched from append deltas; cleared per connection and at message.complete. */
   private readonly drafts = new Map<string, string>();
   private socket: WebSocketLike | undefined;
@@ -109,6 +132,9 @@ export class PhebyClient {
   private attempt = 0;
   private userClosed = false;
   private everConnected = false;
+  /** The wait the server asked for at its last lockout (`rate_limited`, 4429), until the next attempt. */
+  private lockedOutFor: number | undefined;
+  private lastCloseCode: number | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -123,7 +149,9 @@ export class PhebyClient {
    * Open the socket and complete the handshake. Resolves with `ready`; rejects
    * with a {@link PhebyError} (`unauthorized`, `version_mismatch`, `rate_limited`,
    * `auth_timeout`, `connection_closed`). After success, drops are repaired
-   * automatically unless `reconnect: false`.
+   * automatically unless `reconnect: false`: `unauthorized` and `version_mismatch`
+   * (close 4401, 4426) stop reconnecting (`auth_failed`); a lockout (`rate_limited`,
+   * close 4429) waits the `retryAfterMs` the server named, then tries again.
    */
   async connect(): Promise<ServerMessageOf<"ready">> {
     this.userClosed = false;
@@ -134,6 +162,63 @@ export class PhebyClient {
   /** The Pheby extensions the server enabled on the current connection (`ready.features`; empty from a server without them). */
   get features(): readonly string[] {
     return this.featuresValue;
+  }
+
+  /**
+   * The server's VAPID public key (`ready.push.vapid_public_key`, base64url): the
+   * `applicationServerKey` of a browser subscription, or what a UnifiedPush distributor is
+   * registered with. Undefined when the server did not enable `push`.
+   */
+  get vapidPublicKey(): string | undefined {
+    return this.vapidKey;
+  }
+
+  /**
+   * Subscribe to push notifications (`push.subscribe`); resolves with the `subscription_id`. The
+   * same endpoint again updates its subscription. `events` narrows what is pushed (default: all).
+   */
+  async subscribePush(
+    subscription: PushSubscriptionKeys,
+    options: { deviceName?: string; events?: PushEventKind[] } = {},
+  ): Promise<string> {
+    const reply = await this.request({
+      type: "push.subscribe",
+      endpoint: subscription.endpoint,
+      keys: { p256dh: subscription.keys.p256dh, auth: subscription.keys.auth },
+      ...(options.deviceName === undefined ? {} : { device_name: options.deviceName }),
+      ...(options.events === undefined ? {} : { events: options.events }),
+    });
+    return reply.subscription_id;
+  }
+
+  /** Remove a push subscription (`push.unsubscribe`). */
+  async unsubscribePush(subscriptionId: string): Promise<void> {
+    await this.request({ type: "push.unsubscribe", subscription_id: subscriptionId });
+  }
+
+  /** The push subscriptions this credential may see (`push.list`), oldest first. */
+  async listPush(): Promise<ServerMessageOf<"push.subscriptions">["subscriptions"]> {
+    return (await this.request({ type: "push.list" })).subscriptions;
+  }
+
+  /** Send a test notification to one subscription (`push.test`) and resolve with the push service's verdict. */
+  testPush(subscriptionId: string): Promise<ServerMessageOf<"push.tested">> {
+    return this.request({ type: "push.test", subscription_id: subscriptionId });
+  }
+
+  /**
+   * Tell the server whether this UI is in front and which conversation it shows (`presence`, no
+   * reply). A push for a conversation is skipped only while some connection says it is `active` on
+   * it. Remembered and repeated after a reconnect; sent only when the server enabled `push`.
+   */
+  presence(state: PresenceState, conversationId?: string): void {
+    this.lastPresence = {
+      state,
+      ...(conversationId === undefined ? {} : { conversation_id: conversationId }),
+    };
+    if (this.stateValue === "open" && this.featuresValue.includes(FEATURE_PUSH)) {
+      this.send({ type: "presence", ...this.lastPresence });
+    }
   }
 
   /** Close the connection for good (no reconnect). Pending requests reject with `connection_closed`. */
@@ -300,6 +385,7 @@ export class PhebyClient {
     let failure: PhebyError | undefined;
     let opening = true;
     let transport: TransportFailure | undefined;
+    let closed: { code: number; reason: string } | undefined;
 
     const opened = new Promise<void>((resolve, reject) => {
       socket.addEventListener("open", () => {
@@ -307,6 +393,9 @@ export class PhebyClient {
         resolve();
       });
       socket.addEventListener("close", (event) => {
+        closed = { code: event.code, reason: event.reason };
+        if (event.code === CLOSE_CODES.lockedOut)
+          this.lockedOutFor = retryAfterMs(event.reason) ?? this.lockedOutFor;
         reject(
           failure ??
             (transport
@@ -340,14 +429,28 @@ export class PhebyClient {
       })) as ServerMessageOf<"ready">;
       this.attempt = 0;
       this.featuresValue = ready.features ?? [];
+      this.vapidKey = ready.push?.vapid_public_key;
       const reconnected = this.everConnected;
       this.everConnected = true;
       this.setState("open");
       this.startPing(socket);
+      if (this.lastPresence && this.featuresValue.includes(FEATURE_PUSH)) {
+        socket.send(JSON.stringify({ type: "presence", ...this.lastPresence }));
+      }
       if (reconnected) void this.resync().catch(() => undefined);
       return ready;
     } catch (err) {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
+      // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
+      // answered: that close is the answer.
+      if (failure.code === "connection_closed" && closed?.code === CLOSE_CODES.lockedOut) {
+        const wait = retryAfterMs(closed.reason);
+        failure = new PhebyError("rate_limited", `locked out: ${closed.reason || "no wait given"}`, {
+          ...(wait === undefined ? {} : { retryAfterMs: wait }),
+        });
+      }
+      // Before the close, this is what the next reconnect waits (the close reason may repeat it).
+      if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
       if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
       socket.close();
       throw failure;
@@ -358,6 +461,7 @@ export class PhebyClient {
   private helloFeatures(): { features?: string[] } {
     const asked = [
       ...(this.options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+      ...(this.options.push === false ? [] : [FEATURE_PUSH]),
       ...(this.options.features ?? []),
     ];
     const features = asked.filter((f, i) => asked.indexOf(f) === i);
@@ -407,7 +511,14 @@ export class PhebyClient {
       this.pending.delete(requestId!);
       clearTimeout(pending.timer);
       if (message.type === "error") {
-        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
+        const { code, message: text } = message.error;
+        const wait = code === "rate_limited" ? retryAfterMs(text) : undefined;
+        pending.reject(
+          new PhebyError(code, text, {
+            requestId: requestId!,
+            ...(wait === undefined ? {} : { retryAfterMs: wait }),
+          }),
+        );
       } else {
         pending.resolve(message);
       }
@@ -453,6 +564,7 @@ export class PhebyClient {
   private onClose(socket: WebSocketLike, code: number): void {
     if (socket !== this.socket) return;
     this.socket = undefined;
+    this.lastCloseCode = code;
     const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
     this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue);
     if (this.userClosed || final || this.options.reconnect === false || !this.everConnected) {
@@ -464,7 +576,14 @@ export class PhebyClient {
 
   private scheduleReconnect(): void {
     this.setState("reconnecting");
-    const delay = backoffDelay(this.attempt++, this.options.reconnect || {});
+    const backoff = this.options.reconnect || {};
+    let delay = backoffDelay(this.attempt++, backoff);
+    if (this.lockedOutFor !== undefined || this.lastCloseCode === CLOSE_CODES.lockedOut) {
+      // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
+      // earlier only gets another 4429.
+      delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);
+      this.lockedOutFor = undefined;
+    }
     this.reconnectTimer = setTimeout(() => {
       // A failed attempt ends in a close event, and onClose schedules the next one.
       this.open("reconnecting").catch(() => undefined);

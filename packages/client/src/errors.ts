@@ -12,19 +12,35 @@ export class PhebyError extends Error {
   readonly status?: number;
   /** The request's `request_id`, when the error answers a request. */
   readonly requestId?: string;
+  /**
+   * For `rate_limited`: how long the server asked the client to wait before trying again (from the
+   * `retry after N s` its message or close reason carries), when it said.
+   */
+  readonly retryAfterMs?: number;
 
   /**
    * @param extra `status`: HTTP status (of a file request, or of a refused WebSocket upgrade);
-   * `cause`: the runtime's underlying error (e.g. Node's `ECONNREFUSED`), when known.
+   * `cause`: the runtime's underlying error (e.g. Node's `ECONNREFUSED`), when known;
+   * `retryAfterMs`: the wait a `rate_limited` answer asked for.
    */
   constructor(
     code: PhebyErrorCode,
     message: string,
-    extra: { status?: number; requestId?: string; cause?: unknown } = {},
+    extra: { status?: number; requestId?: string; cause?: unknown; retryAfterMs?: number } = {},
   ) {
     super(message, extra.cause === undefined ? undefined : { cause: extra.cause });
     this.code = code;
     if (extra.status !== undefined) this.status = extra.status;
     if (extra.requestId !== undefined) this.requestId = extra.requestId;
+    if (extra.retryAfterMs !== undefined) this.retryAfterMs = extra.retryAfterMs;
   }
+}
+
+/**
+ * The wait a lockout names, in ms: a `rate_limited` message and a 4429 close reason end with
+ * `retry after N s` (docs/protocol.md, close codes). Undefined when the text names none.
+ */
+export function retryAfterMs(text: string | undefined): number | undefined {
+  const seconds = /retry after (\d+) s\b/i.exec(text ?? "")?.[1];
+  return seconds === undefined ? undefined : Number(seconds) * 1000;
 }

@@ -11,6 +11,7 @@ export {
   type InvalidFrame,
   PhebyClient,
   type PhebyClientOptions,
+  type PushSubscriptionKeys,
   type ResyncResult,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";

@@ -304,6 +304,103 @@ describe("PhebyClient reconnect", () => {
   });
 });
 
+/** Answer a hello with `error` and close with `code` (the server's way of refusing a handshake). */
+function refuseHellos(code: number, error: { code: string; message: string }, reason = "") {
+  peer.handler = (frame, conn) => {
+    if (frame.type !== "hello") return undefined;
+    setTimeout(() => conn.socket.close(code, reason), 5);
+    return [{ type: "error", request_id: frame.request_id, error, ts: TS }];
+  };
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("PhebyClient close codes (docs/protocol.md, close codes)", () => {
+  it.each([
+    [4401, "unauthorized"],
+    [4426, "version_mismatch"],
+  ] as const)("%i (%s) is final: no retry loop after a drop", async (code, errorCode) => {
+    const c = client();
+    await c.connect();
+    refuseHellos(code, { code: errorCode, message: "refused" });
+    peer.connections[0]!.socket.terminate();
+    while (c.state !== "auth_failed") await wait(10);
+    await wait(100); // many backoff periods (5–20 ms) for a retry loop to show
+    expect(peer.connections).toHaveLength(2);
+  });
+
+  it.each([4408, 4503, 1001, 1009, 1006])("%i: reconnects with backoff", async (code) => {
+    const c = client();
+    await c.connect();
+    const socket = peer.connections[0]!.socket;
+    if (code === 1006)
+      socket.terminate(); // no close frame at all
+    else socket.close(code, "bye");
+    await peer.waitForConnections(2);
+    while (c.state !== "open") await wait(10);
+    expect(peer.connections[1]!.received[0]).toMatchObject({ type: "hello" });
+  });
+
+  it("4429 waits the seconds its close reason names, then reconnects", async () => {
+    const c = client();
+    await c.connect();
+    const closedAt = Date.now();
+    peer.connections[0]!.socket.close(4429, "locked out; retry after 1 s");
+    await peer.waitForConnections(2);
+    // A lower bound only: the backoff alone (5–20 ms) would have retried long before.
+    expect(Date.now() - closedAt).toBeGreaterThanOrEqual(990);
+    while (c.state !== "open") await wait(10);
+  });
+
+  it("a hello answered rate_limited while reconnecting: waits the seconds of its message, then succeeds", async () => {
+    const c = client();
+    await c.connect();
+    refuseHellos(4429, {
+      code: "rate_limited",
+      message: "Too many failed hellos from this address; retry after 1 s",
+    });
+    const refusedAt = Date.now();
+    peer.connections[0]!.socket.terminate();
+    await peer.waitForConnections(2);
+    // Only once the second hello has been refused (the handler answers as the frame arrives).
+    while (!peer.connections[1]!.received.some((f) => f.type === "hello")) await wait(5);
+    const { defaultHandler } = await import("./peer.js");
+    peer.handler = defaultHandler;
+    await peer.waitForConnections(3);
+    expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(990);
+    while (c.state !== "open") await wait(10);
+    expect(c.state).toBe("open");
+  });
+
+  it("a lockout refused as the socket opens (no reply to hello, only the 4429 close): rate_limited with the wait", async () => {
+    const c = client();
+    peer.handler = (frame, conn) => {
+      if (frame.type !== "hello") return undefined;
+      setTimeout(() => conn.socket.close(4429, "locked out; retry after 3 s"), 5);
+      // The server's error went out before it read the hello: it carries no request_id.
+      return [{ type: "error", error: { code: "rate_limited", message: "locked out" }, ts: TS }];
+    };
+    const err = await c.connect().catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: "rate_limited", retryAfterMs: 3_000 });
+    while ((c.state as string) === "connecting") await wait(10);
+    expect(c.state).toBe("closed");
+  });
+
+  it("a lockout at connect(): rejects with rate_limited and the wait, not as a final auth failure", async () => {
+    const c = client();
+    refuseHellos(
+      4429,
+      { code: "rate_limited", message: "Too many failed hellos from this address; retry after 287 s" },
+      "locked out; retry after 287 s",
+    );
+    const err = await c.connect().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err).toMatchObject({ code: "rate_limited", retryAfterMs: 287_000 });
+    while ((c.state as string) === "connecting") await wait(10);
+    expect(c.state).toBe("closed");
+  });
+});
+
 describe("helpers", () => {
   it("backoffDelay grows exponentially up to the cap, with full jitter", () => {
     const max = () => 1;

@@ -17,5 +17,12 @@ export { CHECKS } from "./checks/index.js";
 export { serverUrls } from "./context.js";
 export { formatReport, formatResult } from "./format.js";
 export { toJUnit } from "./junit.js";
+export {
+  type Answer as PushReceiverAnswer,
+  type PushReceiver,
+  type ReceivedPush,
+  type ReceiverEndpoint,
+  startReceiver as startPushReceiver,
+} from "./push-receiver.js";
 export { matchesPattern, runCheck, runConformance, selectChecks } from "./runner.js";
 export type { Check, CheckResult, CheckStatus, ConformanceOptions, ConformanceReport } from "./types.js";

@@ -38,6 +38,8 @@ export class Probe {
   private readonly waiters = new Set<Waiter>();
   private closeInfo: CloseInfo | undefined;
   private nextId = 1;
+  /** The features `ready` enabled (none for a v1 hello); undefined before the handshake. */
+  private enabled: readonly string[] | undefined;
 
   private constructor(
     readonly label: string,
@@ -56,7 +58,11 @@ export class Probe {
     });
     socket.on("message", (data, isBinary) => {
       const raw = isBinary ? `<binary frame of ${(data as Buffer).length} bytes>` : data.toString();
-      const decoded = isBinary ? undefined : decodeServerFrame(raw);
+      // Once authenticated, strictly: a frame or field of a feature this connection did not enable
+      // is invalid (a v1 connection must get v1, byte for byte).
+      const decoded = isBinary
+        ? undefined
+        : decodeServerFrame(raw, this.enabled === undefined ? {} : { features: this.enabled });
       if (!decoded?.ok) {
         const frame = {
           connection: label,
@@ -197,10 +203,12 @@ export class Probe {
 
   /** Complete the handshake (asking for `features` when given); resolves with `ready`. */
   async hello(secret: string, features?: string[]): Promise<Extract<ServerMessage, { type: "ready" }>> {
-    return this.request(
+    const ready = await this.request(
       { type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) },
       "ready",
     );
+    this.enabled = ready.features ?? [];
+    return ready;
   }
 
   /** Wait for the server to close the connection. */

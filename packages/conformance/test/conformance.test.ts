@@ -40,7 +40,8 @@ describe.skipIf(unavailable !== undefined)(
     let server: TestServer;
 
     beforeAll(async () => {
-      server = await startServer();
+      // The push check's receiver listens on loopback, which a server refuses by default (SSRF rule).
+      server = await startServer({ PHEBY_PUSH_ALLOW_PRIVATE: "true" });
     });
     afterAll(async () => {
       await server?.stop();
@@ -151,7 +152,7 @@ describe.skipIf(unavailable !== undefined)(
 
 // The auth-timeout check needs a server with a short timeout: the library, started in-process.
 type ServerLib = {
-  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs: number }) => {
+  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number }) => {
     listen(o: { port: number; host: string }): Promise<{ port: number }>;
     close(): Promise<void>;
   };
@@ -182,6 +183,33 @@ describe.skipIf(!lib.createPhebyServer)(
         expect(report.results.map((r) => [r.id, r.status, r.reason])).toEqual([
           ["handshake.auth_timeout", "pass", undefined],
         ]);
+      } finally {
+        await server.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);
+
+describe.skipIf(lib.createPhebyServer === undefined)(
+  "conformance push check (@pheby/server with its default SSRF rule)",
+  () => {
+    it("skips extensions.push, saying why, when the server refuses the local receiver", async () => {
+      const { mkdtempSync, rmSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { join } = await import("node:path");
+      const dataDir = mkdtempSync(join(tmpdir(), "pheby-push-ssrf-"));
+      const server = lib.createPhebyServer!({ secret: "push-ssrf-secret-0123456789", dataDir });
+      try {
+        const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
+        const report = await runConformance({
+          url: `ws://127.0.0.1:${port}/ws`,
+          secret: "push-ssrf-secret-0123456789",
+          only: ["extensions.push"],
+        });
+        expect(report.results).toMatchObject([{ id: "extensions.push", status: "skip" }]);
+        expect(report.results[0]!.reason).toContain("PHEBY_PUSH_ALLOW_PRIVATE=true");
+        expect(report.frames.invalid).toBe(0);
       } finally {
         await server.close();
         rmSync(dataDir, { recursive: true, force: true });

@@ -12,6 +12,9 @@ export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
+export type { Resolve } from "./push/address.js";
+export type { RetryPolicy } from "./push/delivery.js";
+export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,

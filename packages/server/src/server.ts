@@ -1,5 +1,6 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
 import { FEATURE_SCHEDULES } from "@pheby/protocol";
@@ -29,6 +30,7 @@ import { mcpServerCommand } from "./mcp/command.js";
 import { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Origin, Outbox } from "./outbox/outbox.js";
+import { type PushOptions, PushService } from "./push/service.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
 import { Scheduler, type Timers } from "./schedules/scheduler.js";
@@ -100,6 +102,11 @@ export interface PhebyServerOptions {
    * sent with a strict CSP; see docs/console.md.
    */
   staticConsoleDir?: string;
+  /**
+   * Push notifications (the `push` extension): previews, private endpoints, the VAPID contact. The
+   * VAPID key pair is generated on first start in `<dataDir>/vapid.json` (mode 0600).
+   */
+  push?: PushOptions;
   /** Days attachments are kept (default 7); 0 keeps them forever (`expires_at: null`). */
   attachmentRetentionDays?: number;
   /**
@@ -303,7 +310,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
   const fanout = new Fanout();
-  const outbox: Outbox = fanout;
+  const push = new PushService(
+    { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
+    options.push,
+  );
+  const outbox: Outbox = push.wrap(fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -354,6 +365,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: options.publicUrl,
   });
+  // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
+  devices.onRevoked((deviceId) => push.forget(deviceId));
   const ctx: ServerContext = {
     store,
     attachments,
@@ -368,6 +381,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
     historyPageBytes,
+    push,
   };
   // Pheby's MCP server: its bridge opens at start(), before the backend can spawn an agent.
   let bridge: McpBridge | undefined;
@@ -439,6 +453,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     hideSession(sessionId) {
       store.hideSession({ id: newId(), session_id: sessionId, source: backend.name, at: clock.now() });
     },
+    serverPaths: { dataDir: resolve(options.dataDir), workdir: process.cwd() },
     log,
   };
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
@@ -466,6 +481,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       idleTimeoutMs: httpIdleTimeoutMs,
     },
     options.corsOrigins ?? [],
+    {
+      decisions,
+      authenticate: (presented) => credentials.resolve(presented),
+      lockout,
+      transfers,
+      log,
+    },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
   const sweep = () =>
@@ -524,6 +546,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
         }
         await bridge?.close();
         await attachments.idle();
+        await push.close();
         store.close();
         log.info("closed");
       })();

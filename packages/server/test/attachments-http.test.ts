@@ -328,7 +328,12 @@ describe("HTTP auth and the lockout", () => {
       }
       const locked = await http(ts.url, "GET", path);
       expect(locked.status).toBe(429);
-      expect(JSON.parse(locked.body.toString()).error.code).toBe("rate_limited");
+      // The wait is named (5 minutes by default), in the message and as Retry-After.
+      expect(JSON.parse(locked.body.toString()).error).toEqual({
+        code: "rate_limited",
+        message: expect.stringMatching(/; retry after (300|299) s$/),
+      });
+      expect(locked.headers["retry-after"]).toMatch(/^(300|299)$/);
       // Locked: no more comparisons, so a further guess is 429 too, never 401.
       const guess = await http(ts.url, "GET", path, { auth: false, headers: { "x-pheby-secret": "nope" } });
       expect(guess.status).toBe(429);

@@ -1,5 +1,5 @@
 import { type PhebyClientOptions, PhebyError } from "@pheby/client";
-import { FEATURE_DELTA_APPEND, type ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_DELTA_APPEND, FEATURE_PUSH, type ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phebyClient, RawClient, startServer, streamingBackend, type TestServer } from "./helpers.js";
 
@@ -74,13 +74,13 @@ describe("@pheby/client and append deltas (delta.append)", () => {
 
   it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets", async () => {
     const { deltas, cumulative, features } = await deltasOf({});
-    expect(features).toEqual([FEATURE_DELTA_APPEND]);
+    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_PUSH]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas).toEqual(cumulative);
   });
 
   it("appendDeltas: false does not ask (ready has no features) and gets the same deltas", async () => {
-    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false });
+    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false, push: false });
     expect(features).toEqual([]);
     expect(deltas).toEqual(cumulative);
   });
@@ -105,6 +105,25 @@ describe("@pheby/client and append deltas (delta.append)", () => {
     } finally {
       client.close();
       other.close();
+    }
+  });
+});
+
+describe("@pheby/client and a lockout (issue 23)", () => {
+  it("connect() rejects with rate_limited naming the wait; after that wait it connects", async () => {
+    const locking = await startServer({ lockout: { maxFailures: 1, durationMs: 1_500 } });
+    try {
+      await expect(phebyClient(locking, { secret: "wrong" })).rejects.toMatchObject({ code: "unauthorized" });
+      const client = await phebyClient(locking).catch((e: unknown) => e);
+      expect(client).toBeInstanceOf(PhebyError);
+      // 1.5 s locks, rounded up to whole seconds by the server.
+      expect(client).toMatchObject({ code: "rate_limited", retryAfterMs: 2_000 });
+      await new Promise((r) => setTimeout(r, (client as PhebyError).retryAfterMs));
+      const again = await phebyClient(locking);
+      expect(again.state).toBe("open");
+      again.close();
+    } finally {
+      await locking.cleanup();
     }
   });
 });

@@ -72,6 +72,20 @@ describe("request errors keep the connection open", () => {
       "not_found",
       "s",
     );
+    // Another conversation's active run is not this conversation's: not_found, and it runs on.
+    const other = await createConversation(c);
+    const running = await send(c, other, "/sim slow");
+    await expectError(
+      c,
+      { type: "run.cancel", conversation_id: id, run_id: running, request_id: "o" },
+      "not_found",
+      "o",
+    );
+    const cancelled = await c.ok(
+      { type: "run.cancel", conversation_id: other, run_id: running },
+      "run.finished",
+    );
+    expect(cancelled).toMatchObject({ run_id: running, status: "cancelled" });
     await expectError(
       c,
       {

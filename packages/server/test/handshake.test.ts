@@ -119,16 +119,25 @@ describe("lockout", () => {
     for (let i = 0; i < 4; i++) await failHello();
     await failHello(undefined, hello({ protocol_version: 7 }));
 
-    // Locked: even the right secret is refused with rate_limited / 4429.
+    // Locked: even the right secret is refused with rate_limited / 4429, both naming the wait.
     const locked = await RawClient.open(ts.wsUrl);
-    expect((await locked.next("error")).error.code).toBe("rate_limited");
-    expect((await locked.closed).code).toBe(CLOSE_CODES.lockedOut);
+    expect((await locked.next("error")).error).toEqual({
+      code: "rate_limited",
+      message: "Too many failed hellos from this address; retry after 60 s",
+    });
+    expect(await locked.closed).toEqual({
+      code: CLOSE_CODES.lockedOut,
+      reason: "locked out; retry after 60 s",
+    });
 
     // Another source address (via XFF from the loopback proxy) is unaffected.
     const other = await RawClient.connect(ts.wsUrl, { headers: { "X-Forwarded-For": "203.0.113.9" } });
     other.close();
 
-    now += 60_000; // the configured lockout duration
+    now += 59_500; // the wait counts down, rounded up to whole seconds
+    const later = await RawClient.open(ts.wsUrl);
+    expect((await later.closed).reason).toBe("locked out; retry after 1 s");
+    now += 500; // the configured lockout duration
     const again = await RawClient.connect(ts.wsUrl);
     again.close();
   });

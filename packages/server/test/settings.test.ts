@@ -119,11 +119,30 @@ describe("models", () => {
       current_model: SIM_CATALOGUE.defaultModel!.model,
       current_provider: SIM_CATALOGUE.defaultModel!.provider,
       scope: "global",
-      supported_reasoning_efforts: [...REASONING_EFFORTS],
+      supported_reasoning_efforts: REASONING_EFFORTS.filter((e) => e !== "none"),
     });
     const current = await a.ok({ type: "models.current" }, "model.current");
     expect(current).toMatchObject({ model: "sim/fast-1", provider: "simcloud", scope: "global" });
     expect(current.conversation_id).toBeUndefined();
+  });
+
+  // Issue 23 §4: failed on main (the list carried none).
+  it("models.snapshot lists the efforts as the spec's example does, without none; reasoning.set none stays accepted", async () => {
+    const id = await createConversation(a);
+    const list = await a.ok({ type: "models.list", conversation_id: id }, "models.snapshot");
+    expect(list.supported_reasoning_efforts).toEqual(REASONING_EFFORTS.filter((e) => e !== "none"));
+    const off = await change(
+      { type: "reasoning.set", effort: "none", conversation_id: id },
+      "reasoning.changed",
+    );
+    expect(off).toMatchObject({ effort: "none", scope: "conversation" });
+    const current = await a.ok({ type: "reasoning.current", conversation_id: id }, "reasoning.snapshot");
+    // reasoning.snapshot keeps none among its levels, as the spec's example of it does.
+    expect(current).toMatchObject({
+      effort: "none",
+      enabled: false,
+      supported_efforts: [...REASONING_EFFORTS],
+    });
   });
 
   it("global and conversation scopes, broadcast; the next reply says which model it used", async () => {

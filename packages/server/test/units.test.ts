@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { nearestChoice } from "../src/agent/nearest.js";
 import { longText } from "../src/agent/simulator/index.js";
 import { clientAddress, isLoopback, lockoutKey } from "../src/auth/address.js";
-import { Lockout } from "../src/auth/lockout.js";
+import { Lockout, retryAfter } from "../src/auth/lockout.js";
 import { createSecretCheck } from "../src/auth/secret.js";
 import { REDACTED, redactArgs, truncate } from "../src/util/redact.js";
 
@@ -72,10 +72,24 @@ describe("Lockout", () => {
     expect(lockout.fail("a")).toBe(true);
     expect(lockout.isLocked("a")).toBe(true);
     expect(lockout.isLocked("b")).toBe(false);
+    expect(lockout.remainingMs("a")).toBe(300_000);
     now += 299_999;
     expect(lockout.isLocked("a")).toBe(true);
+    expect(lockout.remainingMs("a")).toBe(1);
     now += 1;
     expect(lockout.isLocked("a")).toBe(false);
+    expect(lockout.remainingMs("a")).toBe(0);
+    expect(lockout.remainingMs("b")).toBe(0);
+  });
+
+  it("retryAfter names the wait in whole seconds, rounded up, at least 1", () => {
+    expect([1, 999, 1_000, 1_001, 287_400].map(retryAfter)).toEqual([
+      "retry after 1 s",
+      "retry after 1 s",
+      "retry after 1 s",
+      "retry after 2 s",
+      "retry after 288 s",
+    ]);
   });
 
   it("does not keep expired locks of many addresses forever", () => {

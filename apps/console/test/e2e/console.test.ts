@@ -175,13 +175,14 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and devices, for its devices panel) and got them: the
+    // The console asked for append deltas (and push, devices, schedules and expiry, for its panels) and got them: the
     // bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
     expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
       "delta.append",
+      "push",
       "devices",
       "schedules",
       "expiry",

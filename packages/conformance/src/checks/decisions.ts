@@ -58,13 +58,19 @@ export const decisionChecks: Check[] = [
   {
     id: "approvals.unknown_id",
     section: APPROVALS,
-    title: "approval.respond with an unknown approval_id gets approval_not_found",
+    title:
+      "approval.respond with an unknown approval_id gets approval_not_found, even with an invalid choice (the ID is checked first)",
     async run(ctx) {
       const probe = await ctx.connect();
       await probe.expectError(
         { type: "approval.respond", approval_id: "no-such-approval", choice: "once" },
         "approval_not_found",
         "an unknown approval_id",
+      );
+      await probe.expectError(
+        { type: "approval.respond", approval_id: "no-such-approval", choice: "maybe" },
+        "approval_not_found",
+        "an unknown approval_id with an invalid choice",
       );
     },
   },
@@ -194,13 +200,19 @@ export const decisionChecks: Check[] = [
   {
     id: "clarify.unknown_id",
     section: CLARIFY,
-    title: "clarify.respond with an unknown clarify_id gets clarify_not_found",
+    title:
+      "clarify.respond with an unknown clarify_id gets clarify_not_found, even with a blank response (the ID is checked first)",
     async run(ctx) {
       const probe = await ctx.connect();
       await probe.expectError(
         { type: "clarify.respond", clarify_id: "no-such-question", response: "yes" },
         "clarify_not_found",
         "an unknown clarify_id",
+      );
+      await probe.expectError(
+        { type: "clarify.respond", clarify_id: "no-such-question", response: " " },
+        "clarify_not_found",
+        "an unknown clarify_id with a blank response",
       );
     },
   },

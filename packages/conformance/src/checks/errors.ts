@@ -68,7 +68,8 @@ export const errorChecks: Check[] = [
   {
     id: "errors.conversation_not_found",
     section: "Conversations",
-    title: "open, rename, delete and chat.send of an unknown conversation get conversation_not_found",
+    title:
+      "open, rename, delete, chat.send and run.cancel of an unknown conversation get conversation_not_found",
     async run(ctx) {
       const probe = await ctx.connect();
       const conversation_id = UNKNOWN_ID;
@@ -91,6 +92,12 @@ export const errorChecks: Check[] = [
         { type: "chat.send", conversation_id, text: "hello" },
         "conversation_not_found",
         "chat.send",
+      );
+      // Even with a run_id: the conversation is checked first (docs/protocol.md, Cancellation).
+      await probe.expectError(
+        { type: "run.cancel", conversation_id, run_id: "no-such-run" },
+        "conversation_not_found",
+        "run.cancel",
       );
     },
   },

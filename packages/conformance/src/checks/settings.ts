@@ -49,7 +49,7 @@ export const settingsChecks: Check[] = [
     id: "models.scopes",
     section: "Models",
     title:
-      "models.list, then model.set with conversation_id is a conversation override (reply + broadcast); unknown models get bad_request",
+      "models.list (efforts without none, as the spec's example), then model.set with conversation_id is a conversation override (reply + broadcast); unknown models get bad_request",
     async run(ctx) {
       const a = await ctx.connect("a");
       const b = await ctx.connect("b");
@@ -59,6 +59,12 @@ export const settingsChecks: Check[] = [
       );
       const models = list.providers.flatMap((p) => p.models.map((model) => ({ model, provider: p.slug })));
       expect(models.length > 0, "models.snapshot lists no models", list);
+      // The spec's example lists the levels only: none is "thinking off", not a level.
+      expect(
+        !list.supported_reasoning_efforts.includes("none"),
+        'supported_reasoning_efforts lists "none"',
+        list,
+      );
       const pick = models.find((m) => m.model !== list.current_model) ?? models[0]!;
       const globalBefore = await a.request({ type: "models.current" }, "model.current");
       const from = b.frames.length;

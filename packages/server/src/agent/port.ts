@@ -84,6 +84,14 @@ export interface AttachmentRef {
   inlineText?: string;
 }
 
+/** The end of Pheby's own transcript of a conversation: its newest messages within a budget (see {@link TurnInput.history}). */
+export interface TranscriptTail {
+  /** Oldest first. */
+  entries: AgentHistoryEntry[];
+  /** Earlier messages exist that are not in `entries`. */
+  more: boolean;
+}
+
 /** Input of one turn. */
 export interface TurnInput {
   conversationId: string;
@@ -97,6 +105,13 @@ export interface TurnInput {
    * handed back unchanged (e.g. the receipts of Hermes's background notifications).
    */
   meta?: Record<string, unknown>;
+  /**
+   * The conversation so far, before this turn's message, from the server's transcript: the newest
+   * messages whose text totals at most `maxBytes` (UTF-8), always at least one when there is any. A
+   * backend that must continue the conversation in a new agent session (the old one cannot be
+   * reopened) gives it to the agent as context. Read on demand; absent in tests and older servers.
+   */
+  history?(maxBytes: number): TranscriptTail;
 }
 
 /** How a turn ended. */
@@ -172,6 +187,12 @@ export interface TurnSink {
   file(file: ProducedFile): Promise<void>;
   /** A lifecycle/status notice (`message.complete` with `kind: "notice"`). */
   notice(text: string): void;
+  /**
+   * The conversation continues in a new agent session, `sessionId` (its old one was lost: the agent
+   * restarted without a way to reopen it, forgot it, or hangs in it). The server maps the
+   * conversation to it for every later turn and never imports the old one as a conversation.
+   */
+  sessionReplaced(sessionId: string): void;
 }
 
 /** Output the agent sends outside any turn (scheduled deliveries, background completions). */
@@ -229,6 +250,11 @@ export interface AgentHost {
    * it for itself (the ACP catalogue probe). It may still become a conversation's session.
    */
   hideSession(sessionId: string): void;
+  /**
+   * The server's own directories (its data directory, its working directory), so a backend can keep
+   * them out of the agent text it passes on (see `HostPaths`). Absent: the backend knows only its own.
+   */
+  serverPaths?: { dataDir: string; workdir: string };
   /** Structured logger (pino-compatible subset). Never log chat text here. */
   log: {
     debug(obj: object, msg?: string): void;

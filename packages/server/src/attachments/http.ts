@@ -5,30 +5,17 @@ import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
 import { type ErrorCode, LIMITS } from "@pheby/protocol";
 import type { Context, Hono } from "hono";
 import type { Logger } from "pino";
-import { clientAddress } from "../auth/address.js";
-import { presentedSecrets } from "../auth/http.js";
-import type { Lockout } from "../auth/lockout.js";
-import { type Principal, principalLog } from "../auth/principal.js";
-import type { Transfers } from "../auth/transfers.js";
+import { authenticateHttp, type HttpAuthDeps, httpError } from "../auth/http.js";
 import type { Store } from "../store/store.js";
 import { abortable } from "../util/abortable.js";
 import { contentDisposition, sanitiseFilename } from "./filename.js";
 import { parseRange } from "./range.js";
 import { AttachmentRejected, type AttachmentStore } from "./store.js";
 
-/** What the attachment routes need. */
-export interface AttachmentRouteDeps {
+/** What the attachment routes need (credentials as every authenticated HTTP route). */
+export interface AttachmentRouteDeps extends HttpAuthDeps {
   attachments: AttachmentStore;
   store: Store;
-  /**
-   * Who the presented secrets authenticate (the master secret or a device's), comparing every one
-   * in constant time; undefined when none does.
-   */
-  authenticate(presented: readonly string[]): Principal | undefined;
-  lockout: Lockout;
-  /** A device's requests are tracked here while they run, so revoking it cuts them. */
-  transfers: Transfers;
-  log: Logger;
   /** An upload that sends no byte for this long is abandoned with 408 (see {@link PhebyServerOptions.httpIdleTimeoutMs}). */
   idleTimeoutMs: number;
 }
@@ -38,50 +25,22 @@ type Env = { Bindings: HttpBindings };
 /** The spec's exact body for an unknown, expired or malformed attachment ID. */
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
-const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429, code: ErrorCode, message: string) =>
-  c.json({ error: { code, message } }, status);
+const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429 | 507, code: ErrorCode, message: string) =>
+  httpError(c, status, code, message);
 
 /**
- * Authenticate a request with the master secret or a device secret. Missing
- * credentials → 401. Wrong credentials → 401 and a failure counted towards the
- * same per-address lockout as failed hellos (the HTTP routes take the same
- * secrets, so they must not be an unthrottled guessing oracle). A locked-out
- * address gets 429 `rate_limited` whatever it presents. A device's request is
- * tracked until its response ends: revoking the device destroys its socket,
- * which ends a download and fails an upload (whose partial file is removed).
+ * The filesystem (or the database on it) has no room left: `ENOSPC`, a quota (`EDQUOT`), or
+ * SQLite's `SQLITE_FULL` when the index row cannot be written.
  */
-function authenticate(c: Context<Env>, deps: AttachmentRouteDeps): Response | undefined {
-  const { incoming, outgoing } = c.env;
-  const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
-  if (deps.lockout.isLocked(addr)) {
-    return fail(c, 429, "rate_limited", "Too many failed attempts from this address; try again later");
-  }
-  const presented = presentedSecrets(incoming.headers);
-  if (presented.length === 0) return fail(c, 401, "unauthorized", "Missing credentials");
-  const principal = deps.authenticate(presented);
-  if (!principal) {
-    const locked = deps.lockout.fail(addr);
-    deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");
-    return fail(c, 401, "unauthorized", "Invalid credentials");
-  }
-  deps.lockout.succeed(addr);
-  if (principal.kind === "device") {
-    const done = deps.transfers.track(principal.deviceId, () => {
-      deps.log.info(
-        { ...principalLog(principal), route: c.req.routePath },
-        "HTTP transfer cut: device revoked",
-      );
-      incoming.socket.destroy();
-    });
-    outgoing.once("close", done);
-  }
-  return undefined;
+function diskFull(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === "ENOSPC" || code === "EDQUOT" || code === "SQLITE_FULL";
 }
 
 /** Add `POST /attachments` and `GET /attachments/:id` to the app. */
 export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): void {
   app.post("/attachments", async (c) => {
-    const denied = authenticate(c, deps);
+    const denied = authenticateHttp(c, deps);
     if (denied) return denied;
     const { incoming } = c.env;
     const conversationId = c.req.query("conversation_id");
@@ -119,6 +78,12 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
         const seconds = deps.idleTimeoutMs / 1000;
         return fail(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
       }
+      if (diskFull(err)) {
+        // The store removed what it wrote; the rest of the body is not read, so close after answering.
+        deps.log.error({ conversation: conversationId }, "upload refused: the server's disk is full");
+        c.header("Connection", "close");
+        return fail(c, 507, "internal_error", "The server's disk is full; the file was not stored");
+      }
       if (incoming.errored || incoming.destroyed) {
         deps.log.debug(
           { conversation: conversationId },
@@ -131,7 +96,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
   });
 
   app.get("/attachments/:id", async (c) => {
-    const denied = authenticate(c, deps);
+    const denied = authenticateHttp(c, deps);
     if (denied) return denied;
     const blob = await deps.attachments.open(c.req.param("id"));
     if (!blob) return c.json(UNAVAILABLE, 404);
@@ -163,7 +128,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
   });
 
   // Anything else under /attachments/ (a nested path, a traversal attempt) is an unavailable attachment.
-  app.get("/attachments/*", (c) => authenticate(c, deps) ?? c.json(UNAVAILABLE, 404));
+  app.get("/attachments/*", (c) => authenticateHttp(c, deps) ?? c.json(UNAVAILABLE, 404));
 }
 
 function tooLarge(c: Context<Env>): Response {

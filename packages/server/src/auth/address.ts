@@ -29,7 +29,7 @@ export function clientAddress(
 }
 
 /** The eight 16-bit groups of an IPv6 address (zone stripped, `::` expanded, a dotted tail as two). */
-function ipv6Groups(addr: string): number[] {
+export function ipv6Groups(addr: string): number[] {
   const bare = addr.split("%")[0]!;
   const parse = (part: string) =>
     part === ""

@@ -35,12 +35,18 @@ export class Lockout {
 
   /** True while `addr` is locked out. */
   isLocked(source: string): boolean {
+    return this.remainingMs(source) > 0;
+  }
+
+  /** How long `addr` stays locked out, in ms; 0 when it is not. */
+  remainingMs(source: string): number {
     const addr = lockoutKey(source);
     const until = this.#lockedUntil.get(addr);
-    if (until === undefined) return false;
-    if (this.clock.now() < until) return true;
+    if (until === undefined) return 0;
+    const left = until - this.clock.now();
+    if (left > 0) return left;
     this.#lockedUntil.delete(addr);
-    return false;
+    return 0;
   }
 
   /** Record a failed hello; returns true when this failure locked the address. */
@@ -93,4 +99,18 @@ export class Lockout {
       this.#failures.delete(addr);
     }
   }
+}
+
+/**
+ * How a refusal names the wait of a lockout, in whole seconds rounded up, so a client knows when to
+ * come back (docs/protocol.md, close codes): the `rate_limited` message and the 4429 close reason end
+ * with it, and clients read it with a `retry after (\d+) s` pattern.
+ */
+export function retryAfter(remainingMs: number): string {
+  return `retry after ${retryAfterSeconds(remainingMs)} s`;
+}
+
+/** {@link retryAfter}'s number: whole seconds, rounded up, at least 1. */
+export function retryAfterSeconds(remainingMs: number): number {
+  return Math.max(1, Math.ceil(remainingMs / 1000));
 }

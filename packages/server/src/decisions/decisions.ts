@@ -258,8 +258,7 @@ export class Decisions {
    * offers ({@link nearestChoice}).
    */
   respondApproval(msg: ClientMessageOf<"approval.respond">): void {
-    if (!this.#approvals.peek(msg.approval_id))
-      throw new ProtocolError("approval_not_found", "Approval not found");
+    if (!this.#approvals.peek(msg.approval_id)) throw APPROVAL_NOT_FOUND();
     // The reason is free text for the agent with a deny; it means nothing with an approval.
     const reason = msg.choice === "deny" && msg.reason !== undefined ? { reason: msg.reason } : {};
     this.#approvals.answer(
@@ -281,8 +280,7 @@ export class Decisions {
    * the backend receives it verbatim.
    */
   respondClarify(msg: ClientMessageOf<"clarify.respond">): void {
-    if (!this.#clarifications.peek(msg.clarify_id))
-      throw new ProtocolError("clarify_not_found", "Clarification not found");
+    if (!this.#clarifications.peek(msg.clarify_id)) throw CLARIFY_NOT_FOUND();
     this.#clarifications.answer(
       msg.clarify_id,
       { outcome: "answered", response: msg.response },
@@ -295,10 +293,31 @@ export class Decisions {
     );
   }
 
+  /**
+   * The error of an answer whose ID is not pending (`approval_not_found` / `clarify_not_found`), or
+   * undefined for a live one. The ID is checked before anything else, so a frame the decoder rejected
+   * (an invalid choice or response) gets this when its ID is stale, and its own error only when live.
+   */
+  staleAnswer(answers: { approval_id: string } | { clarify_id: string }): ProtocolError | undefined {
+    if ("approval_id" in answers)
+      return this.#approvals.peek(answers.approval_id) ? undefined : APPROVAL_NOT_FOUND();
+    return this.#clarifications.peek(answers.clarify_id) ? undefined : CLARIFY_NOT_FOUND();
+  }
+
   /** Withdraw every question of a run (it ended or is being cancelled). */
   withdrawRun(runId: string): void {
     this.#approvals.withdrawRun(runId);
     this.#clarifications.withdrawRun(runId);
+  }
+
+  /** A pending approval, or undefined (unknown, answered or withdrawn). */
+  approval(approvalId: string): PendingApproval | undefined {
+    return this.#approvals.peek(approvalId);
+  }
+
+  /** A pending clarification, or undefined (unknown, answered or withdrawn). */
+  clarification(clarifyId: string): PendingClarification | undefined {
+    return this.#clarifications.peek(clarifyId);
   }
 
   /** Pending approvals of a conversation, for `conversation.history.approvals` (`expiry`: with `expires_at`). */
@@ -311,6 +330,9 @@ export class Decisions {
     return this.#clarifications.list(conversationId, expiry);
   }
 }
+
+const APPROVAL_NOT_FOUND = () => new ProtocolError("approval_not_found", "Approval not found");
+const CLARIFY_NOT_FOUND = () => new ProtocolError("clarify_not_found", "Clarification not found");
 
 function withRequestId(requestId: string | undefined): { request_id?: string } {
   return requestId === undefined ? {} : { request_id: requestId };

@@ -7,6 +7,7 @@ import type { Decisions } from "../decisions/decisions.js";
 import type { Devices } from "../devices/devices.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import type { PushService } from "../push/service.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { Scheduler } from "../schedules/scheduler.js";
 import type { Settings } from "../settings/settings.js";
@@ -33,6 +34,8 @@ export interface ServerContext {
   history: HistoryRefresh;
   /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
   historyPageBytes: number;
+  /** The `push` extension (subscriptions, presence); undefined when the server does not offer it. */
+  push?: PushService;
 }
 
 /** One decoded request of an authenticated peer. */

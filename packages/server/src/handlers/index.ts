@@ -14,6 +14,7 @@ import { decisionHandlers } from "./decisions.js";
 import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
 import { yoloHandlers } from "./yolo.js";
 
@@ -26,6 +27,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: yoloHandlers },
   { handlers: modelHandlers },
   { feature: FEATURE_DEVICES, handlers: deviceHandlers },
+  pushHandlers,
   { feature: FEATURE_SCHEDULES, handlers: scheduleHandlers },
 ];
 

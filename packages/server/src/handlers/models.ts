@@ -37,8 +37,10 @@ export const modelHandlers: HandlerTable = {
         current_model: current.model,
         current_provider: current.provider,
         scope: current.scope,
+        // The levels, as the spec's example lists them: `none` is not a level but "thinking off"
+        // (reasoning.set still accepts it; reasoning.snapshot lists it, as its own example does).
         supported_reasoning_efforts: capabilities.reasoning
-          ? ctx.settings.efforts(catalogue, current.model)
+          ? ctx.settings.efforts(catalogue, current.model).filter((e) => e !== "none")
           : [],
         ts: iso(ctx.clock.now()),
       },

@@ -2,8 +2,8 @@ import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 
 /**
- * CORS for the attachment routes, so a console served from another origin can
- * upload and download. Off unless the operator lists origins: the routes are
+ * CORS for the attachment routes and the approval/clarify answer routes, so a
+ * console served from another origin can upload, download and answer. Off unless the operator lists origins: the routes are
  * authenticated by a header secret (never a cookie), so CORS grants a page
  * nothing it could not do without the secret, but exposing nothing by default
  * keeps the surface minimal. The WebSocket needs no CORS.
@@ -11,7 +11,7 @@ import type { Hono } from "hono";
 export function attachmentCors(app: Hono<{ Bindings: HttpBindings }>, origins: readonly string[]): void {
   if (origins.length === 0) return;
   const allowed = new Set(origins);
-  for (const path of ["/attachments", "/attachments/*"]) {
+  for (const path of ["/attachments", "/attachments/*", "/approvals/*", "/clarify/*"]) {
     app.use(path, async (c, next) => {
       const origin = c.req.header("origin");
       if (origin === undefined || !allowed.has(origin)) return next();

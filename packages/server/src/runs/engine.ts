@@ -1,11 +1,12 @@
 import { performance } from "node:perf_hooks";
-import type { RunState, RunStatus, ServerMessage, ToolState } from "@pheby/protocol";
+import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type {
   AgentBackend,
   ClarifyAnswer,
   ClarifyQuestion,
   ProducedFile,
+  TranscriptTail,
   TurnResult,
   TurnSink,
 } from "../agent/port.js";
@@ -141,7 +142,7 @@ export class RunEngine {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const { run, claimed } = this.#begin(conv.id, text, claim);
+    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim);
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
@@ -155,7 +156,9 @@ export class RunEngine {
     }
     this.#startMessage(run);
     // Settings are read as the turn starts: a change during a run applies from the next turn.
-    void this.#drive(run, (sink, signal) => this.#promptBackend(run, text, claimed, sink, signal));
+    void this.#drive(run, (sink, signal) =>
+      this.#promptBackend(run, { text, attachments: claimed, messageRow }, sink, signal),
+    );
     return run.runId;
   }
 
@@ -191,8 +194,8 @@ export class RunEngine {
    * (or the server is closing) by the time it would start.
    */
   runPrompt(conv: ConversationRow, prompt: string): Promise<RunStatus | "gone"> {
-    return this.#serverRun(conv, prompt, (sink, signal, current) =>
-      this.#promptBackend(current, prompt, [], sink, signal),
+    return this.#serverRun(conv, prompt, (sink, signal, current, messageRow) =>
+      this.#promptBackend(current, { text: prompt, messageRow }, sink, signal),
     );
   }
 
@@ -203,7 +206,7 @@ export class RunEngine {
    */
   wake(conv: ConversationRow, text: string, meta?: Record<string, unknown>): Promise<RunStatus | "gone"> {
     return this.#serverRun(conv, null, (sink, signal, current) =>
-      this.#promptBackend(current, text, [], sink, signal, meta),
+      this.#promptBackend(current, { text, messageRow: null, ...(meta ? { meta } : {}) }, sink, signal),
     );
   }
 
@@ -265,28 +268,39 @@ export class RunEngine {
   async #serverRun(
     conv: ConversationRow,
     userText: string | null,
-    produce: (sink: TurnSink, signal: AbortSignal, run: Run) => Promise<TurnResult>,
+    produce: (
+      sink: TurnSink,
+      signal: AbortSignal,
+      run: Run,
+      messageRow: number | null,
+    ) => Promise<TurnResult>,
   ): Promise<RunStatus | "gone"> {
     for (let active = this.#active.get(conv.id); active; active = this.#active.get(conv.id)) {
       await active.done;
     }
     if (this.#closed || !this.deps.store.getConversation(conv.id)) return "gone";
-    const { run } = this.#begin(conv.id, userText);
+    const { run, messageRow } = this.#begin(conv.id, userText);
     run.sessionKey = conv.session_id ?? conv.id;
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
     this.#startMessage(run);
-    await this.#drive(run, (sink, signal) => produce(sink, signal, run));
+    await this.#drive(run, (sink, signal) => produce(sink, signal, run, messageRow));
     return run.status ?? "failed";
   }
 
-  /** A turn of the backend: the conversation's session, its settings read as the turn starts. */
+  /**
+   * A turn of the backend: the conversation's session, its settings read as the turn starts, the
+   * transcript before the turn's user message (`messageRow`; null: none, so all of it) on demand.
+   */
   async #promptBackend(
     run: Run,
-    text: string,
-    attachments: Claimed[],
+    turn: {
+      text: string;
+      attachments?: Claimed[];
+      messageRow: number | null;
+      meta?: Record<string, unknown>;
+    },
     sink: TurnSink,
     signal: AbortSignal,
-    meta?: Record<string, unknown>,
   ): Promise<TurnResult> {
     const conv = this.deps.store.getConversation(run.conversationId);
     if (!conv) return { status: "failed", error: "The conversation was deleted" };
@@ -294,10 +308,11 @@ export class RunEngine {
       {
         conversationId: conv.id,
         sessionId: conv.session_id ?? "",
-        text,
-        attachments: attachments.map((c) => c.ref),
+        text: turn.text,
+        attachments: (turn.attachments ?? []).map((c) => c.ref),
         settings: await this.deps.settings.forTurn(conv.id),
-        ...(meta ? { meta } : {}),
+        history: (maxBytes: number) => this.#historyBefore(conv.id, turn.messageRow, maxBytes),
+        ...(turn.meta ? { meta: turn.meta } : {}),
       },
       sink,
       signal,
@@ -330,16 +345,27 @@ export class RunEngine {
     this.deps.outbox.publish(eventOf(message, replyTo));
   }
 
+  /** The transcript before a turn's user message, newest within `maxBytes` (for a replacement agent session). */
+  #historyBefore(conversationId: string, before: number | null, maxBytes: number): TranscriptTail {
+    const { rows, hasMore } = this.deps.store.messagePage(
+      conversationId,
+      LIMITS.historyPage,
+      before ?? undefined,
+      maxBytes,
+    );
+    return { entries: rows.map(({ role, text }) => ({ role, text })), more: hasMore };
+  }
+
   #begin(
     conversationId: string,
     userText: string | null,
     claim: (messageId: string) => Claimed[] = () => [],
-  ): { run: Run; claimed: Claimed[] } {
+  ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
     const run = new Run(conversationId, this.deps.clock.now());
     const { store } = this.deps;
-    const claimed = store.transaction(() => {
+    const { claimed, messageRow } = store.transaction(() => {
       const messageRow = store.startRun(run.runId, conversationId, run.startedAt, userText);
-      return messageRow === null ? [] : claim(`m${messageRow}`);
+      return { claimed: messageRow === null ? [] : claim(`m${messageRow}`), messageRow };
     });
     this.#active.set(conversationId, run);
     this.deps.log.debug(
@@ -350,7 +376,7 @@ export class RunEngine {
       },
       "run accepted",
     );
-    return { run, claimed };
+    return { run, claimed, messageRow };
   }
 
   #startMessage(run: Run): void {
@@ -419,6 +445,20 @@ export class RunEngine {
         if (known) known.status = call.status;
         const error = call.status === "failed" ? truncate(call.error ?? "Tool failed") : undefined;
         this.#tool(run, call.toolCallId, known?.name ?? "unknown", call.status, { duration, error });
+      },
+      sessionReplaced: (sessionId) => {
+        // Kept even if the run has just ended: the backend goes on using the new session.
+        if (!this.deps.store.getConversation(run.conversationId)) return;
+        this.deps.store.replaceSession(run.conversationId, sessionId, {
+          id: newId(),
+          source: this.deps.backend.name,
+          at: this.deps.clock.now(),
+        });
+        run.sessionKey = sessionId;
+        this.deps.log.info(
+          { conversation: run.conversationId, session: sessionId },
+          "the conversation continues in a new agent session",
+        );
       },
       notice: (text) => {
         if (run.finished) return;

@@ -1,9 +1,16 @@
-import { FEATURE_DELTA_APPEND, FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
+import {
+  FEATURE_DELTA_APPEND,
+  FEATURE_DEVICES,
+  FEATURE_EXPIRY,
+  FEATURE_PUSH,
+  FEATURE_SCHEDULES,
+} from "@pheby/protocol";
 
 /** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
 export const SERVER_FEATURES: readonly string[] = [
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
+  FEATURE_PUSH,
   FEATURE_SCHEDULES,
   FEATURE_EXPIRY,
 ];

@@ -5,6 +5,7 @@ import {
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
+  FEATURE_PUSH,
   LIMITS,
   PROTOCOL_VERSION,
   type RawFrame,
@@ -12,7 +13,7 @@ import {
   type ServerMessageOf,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { Lockout } from "../auth/lockout.js";
+import { type Lockout, retryAfter } from "../auth/lockout.js";
 import { type Authenticate, type Principal, principalLog } from "../auth/principal.js";
 import type { ServerContext } from "../handlers/context.js";
 import type { Dispatcher } from "../handlers/index.js";
@@ -118,8 +119,11 @@ export class PeerSession implements Peer {
       return;
     }
     if (!decoded.ok) {
-      this.#log.debug({ conn: this.id, code: decoded.error.code }, "frame rejected");
-      this.error(decoded.error.code, decoded.error.message, decoded.error.request_id);
+      const { answers, request_id } = decoded.error;
+      // An answer to a stale question is *_not_found whatever else is wrong with it (docs/protocol.md).
+      const error = (answers && this.deps.ctx.decisions.staleAnswer(answers)) ?? decoded.error;
+      this.#log.debug({ conn: this.id, code: error.code }, "frame rejected");
+      this.error(error.code, error.message, request_id);
       return;
     }
     this.#log.debug({ conn: this.id, type: decoded.message.type }, "frame in");
@@ -169,10 +173,13 @@ export class PeerSession implements Peer {
    * gets exactly `maxFailures` comparisons per window however many it holds.
    */
   #refuseIfLocked(requestId?: string): boolean {
-    if (!this.deps.settings.lockout.isLocked(this.link.address)) return false;
+    const locked = this.deps.settings.lockout.remainingMs(this.link.address);
+    if (locked <= 0) return false;
     this.#log.warn({ conn: this.id, addr: this.link.address }, "refused: address locked out");
-    this.error("rate_limited", "Too many failed hellos from this address; try again later", requestId);
-    this.close(CLOSE_CODES.lockedOut, "locked out");
+    // Both name the wait, so a client comes back when it can instead of giving up or hammering.
+    const wait = retryAfter(locked);
+    this.error("rate_limited", `Too many failed hellos from this address; ${wait}`, requestId);
+    this.close(CLOSE_CODES.lockedOut, `locked out; ${wait}`);
     return true;
   }
 
@@ -271,6 +278,9 @@ export class PeerSession implements Peer {
       server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
+      ...(this.features.has(FEATURE_PUSH) && this.deps.ctx.push
+        ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
+        : {}),
       ...(device === undefined ? {} : { device }),
       ts: iso(this.deps.ctx.clock.now()),
     });

@@ -1,11 +1,13 @@
 import type Database from "better-sqlite3";
 import { DEVICES_MIGRATION } from "./devices.js";
+import { PUSH_MIGRATION } from "./push.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2), attachments (v3), paired devices (v4) and schedules (v5) were added as later steps.
+ * Settings (v2), attachments (v3), paired devices (v4), push subscriptions (v5) and schedules (v6) were
+ * added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -94,7 +96,9 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // v4 (issue 24): paired devices, their secrets as SHA-256 only.
   DEVICES_MIGRATION,
-  // v5 (issue 22): scheduled prompts (store/schedules.ts).
+  // v5 (issue 20): push subscriptions (store/push.ts).
+  PUSH_MIGRATION,
+  // v6 (issue 22): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,
 ];
 

@@ -5,6 +5,7 @@ import Database from "better-sqlite3";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
+import { PushStore } from "./push.js";
 import { ScheduleStore } from "./schedules.js";
 import { SettingsStore } from "./settings.js";
 
@@ -58,7 +59,9 @@ export class Store {
   readonly attachments: AttachmentRows;
   /** Paired devices (migration v4, the `devices` extension). */
   readonly devices: DeviceStore;
-  /** Scheduled prompts (migration v5). */
+  /** Push subscriptions (migration v5). */
+  readonly push: PushStore;
+  /** Scheduled prompts (migration v6). */
   readonly schedules: ScheduleStore;
 
   constructor(dataDir: string) {
@@ -75,6 +78,7 @@ export class Store {
     this.settings = new SettingsStore(this.db);
     this.attachments = new AttachmentRows(this.db);
     this.devices = new DeviceStore(this.db);
+    this.push = new PushStore(this.db);
     this.schedules = new ScheduleStore(this.db);
   }
 
@@ -98,6 +102,25 @@ export class Store {
         "INSERT INTO conversations (id, name, session_id, source, created_at, deleted_at) VALUES (@id, 'hidden agent session', @session_id, @source, @at, @at)",
       )
       .run(row);
+  }
+
+  /**
+   * Bind a conversation to a new agent session (its old one was lost) and hide the old one, so the
+   * agent's session list never brings it back as a conversation of its own. One transaction.
+   */
+  replaceSession(
+    conversationId: string,
+    sessionId: string,
+    hidden: { id: string; source: string; at: number },
+  ): void {
+    this.db.transaction(() => {
+      const old = this.db.prepare("SELECT session_id FROM conversations WHERE id = ?").get(conversationId) as
+        | { session_id: string | null }
+        | undefined;
+      this.db.prepare("UPDATE conversations SET session_id = ? WHERE id = ?").run(sessionId, conversationId);
+      if (old?.session_id && old.session_id !== sessionId)
+        this.hideSession({ ...hidden, session_id: old.session_id });
+    })();
   }
 
   /** A live (not deleted) conversation. */
@@ -296,12 +319,18 @@ export class Store {
     })();
   }
 
+  /**
+   * Record a tool call's latest state. A later `running` may carry a fuller name or arguments
+   * (agents fill a call in over several updates), so both are the latest seen; an end event carries
+   * no arguments and keeps the last ones.
+   */
   upsertTool(row: ToolRow): void {
     this.db
       .prepare(
         `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
          VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
+           tool_name = excluded.tool_name, args_json = COALESCE(excluded.args_json, tool_calls.args_json),
            status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
       )
       .run(row);

@@ -2,14 +2,15 @@
  * Port-level contract tests of the ACP backend against the scripted fake agent
  * (a real child process speaking ACP over stdio).
  */
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { createAcpBackend } from "../../src/agent/acp/index.js";
+import { SESSION_REPLACED_NOTICE } from "../../src/agent/acp/replacement.js";
 import type { AgentBackend } from "../../src/agent/port.js";
 import {
   FAKE_AGENT_COMMAND,
@@ -206,6 +207,32 @@ describe("ACP backend: lifecycle and runs", () => {
     expect(await first).toEqual({ status: "cancelled" });
     expect(next).toEqual({ status: "completed" }); // before: the killed process's error
     expect(agent.calls("initialize")).toHaveLength(2);
+  });
+
+  it("a cancel while the session is still being reopened (a hung session/load) is given up too; the next prompt is not refused", async () => {
+    const caps = JSON.stringify({ loadSession: true, sessionCapabilities: {} });
+    const first = await setup({ env: { FAKE_CAPS: caps } });
+    const { sessionId } = await first.backend.createSession("c1");
+    await first.backend.close();
+    const hangFile = join(first.agent.dir, "hang-load");
+    const { agent } = first; // its state and call log, which the restarted backend's agent shares
+    const { backend, turn } = await setup({
+      env: { ...agent.env, FAKE_CAPS: caps, FAKE_HANG: "session/load", FAKE_HANG_WHILE: hangFile },
+      options: { cwd: first.agent.dir, cancelTimeoutMs: 300 },
+    });
+    writeFileSync(hangFile, "");
+    const ctl = new AbortController();
+    const stuck = backend.prompt(turn(sessionId, "one"), new RecordingSink(), ctl.signal);
+    while (agent.calls("session/load").length === 0) await new Promise((r) => setTimeout(r, 10));
+    ctl.abort();
+    rmSync(hangFile);
+    // What the engine does after its grace: the next message, while the old turn has not ended.
+    // Before: "a turn is already running in this session" (the cancel went unseen until session/prompt).
+    const next = backend.prompt(turn(sessionId, "two"), new RecordingSink(), never());
+    expect(await stuck).toEqual({ status: "cancelled" });
+    expect(await next).toEqual({ status: "completed" });
+    // One process for the first backend, then the one holding the hung load, restarted: three.
+    expect(agent.calls("initialize")).toHaveLength(3);
   });
 
   it("fails runs with a clear error when the agent cannot start, and retries on the next request", async () => {
@@ -469,7 +496,8 @@ describe("ACP backend: sessions", () => {
     expect(sink.answer).toBe("echo: two"); // the replayed "echo: one" is not part of this turn
   });
 
-  it("fails a prompt clearly when the agent can neither resume nor load", async () => {
+  /** A session made by an agent that can neither resume nor load, and a backend restarted since. */
+  async function restartedWithoutReopen() {
     const caps = JSON.stringify({ loadSession: false, sessionCapabilities: {} });
     const { agent, backend, turn } = await setup({ env: { FAKE_CAPS: caps } });
     const { sessionId } = await backend.createSession("c1");
@@ -478,11 +506,52 @@ describe("ACP backend: sessions", () => {
       env: { ...agent.env, FAKE_CAPS: caps },
       options: { cwd: agent.dir },
     });
-    expect(await restarted.prompt(turn(sessionId, "hi"), new RecordingSink(), never())).toEqual({
-      status: "failed",
-      error: "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
+    return { agent, turn, sessionId, restarted };
+  }
+
+  it("continues in a new session when the agent can neither resume nor load: the transcript as context, a notice", async () => {
+    const { agent, turn, sessionId, restarted } = await restartedWithoutReopen();
+    // Before issue 23: failed, "the agent cannot reopen this conversation after a restart", forever.
+    const sink = new RecordingSink();
+    const history = () => ({
+      entries: [
+        { role: "user" as const, text: "my name is Ada" },
+        { role: "assistant" as const, text: "hello Ada" },
+      ],
+      more: false,
     });
+    expect(await restarted.prompt(turn(sessionId, "hi", { history }), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(sink.answer).toBe("echo: hi");
+    const [replaced] = sink.of("sessionReplaced");
+    expect(replaced?.sessionId).toMatch(/^sess-/);
+    expect(replaced?.sessionId).not.toBe(sessionId);
+    expect(sink.of("notice").map((n) => n.text)).toEqual([SESSION_REPLACED_NOTICE]);
+    const prompt = agent.calls("session/prompt").at(-1)!.params;
+    expect(prompt.sessionId).toBe(replaced?.sessionId);
+    expect(prompt.prompt[0].text).toMatch(/^<conversation_so_far source="pheby">/);
+    expect(prompt.prompt[0].text).toContain("User: my name is Ada\n\nAssistant: hello Ada");
+    expect(prompt.prompt[1]).toEqual({ type: "text", text: "hi" });
+    // The new session is open now: the next turn runs in it, with no context and no notice.
+    const next = new RecordingSink();
+    expect(await restarted.prompt(turn(replaced!.sessionId, "again", { history }), next, never())).toEqual({
+      status: "completed",
+    });
+    expect(next.of("sessionReplaced")).toEqual([]);
+    expect(agent.calls("session/prompt").at(-1)!.params.prompt).toHaveLength(1);
     await expect(restarted.loadHistory!(sessionId)).rejects.toThrow(/cannot replay/);
+  });
+
+  it("a conversation where nothing was said yet moves to a new session without a notice", async () => {
+    const { turn, sessionId, restarted } = await restartedWithoutReopen();
+    const sink = new RecordingSink();
+    const empty = () => ({ entries: [], more: false });
+    expect(await restarted.prompt(turn(sessionId, "first", { history: empty }), sink, never())).toEqual({
+      status: "completed",
+    });
+    expect(sink.of("sessionReplaced")).toHaveLength(1);
+    expect(sink.of("notice")).toEqual([]);
   });
 
   it("pushes output outside a turn as one unsolicited message, and notices", async () => {
@@ -811,7 +880,8 @@ describe("ACP backend: agents launched through a shim (issue 13)", () => {
       status: "failed",
       error: "the agent process exited unexpectedly (signal SIGKILL)",
     });
-    expect(alive(pid)).toBe(false); // the orphan was killed with its group
+    // The orphan was killed with its group; the kernel finishes it a moment after the signal (polled, not timed).
+    await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
     const again = new RecordingSink();
     expect(await backend.prompt(turn(sessionId, "hi"), again, never())).toEqual({ status: "completed" });
   });

@@ -12,12 +12,20 @@
  *   announced in a `config_option_update` before the response).
  * - `FAKE_LINGER`: keep running after stdin closes (a native agent behind a launcher shim).
  * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities.
- * - `FAKE_HANG`: a method name this agent never answers.
+ * - `FAKE_HANG`: a method name this agent never answers (with `FAKE_HANG_WHILE`: while that file exists).
  * - `FAKE_EXIT_AT_START`: exit before reading anything.
+ * - `FAKE_REFUSE`: a file path; while that file exists the agent exits at start (an agent that
+ *   cannot start for a while, then can again).
+ * - `FAKE_AMNESIA`: start knowing no session of earlier processes (an agent that keeps its sessions
+ *   in memory only): `session/load`, `session/resume` and `session/prompt` of an old ID answer
+ *   "session not found".
+ * - `FAKE_BANNER`: a line of text printed on stdout before the connection starts (garbage).
  * - `FAKE_NAME`: the `agentInfo.name` it reports (`hermes-agent` to be taken for Hermes).
  * - `FAKE_MODELS=hermes`: Hermes 0.19's legacy models (`provider:model` IDs).
  * Started with `sessions delete -y <id>` it deletes that session from its state and exits, as
  * `hermes sessions delete` does.
+ *
+ * Every line of `FAKE_LOG` carries the agent's `pid`, so a test can kill it mid-run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -35,18 +43,22 @@ interface Session {
 }
 
 const statePath = process.env.FAKE_STATE!;
-const sessions: Record<string, Session> = existsSync(statePath)
-  ? JSON.parse(readFileSync(statePath, "utf8"))
-  : {};
+const sessions: Record<string, Session> =
+  existsSync(statePath) && !process.env.FAKE_AMNESIA ? JSON.parse(readFileSync(statePath, "utf8")) : {};
 const save = () => writeFileSync(statePath, JSON.stringify(sessions));
 const log = (method: string, params: unknown) =>
-  process.env.FAKE_LOG && appendFileSync(process.env.FAKE_LOG, `${JSON.stringify({ method, params })}\n`);
-if (process.env.FAKE_EXIT_AT_START) {
+  process.env.FAKE_LOG &&
+  appendFileSync(process.env.FAKE_LOG, `${JSON.stringify({ method, params, pid: process.pid })}\n`);
+if (process.env.FAKE_EXIT_AT_START || (process.env.FAKE_REFUSE && existsSync(process.env.FAKE_REFUSE))) {
   log("exit-at-start", {});
   process.exit(7);
 }
+if (process.env.FAKE_BANNER) process.stdout.write(`${process.env.FAKE_BANNER}\n`);
 const modelsKind = process.env.FAKE_MODELS ?? "config";
-const hang = process.env.FAKE_HANG;
+/** The method this agent never answers (while the `FAKE_HANG_WHILE` file exists, when that is set). */
+const hangs = (method: string) =>
+  process.env.FAKE_HANG === method &&
+  (!process.env.FAKE_HANG_WHILE || existsSync(process.env.FAKE_HANG_WHILE));
 const never = new Promise<never>(() => {});
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cancels = new Map<string, AbortController>();
@@ -196,9 +208,12 @@ function newSession(cwd: string): string {
 
 function known(id: string): Session {
   const s = sessions[id];
-  if (!s) throw acp.RequestError.resourceNotFound(id);
+  if (!s) throw acp.RequestError.sessionNotFound(id);
   return s;
 }
+
+/** How Pheby's context block for a replacement session starts (docs/agents.md). */
+const CONTEXT_TAG = "<conversation_so_far";
 
 const TINY_PNG =
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
@@ -221,7 +236,7 @@ const app = acp
   })
   .onRequest("session/new", async ({ params }) => {
     log("session/new", params);
-    if (hang === "session/new") await never;
+    if (hangs("session/new")) await never;
     mcpServersOf.set(`new:${nextId}`, params.mcpServers);
     const sessionId = newSession(params.cwd);
     return { sessionId, ...settingsOf(sessions[sessionId]!) };
@@ -246,7 +261,7 @@ const app = acp
   .onRequest("session/load", async ({ params, client }) => {
     log("session/load", params);
     mcpServersOf.set(params.sessionId, params.mcpServers);
-    if (hang === "session/load") await never;
+    if (hangs("session/load")) await never;
     const s = known(params.sessionId);
     for (const [i, h] of s.history.entries()) {
       const sessionUpdate = h.role === "user" ? "user_message_chunk" : "agent_message_chunk";
@@ -319,7 +334,9 @@ const app = acp
   .onRequest("session/prompt", async ({ params, client }) => {
     log("session/prompt", params);
     const s = known(params.sessionId);
-    const first = params.prompt[0];
+    // The conversation so far, which Pheby gives a new session that replaces a lost one, comes
+    // first; the script is chosen by the user's own text after it.
+    const first = params.prompt.find((b) => b.type !== "text" || !b.text.startsWith(CONTEXT_TAG));
     const text = first?.type === "text" ? first.text : "";
     const [word = "", ...args] = text.trim().split(/\s+/);
     const cancel = new AbortController();
@@ -541,6 +558,18 @@ const SCRIPTS: Record<string, Script> = {
       details: `Quota exceeded for api_key=sk-live-0123456789abcdef, retry later ${"x".repeat(400)}`,
     });
   },
+  /** A tool failure and an error whose text names the host's files (`args`: the paths). */
+  async pathError({ args, update, say }) {
+    await update({ sessionUpdate: "tool_call", toolCallId: "pe1", title: "Read", status: "in_progress" });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "pe1",
+      status: "failed",
+      content: [{ type: "content", content: { type: "text", text: `ENOENT: no such file '${args[0]}'` } }],
+    });
+    await say("about to fail");
+    throw acp.RequestError.internalError({ details: `cannot open ${args.join(" nor ")}` });
+  },
   async orphan({ say }) {
     // A shim's child kills the shim and goes silent, keeping the pipes (see test/acp/shim.mjs).
     await say("orphaning");
@@ -554,6 +583,32 @@ const SCRIPTS: Record<string, Script> = {
   async hang({ say }) {
     await say("hanging");
     return never;
+  },
+  /** Works for `args[0]` ms whatever happens (it ignores session/cancel), then ends the turn. */
+  async sleep({ args, say }) {
+    await say("sleeping ");
+    await sleep(Number(args[0] ?? 1_000));
+    await say("awake");
+    return done();
+  },
+  /** Answers, then loses the session: its next prompt gets "session not found". */
+  async forget({ say, params }) {
+    await say("forgetting");
+    setImmediate(() => {
+      delete sessions[params.sessionId];
+      save();
+    });
+    return done();
+  },
+  /** Prints junk on stdout between its messages (a stray print, a bad line, bytes that are not UTF-8). */
+  async garbage({ say }) {
+    await say("before ");
+    process.stdout.write("Loading model weights... done\n");
+    process.stdout.write('{"jsonrpc":"2.0","id":987654,"result":{}}\n'); // answers nothing we asked
+    process.stdout.write("[1,2,3]\n");
+    process.stdout.write(Buffer.from([0xff, 0xfe, 0x00, 0x0a]));
+    await say("after");
+    return done();
   },
   async slow({ say, cancel }) {
     for (let i = 0; !cancel.aborted; i++) {
@@ -664,6 +719,27 @@ const SCRIPTS: Record<string, Script> = {
     await update({ sessionUpdate: "tool_call_update", toolCallId: "cc1", _meta, status: "completed" });
     await say("listed");
     return done();
+  },
+  /** A tool first shown by its title with `{}`, then named (`_meta`) with its input; it runs until cancelled. */
+  async lateTool({ update, say, cancel }) {
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId: "lt1",
+      title: "Terminal",
+      kind: "execute",
+      status: "pending",
+      rawInput: {},
+    });
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId: "lt1",
+      _meta: { claudeCode: { toolName: "Bash" } },
+      status: "in_progress",
+      rawInput: { command: "sleep 600", description: "Wait" },
+    });
+    await say("waiting");
+    while (!cancel.aborted) await sleep(20);
+    return done("cancelled");
   },
   async geminiTool({ update, say }) {
     // Gemini CLI 0.61: no tool_call, only updates; the title is the command, the name is in the ID.

@@ -38,7 +38,7 @@ export function fakeAgentDir(): {
   dir: string;
   env: Record<string, string>;
   // biome-ignore lint/suspicious/noExplicitAny: JSON read back from the fake agent's log, asserted field by field.
-  calls(method?: string): Array<{ method: string; params: any }>;
+  calls(method?: string): Array<{ method: string; params: any; pid: number }>;
 } {
   const dir = mkdtempSync(join(tmpdir(), "pheby-acp-"));
   const log = join(dir, "calls.jsonl");
@@ -64,7 +64,8 @@ export type SinkEvent =
   | { type: "permission"; question: PermissionQuestion }
   | { type: "clarify"; question: ClarifyQuestion }
   | { type: "file"; file: ProducedFile }
-  | { type: "notice"; text: string };
+  | { type: "notice"; text: string }
+  | { type: "sessionReplaced"; sessionId: string };
 
 /** A TurnSink that records everything and answers questions with the given handlers. */
 export class RecordingSink implements TurnSink {
@@ -107,6 +108,9 @@ export class RecordingSink implements TurnSink {
   }
   notice(text: string): void {
     this.events.push({ type: "notice", text });
+  }
+  sessionReplaced(sessionId: string): void {
+    this.events.push({ type: "sessionReplaced", sessionId });
   }
 
   /** Answer with the handler, or wait for withdrawal (which resolves `cancelled`, as the server does). */

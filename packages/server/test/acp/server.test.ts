@@ -5,7 +5,7 @@
  * routes on 127.0.0.1:0. Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
@@ -154,6 +154,23 @@ describe("ACP through Pheby: conversations and runs", () => {
       error: "the agent reported an error: scripted failure",
     });
     expect(run.complete.text).toBe("about to fail");
+  });
+
+  it("the server's paths in an agent's error text reach the client as placeholders (issue 23 §3)", async () => {
+    const id = await env.p.create();
+    const work = join(env.fake.dir, "notes.md");
+    const blob = join(env.p.ts.dataDir, "attachments", "blobs", "0123");
+    const config = join(homedir(), ".hermes", "config.yaml");
+    const run = await env.p.chat(id, `pathError ${work} ${blob} ${config}`);
+    expect(run.finished).toMatchObject({
+      status: "failed",
+      error:
+        "the agent reported an error: cannot open <workdir>/notes.md nor <data>/attachments/blobs/0123 nor ~/.hermes/config.yaml",
+    });
+    const failed = framesOf(run.frames, "tool.event").find((t) => t.status === "failed");
+    expect(failed?.error).toBe("ENOENT: no such file '<workdir>/notes.md'");
+    const wire = JSON.stringify(run.frames);
+    for (const path of [env.fake.dir, env.p.ts.dataDir, homedir()]) expect(wire).not.toContain(path);
   });
 
   it("an agent crash mid-run fails the run clearly; the next chat respawns it", async () => {
@@ -649,6 +666,30 @@ describe("ACP through Pheby: other agents' behaviour (issue 13)", () => {
     expect(notice?.text).toContain("reasoning effort high is not offered with the model fast");
     const fast = await p.client.request({ type: "reasoning.current", conversation_id: id });
     expect(fast.supported_efforts).toEqual([]);
+  });
+
+  // Issue 23 §4: failed on main (the store kept the first name and {} arguments).
+  it("conversation.open shows a tool's latest name and arguments, while it runs and after its run ended", async () => {
+    const fake = fakeAgentDir();
+    const p = await startPhebyAcp(agentOptions(fake));
+    servers.push(p);
+    const id = await p.create();
+    const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text: "lateTool" });
+    await p.waitFor("tool.event", (m) => m.run_id === run_id && m.tool_name === "Bash");
+    const running = await p.client.request({ type: "conversation.open", conversation_id: id });
+    expect(running.tools).toEqual([
+      expect.objectContaining({
+        tool_call_id: "lt1",
+        tool_name: "Bash",
+        status: "running",
+        args_redacted: { command: "sleep 600", description: "Wait" },
+      }),
+    ]);
+    await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
+    const ended = await p.client.request({ type: "conversation.open", conversation_id: id });
+    expect(ended.tools).toEqual([
+      expect.objectContaining({ tool_call_id: "lt1", tool_name: "Bash", status: "cancelled" }),
+    ]);
   });
 
   it("late tool arguments: a second running tool.event with the merged, redacted args; one completed", async () => {

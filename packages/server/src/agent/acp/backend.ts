@@ -9,8 +9,11 @@
  * load), `updates.ts` (session/update), `supervisor.ts` (spawn, respawn,
  * backoff), `questions.ts` (permission, elicitation), `prompt.ts` (a turn).
  */
+
+import { homedir } from "node:os";
 import type { InitializeResponse, ListSessionsResponse } from "@agentclientprotocol/sdk";
 import { FileRoots } from "../../files/roots.js";
+import { HostPaths } from "../../util/host-paths.js";
 import type {
   AgentBackend,
   AgentCapabilities,
@@ -27,7 +30,7 @@ import type { AcpBackendOptions } from "./options.js";
 import type { AgentProcess } from "./process.js";
 import { prompt } from "./prompt.js";
 import { elicitation, permission } from "./questions.js";
-import { load, newSession } from "./sessions.js";
+import { load, newSession, takeSpare } from "./sessions.js";
 import { catalogueOf, hasModels, hasReasoning } from "./settings.js";
 import { AcpState } from "./state.js";
 import { agentEnv, Supervisor } from "./supervisor.js";
@@ -80,10 +83,18 @@ class AcpBackend implements AgentBackend {
   }
 
   async start(host: AgentHost): Promise<void> {
+    const { options } = this.#state;
     this.#state.host = host;
-    this.#state.roots = new FileRoots(this.#state.options.allowedFileRoots, (root) =>
+    this.#state.roots = new FileRoots(options.allowedFileRoots, (root) =>
       host.log.warn({ root }, "allowed file root does not exist; ignored"),
     );
+    this.#state.paths = new HostPaths({
+      dataDir: host.serverPaths?.dataDir,
+      agentCommand: options.command,
+      agentPath: options.env?.PATH,
+      workdirs: [options.cwd, ...(host.serverPaths ? [host.serverPaths.workdir] : [])],
+      homes: [homedir(), ...(options.env?.HOME ? [options.env.HOME] : [])],
+    });
   }
 
   /** Start the agent if needed so {@link capabilities} reflects what it declared. */
@@ -92,10 +103,8 @@ class AcpBackend implements AgentBackend {
   }
 
   async createSession(_conversationId: string): Promise<{ sessionId: string }> {
-    const spare = this.#state.spare;
-    this.#state.spare = null;
-    if (spare?.openIn?.alive) return { sessionId: spare.id };
-    return { sessionId: (await newSession(this.#state, await this.#supervisor.process())).id };
+    const proc = await this.#supervisor.process();
+    return { sessionId: (takeSpare(this.#state, proc) ?? (await newSession(this.#state, proc))).id };
   }
 
   prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult> {

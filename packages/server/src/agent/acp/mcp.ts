@@ -68,7 +68,10 @@ export async function sessionOf(
 ): Promise<string | null> {
   const deadline = Date.now() + CALLER_WAIT_MS;
   for (;;) {
-    const running = [...state.sessions.values()].filter((s) => s.turn && isProcess(s.openIn));
+    // A turn given up on (cancelled, the agent not stopping) answers no one: not a caller.
+    const running = [...state.sessions.values()].filter(
+      (s) => s.turn && !s.turn.abandoned && isProcess(s.openIn),
+    );
     const caller = callerOf(
       running.map((s) => ({ sessionId: s.id, tools: s.turn!.calls() })),
       call,

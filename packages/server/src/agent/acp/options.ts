@@ -14,11 +14,15 @@ export interface AcpBackendOptions {
   requestTimeoutMs?: number;
   /** How long the agent may take to answer `initialize` after spawning. Default 60 s (Python agents boot slowly). */
   startTimeoutMs?: number;
-  /** After `session/cancel`, how long the turn may take to stop before the agent is killed. Default: `requestTimeoutMs`. */
+  /**
+   * After `session/cancel`, how long the turn may take to stop before it is given up: the
+   * conversation's next turn continues in a new session, and the agent is restarted (ending the
+   * turn) as soon as no other conversation's turn runs in it. Default 5 s.
+   */
   cancelTimeoutMs?: number;
   /** On close, how long the agent gets to exit before SIGKILL. Default 5 s. */
   shutdownTimeoutMs?: number;
-  /** First respawn delay after a crash; doubles per consecutive crash, up to 30 s. Default 1 s. */
+  /** First respawn delay after a crash; doubles per consecutive crash, up to 5 s. Default 1 s. */
   respawnBackoffMs?: number;
   /** Output outside any turn is gathered this long before it is pushed as one message. Default 300 ms. */
   unsolicitedFlushMs?: number;

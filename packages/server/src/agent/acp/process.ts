@@ -11,7 +11,7 @@ import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import * as acp from "@agentclientprotocol/sdk";
-import { redactText } from "../../util/redact.js";
+import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentHost } from "../port.js";
 import { HERMES_CLIENT_META, HERMES_NOTIFICATION_METHOD } from "./hermes.js";
 
@@ -258,14 +258,13 @@ export function errorMessage(err: unknown): string {
 }
 
 /** Longest agent error text passed on to a client. */
-const AGENT_ERROR_CHARS = 300;
+export const AGENT_ERROR_CHARS = 300;
 
 /**
- * The words of an agent's JSON-RPC error, fit for a client: the message, with the details an
- * agent puts in `data` (Gemini CLI answers "Internal error" with `data.details`), secret-looking
- * spans redacted and the whole truncated.
+ * The words of an agent's JSON-RPC error: the message, with the details an agent puts in `data`
+ * (Gemini CLI answers "Internal error" with `data.details`, Claude Code "Session not found").
  */
-export function agentErrorText(err: acp.RequestError): string {
+export function agentErrorWords(err: acp.RequestError): string {
   const data = err.data as { details?: unknown; message?: unknown } | string | null | undefined;
   const detail =
     typeof data === "string"
@@ -275,9 +274,15 @@ export function agentErrorText(err: acp.RequestError): string {
         : typeof data?.message === "string"
           ? data.message
           : null;
-  let text = err.message.trim();
-  if (detail?.trim() && !text.includes(detail.trim())) {
-    text = /^internal error$/i.test(text) ? detail.trim() : `${text}: ${detail.trim()}`;
-  }
-  return redactText(text, AGENT_ERROR_CHARS);
+  const text = err.message.trim();
+  if (!detail?.trim() || text.includes(detail.trim())) return text;
+  return /^internal error$/i.test(text) ? detail.trim() : `${text}: ${detail.trim()}`;
+}
+
+/**
+ * An agent's JSON-RPC error fit for a client: its words with the server's paths replaced,
+ * secret-looking spans redacted and the whole cut to {@link AGENT_ERROR_CHARS}.
+ */
+export function agentErrorText(err: acp.RequestError, paths: HostPaths): string {
+  return paths.clientText(agentErrorWords(err), AGENT_ERROR_CHARS);
 }

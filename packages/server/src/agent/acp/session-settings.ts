@@ -106,6 +106,6 @@ async function applyStep(
   } catch (err) {
     if (!(err instanceof acp.RequestError)) throw err;
     const what = change.kind === "config" ? `${change.configId} ${change.value}` : `model ${change.modelId}`;
-    sink.notice(`Setting skipped: the agent refused ${what} (${agentErrorText(err)}).`);
+    sink.notice(`Setting skipped: the agent refused ${what} (${agentErrorText(err, state.paths)}).`);
   }
 }

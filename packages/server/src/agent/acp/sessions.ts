@@ -12,6 +12,18 @@ import { setMode, setSettings } from "./session-settings.js";
 import { legacyModelsOf } from "./settings.js";
 import { type AcpState, drain, type SessionResponse, type SessionState } from "./state.js";
 
+/** The agent cannot reopen a session a restarted process has not seen (it has neither resume nor load). */
+export class CannotReopenError extends Error {
+  override readonly name = "CannotReopenError";
+}
+
+/** The catalogue's probe session, when `proc` still has it open: a new session that costs no request. */
+export function takeSpare(state: AcpState, proc: AgentProcess): SessionState | null {
+  const spare = state.spare;
+  state.spare = null;
+  return spare?.openIn === proc && proc.alive ? spare : null;
+}
+
 /** `session/new`: a fresh session, whose settings are the agent's defaults (for the catalogue). */
 export async function newSession(state: AcpState, proc: AgentProcess): Promise<SessionState> {
   const response = await proc.request<acp.NewSessionResponse>(
@@ -40,7 +52,7 @@ export async function open(state: AcpState, proc: AgentProcess, session: Session
   } else if (caps?.loadSession) {
     await load(state, proc, session);
   } else {
-    throw new Error(
+    throw new CannotReopenError(
       "the agent cannot reopen this conversation after a restart (no session/resume or session/load)",
     );
   }

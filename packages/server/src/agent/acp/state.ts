@@ -6,6 +6,7 @@
 import type * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
 import type { FileRoots } from "../../files/roots.js";
+import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
 import type { AcpBackendOptions } from "./options.js";
 import type { AgentProcess } from "./process.js";
@@ -39,6 +40,8 @@ export class AcpState {
   host!: AgentHost;
   /** The allowed file roots, resolved by `start()`. */
   roots!: FileRoots;
+  /** The host's paths to keep out of agent text that reaches a client, known from `start()`. */
+  paths!: HostPaths;
   readonly requestTimeoutMs: number;
   readonly sessions = new Map<string, SessionState>();
   /** Settings of the latest fresh session: the agent's defaults, for the catalogue. */

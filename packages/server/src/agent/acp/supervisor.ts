@@ -1,15 +1,21 @@
 /**
  * Supervises the agent process: spawned on first need, respawned with
- * exponential backoff after a crash, shut down on close. A process's death
- * withdraws the questions of the turns it was running.
+ * exponential backoff after a crash, restarted once idle when it holds a turn
+ * that ignored its cancel, shut down on close. A process's death withdraws the
+ * questions of the turns it was running.
  */
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { mcpToolTimeoutMs, sessionOf } from "./mcp.js";
 import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
 import type { AcpState } from "./state.js";
+import type { Turn } from "./turn.js";
 
-const MAX_BACKOFF_MS = 30_000;
+/**
+ * Cap of the respawn backoff. A request waits out the backoff before its spawn attempt, so this
+ * bounds how late a run that needs a new agent process ends (issue 23: within a few seconds).
+ */
+const MAX_BACKOFF_MS = 5_000;
 
 export class Supervisor {
   #proc: AgentProcess | null = null;
@@ -17,6 +23,12 @@ export class Supervisor {
   #closed = false;
   #crashes = 0;
   #lastExitAt = 0;
+  /** A process to restart as soon as no turn but abandoned ones runs in it, and why. */
+  #retiring: { proc: AgentProcess; reason: string } | null = null;
+  /** Processes ended on purpose: their exit is no crash. */
+  readonly #restarted = new WeakSet<AgentProcess>();
+  /** Turns under way, and the process each runs in. */
+  readonly #turns = new Map<Turn, AgentProcess>();
   /** What the latest process said at `initialize` (kept after it exits). */
   lastInit: InitializeResponse | null = null;
 
@@ -43,6 +55,41 @@ export class Supervisor {
   /** A turn completed: the agent works, so the next crash starts the backoff over. */
   healthy(): void {
     this.#crashes = 0;
+  }
+
+  /**
+   * Restart `proc` as soon as no turn other than abandoned ones runs in it (one process serves every
+   * conversation: killing it under a running turn would fail that run). Returns true when that is
+   * now: the process is being killed, and the next request gets a new one.
+   */
+  retire(proc: AgentProcess, reason: string): boolean {
+    if (!proc.alive || this.#restarted.has(proc)) return true; // already on its way out
+    if (this.#proc !== proc) return false;
+    this.#retiring = { proc, reason };
+    return this.#restartIfIdle();
+  }
+
+  /** A turn starts working in `proc` (from before it opens its session there). */
+  track(turn: Turn, proc: AgentProcess): void {
+    this.#turns.set(turn, proc);
+  }
+
+  /** A turn ended: restart a retiring process that has nothing left to do. */
+  untrack(turn: Turn): void {
+    this.#turns.delete(turn);
+    this.#restartIfIdle();
+  }
+
+  #restartIfIdle(): boolean {
+    const retiring = this.#retiring;
+    if (!retiring) return false;
+    for (const [turn, proc] of this.#turns) if (proc === retiring.proc && !turn.abandoned) return false;
+    this.#retiring = null;
+    if (this.#proc === retiring.proc) this.#proc = null; // the next request spawns a fresh one
+    this.#restarted.add(retiring.proc);
+    this.state.host.log.info({ reason: retiring.reason }, "restarting the agent");
+    retiring.proc.kill(retiring.reason);
+    return true;
   }
 
   /** Stop the agent: EOF and SIGTERM, then SIGKILL after the shutdown timeout. */
@@ -101,10 +148,13 @@ export class Supervisor {
 
   #exited(proc: AgentProcess, reason: string): void {
     if (this.#proc === proc) this.#proc = null;
+    if (this.#retiring?.proc === proc) this.#retiring = null;
     if (this.#closed) return;
-    this.#crashes++;
-    this.#lastExitAt = Date.now();
-    this.state.host.log.warn({ reason }, "agent process exited");
+    if (!this.#restarted.has(proc)) {
+      this.#crashes++;
+      this.#lastExitAt = Date.now();
+      this.state.host.log.warn({ reason }, "agent process exited");
+    }
     for (const s of this.state.sessions.values()) if (s.openIn === proc) s.turn?.withdrawAll();
   }
 }

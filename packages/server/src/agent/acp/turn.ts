@@ -3,7 +3,6 @@
  * questions and the MEDIA-line filter. Updates reach it already serialized.
  */
 import type { ContentBlock, ToolCall, ToolCallUpdate } from "@agentclientprotocol/sdk";
-import { truncate } from "../../util/redact.js";
 import type { TurnResult, TurnSink } from "../port.js";
 import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
 
@@ -27,6 +26,15 @@ interface ToolState {
 export class Turn {
   /** The user cancelled (the run's signal aborted). */
   cancelled = false;
+  /**
+   * Given up: cancelled, and still running `cancelTimeoutMs` later. It no longer counts as the
+   * agent's work (the agent may be restarted under it) and it dies with its process.
+   */
+  abandoned = false;
+  /** Settles when the turn is given up while its process lives on: its session is lost to the conversation. */
+  readonly released: Promise<void>;
+  #release!: () => void;
+  #released = false;
   private readonly tools = new Map<string, ToolState>();
   /** Calls of Pheby's own tools the agent asked permission for (Qwen Code reports no other trace in time). */
   private readonly phebyCalls: Array<{ name: string; args: Record<string, unknown> | undefined }> = [];
@@ -38,7 +46,22 @@ export class Turn {
     readonly sink: TurnSink,
     /** Stores a found file (root-checked by the backend). */
     private readonly deliver: (file: FoundFile) => Promise<void>,
-  ) {}
+    /** Makes agent text fit for a client: the host's paths replaced, secrets redacted, cut to `max`. */
+    private readonly clientText: (text: string, max: number) => string,
+  ) {
+    this.released = new Promise((resolve) => (this.#release = resolve));
+  }
+
+  /** The turn was given up and its process keeps running (other conversations' turns): let its session go. */
+  release(): void {
+    this.#released = true;
+    this.#release();
+  }
+
+  /** See {@link release}. */
+  get isReleased(): boolean {
+    return this.#released;
+  }
 
   /** An `agent_message_chunk`: text goes to the sink, files to the store. */
   async message(block: ContentBlock): Promise<void> {
@@ -82,7 +105,7 @@ export class Turn {
     if (tool.ended || (update.status !== "completed" && update.status !== "failed")) return;
     tool.ended = true;
     if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed" });
-    else this.sink.toolEnd({ toolCallId: id, status: "failed", error: failureText(update) });
+    else this.sink.toolEnd({ toolCallId: id, status: "failed", error: this.#failureText(update) });
   }
 
   /** The tool calls this turn has shown so far, for telling apart which turn an MCP call came from. */
@@ -136,6 +159,15 @@ export class Turn {
     }
   }
 
+  /** A failed tool's own text (tool output can be huge and name host paths), fit for a client. */
+  #failureText(update: ToolUpdate): string {
+    for (const c of update.content ?? []) {
+      if (c.type === "content" && c.content.type === "text" && c.content.text.trim())
+        return this.clientText(c.content.text.trim(), FAILURE_CHARS);
+    }
+    return "The tool failed.";
+  }
+
   private async deliverMedia(): Promise<void> {
     for (const path of this.media.splice(0)) await this.deliver({ source: "path", path });
   }
@@ -170,14 +202,4 @@ function titleName(update: ToolUpdate): string {
 
 function clip(text: string): string {
   return text.length > TOOL_NAME_CHARS ? `${text.slice(0, TOOL_NAME_CHARS)}…` : text;
-}
-
-function failureText(update: ToolUpdate): string {
-  for (const c of update.content ?? []) {
-    if (c.type === "content" && c.content.type === "text" && c.content.text.trim()) {
-      const text = c.content.text.trim();
-      return truncate(text, FAILURE_CHARS);
-    }
-  }
-  return "The tool failed.";
 }

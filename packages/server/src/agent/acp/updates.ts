@@ -41,7 +41,8 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       if (session.modes) session.modes.currentModeId = update.currentModeId;
       return;
     case "notice": {
-      const text = [update.title, update.description].filter(Boolean).join(": ");
+      // An agent's notice is its words about itself, often naming files: the server's paths go.
+      const text = state.paths.scrub([update.title, update.description].filter(Boolean).join(": "));
       if (turn) turn.sink.notice(text);
       else state.host.unsolicited({ sessionId: session.id, text, kind: "notice" });
       return;

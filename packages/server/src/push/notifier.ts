@@ -1,0 +1,209 @@
+import type { ServerMessage } from "@pheby/protocol";
+import type { Logger } from "pino";
+import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
+import type { PushStore, PushSubscriptionRow } from "../store/push.js";
+import type { Clock } from "../util/time.js";
+import type { DeliveryResult, PushDelivery } from "./delivery.js";
+import {
+  approvalPush,
+  clarifyPush,
+  messagePush,
+  type PushNotification,
+  type ResolvedPushInput,
+  resolvedPush,
+  runFinishedPush,
+} from "./payload.js";
+import type { Presence } from "./presence.js";
+
+/** What {@link PushNotifier} needs. */
+export interface PushNotifierDeps {
+  store: PushStore;
+  delivery: PushDelivery;
+  presence: Presence;
+  clock: Clock;
+  log: Logger;
+  /** Text in payloads (`PHEBY_PUSH_PREVIEW`, default true); false sends ids only. */
+  preview: boolean;
+  /** A conversation's current name, for titles (undefined: deleted). */
+  conversationName(conversationId: string): string | undefined;
+}
+
+interface RunInfo {
+  conversationId: string;
+  /** Started by a client's `chat.send` (→ `run_finished`), or by the agent on its own (→ `message`). */
+  solicited: boolean;
+  /** The final text, from the run's `message.complete`. */
+  text: string;
+  /** The tool most recently seen running, named by an approval push. */
+  tool?: string;
+}
+
+interface Asked {
+  conversationId: string;
+  expiresAt?: number;
+}
+
+/**
+ * Turns server events into pushes: one push per event, off the hot path (the delivery queues).
+ * It is an {@link Outbox} around the Fanout: it forwards every event first, unchanged, then
+ * observes it, so it never changes what a connection receives or when.
+ *
+ * - `approval.request` / `clarify.request` → `approval` / `clarify`;
+ * - a run's `run.finished`: `run_finished` when a client started it, `message` when the agent did
+ *   (a schedule, background output), never both, and nothing for a cancelled run;
+ * - `approval.resolved` / `clarify.resolved` of a question that was pushed → `resolved` with the
+ *   question's `Topic`, so a lock screen stops offering a stale action.
+ *
+ * A conversation-bound push is skipped only while {@link Presence} proves the owner is looking.
+ */
+export class PushNotifier implements Outbox {
+  readonly #runs = new Map<string, RunInfo>();
+  /** Questions pushed and still open, by approval_id / clarify_id. */
+  readonly #asked = new Map<string, Asked>();
+
+  constructor(
+    private readonly inner: Outbox,
+    private readonly deps: PushNotifierDeps,
+  ) {}
+
+  /** Forward the event, then observe it. Never throws into the publisher. */
+  publish(event: OutboxEvent): void {
+    this.inner.publish(event);
+    try {
+      this.#observe(event);
+    } catch (err) {
+      this.deps.log.error({ err, type: event.message.type }, "push notifier failed on an event");
+    }
+  }
+
+  #observe(event: OutboxEvent): void {
+    const msg: ServerMessage = event.message;
+    switch (msg.type) {
+      case "run.accepted":
+        // A client's chat.send is the reply-to of its run.accepted; a run the agent started has none.
+        this.#runs.set(msg.run_id, {
+          conversationId: msg.conversation_id,
+          solicited: event.replyTo?.peer !== undefined,
+          text: "",
+        });
+        return;
+      case "tool.event": {
+        const run = msg.run_id === undefined ? undefined : this.#runs.get(msg.run_id);
+        if (run && msg.status === "running") run.tool = msg.tool_name;
+        return;
+      }
+      case "message.complete": {
+        const run = this.#runs.get(msg.message_id.replace(/^draft-/, ""));
+        if (run && msg.kind !== "notice") run.text = msg.text;
+        return;
+      }
+      case "run.finished":
+        this.#runFinished(msg.run_id, msg.status, msg.error);
+        return;
+      case "approval.request": {
+        const tool = msg.run_id === null ? undefined : this.#runs.get(msg.run_id)?.tool;
+        this.#ask(msg.approval_id, msg.conversation_id, event, (conversationName, expiry, now) =>
+          approvalPush({ ...msg, conversationName, ...(tool ? { tool } : {}), ...expiry }, now),
+        );
+        return;
+      }
+      case "clarify.request":
+        this.#ask(msg.clarify_id, msg.conversation_id, event, (conversationName, expiry, now) =>
+          clarifyPush({ ...msg, conversationName, ...expiry }, now),
+        );
+        return;
+      case "approval.resolved":
+        this.#resolved(msg.approval_id, (asked) => ({ approval_id: msg.approval_id, ...asked }));
+        return;
+      case "clarify.resolved":
+        this.#resolved(msg.clarify_id, (asked) => ({ clarify_id: msg.clarify_id, ...asked }));
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** Push a question (unless the owner is looking) and remember it, so its resolution replaces it. */
+  #ask(
+    id: string,
+    conversationId: string,
+    event: OutboxEvent,
+    build: (name: string, expiry: { expiresAt?: number }, now: number) => PushNotification,
+  ): void {
+    const name = this.deps.conversationName(conversationId);
+    if (name === undefined) return;
+    const expiresAt = expiryOf(event);
+    const expiry = expiresAt === undefined ? {} : { expiresAt };
+    if (this.#notify(build(name, expiry, this.deps.clock.now())) > 0) {
+      this.#asked.set(id, { conversationId, ...expiry });
+    }
+  }
+
+  /** A pushed question was answered or withdrawn: replace it with `resolved` (same Topic). */
+  #resolved(
+    id: string,
+    input: (asked: { conversation_id: string; expiresAt?: number }) => ResolvedPushInput,
+  ): void {
+    const asked = this.#asked.get(id);
+    if (!asked) return;
+    this.#asked.delete(id);
+    const base = {
+      conversation_id: asked.conversationId,
+      ...(asked.expiresAt === undefined ? {} : { expiresAt: asked.expiresAt }),
+    };
+    this.#send(resolvedPush(input(base), this.deps.clock.now()));
+  }
+
+  #runFinished(runId: string, status: "completed" | "cancelled" | "failed", error: string | undefined): void {
+    const run = this.#runs.get(runId);
+    if (!run) return;
+    this.#runs.delete(runId);
+    if (status === "cancelled") return; // the owner cancelled it: they know
+    const name = this.deps.conversationName(run.conversationId);
+    if (name === undefined) return;
+    const base = { conversation_id: run.conversationId, run_id: runId, conversationName: name };
+    const now = this.deps.clock.now();
+    if (run.solicited) {
+      const text = status === "failed" ? (error ?? run.text) : run.text;
+      this.#notify(runFinishedPush({ ...base, status, text }, now));
+    } else if (status === "completed" && run.text.trim() !== "") {
+      this.#notify(messagePush({ ...base, text: run.text }, now));
+    }
+  }
+
+  /** Send a conversation's notification unless the owner is looking at it; returns how many were queued. */
+  #notify(notification: PushNotification): number {
+    if (
+      notification.conversationId !== undefined &&
+      this.deps.presence.watching(notification.conversationId)
+    ) {
+      return 0;
+    }
+    return this.#send(notification);
+  }
+
+  /** Queue a notification for every subscription that chose its event; returns how many. */
+  #send(notification: PushNotification): number {
+    const targets = this.deps.store
+      .list()
+      .filter((s) => notification.event === undefined || s.events.includes(notification.event));
+    for (const sub of targets) void this.send(sub, notification);
+    return targets.length;
+  }
+
+  /** Queue one notification for one subscription (also `push.test`). */
+  send(
+    subscription: PushSubscriptionRow,
+    notification: PushNotification,
+    options?: { once?: boolean },
+  ): Promise<DeliveryResult> {
+    return this.deps.delivery.enqueue(subscription, notification, this.deps.preview, options);
+  }
+}
+
+/** When the agent gives up on a question, if the `expiry` extension told (ms since the epoch). */
+function expiryOf(event: OutboxEvent): number | undefined {
+  const at = event.fields?.expiry?.expires_at;
+  const ms = typeof at === "string" ? Date.parse(at) : Number.NaN;
+  return Number.isNaN(ms) ? undefined : ms;
+}
