@@ -3,10 +3,12 @@
  * `expires_at` (also in `conversation.history`), is withdrawn when it passes, and the
  * conversation is told with a notice; v1 connections see the v1 withdrawal only.
  */
-import { FEATURE_EXPIRY } from "@pheby/protocol";
+import { FEATURE_EXPIRY, FEATURE_PUSH } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import type { ClarifyAnswer, PermissionAnswer, TurnSink } from "../src/agent/port.js";
 import { createConversation, RawClient, scriptedBackend, startServer, type TestServer } from "./helpers.js";
+import { FAST_RETRY } from "./push/rig.js";
 
 describe("the expiry extension", () => {
   const servers: TestServer[] = [];
@@ -17,7 +19,7 @@ describe("the expiry extension", () => {
   });
 
   /** A backend that asks one question, expiring after `ms`, and reports the answer it got. */
-  async function setup(ms: number | undefined) {
+  async function setup(ms: number | undefined, features: string[] = [FEATURE_EXPIRY]) {
     const answers: Array<PermissionAnswer | ClarifyAnswer> = [];
     const agent = scriptedBackend("scripted", async (input, sink: TurnSink) => {
       const answer =
@@ -38,9 +40,10 @@ describe("the expiry extension", () => {
       sink.text(JSON.stringify(answer));
       return { status: "completed" };
     });
-    const server = await startServer({ transport: "memory", agent });
+    const push = { allowPrivate: true, retry: FAST_RETRY };
+    const server = await startServer({ transport: "memory", agent, push });
     servers.push(server);
-    const expiry = await RawClient.connect(server.wsUrl, { features: [FEATURE_EXPIRY] });
+    const expiry = await RawClient.connect(server.wsUrl, { features });
     const v1 = await RawClient.connect(server.wsUrl);
     clients.push(expiry, v1);
     return { server, expiry, v1, answers, conv: await createConversation(expiry) };
@@ -109,5 +112,26 @@ describe("the expiry extension", () => {
     const asked = await expiry.next("clarify.request");
     expect(asked.expires_at).toBeNull();
     await expiry.ok({ type: "run.cancel", conversation_id: conv, run_id }, "run.finished");
+  });
+
+  it("the phone's push of an expiring approval carries the same expires_at, and lives only until then", async () => {
+    const receiver = await startReceiver();
+    try {
+      const { expiry, conv } = await setup(20_000, [FEATURE_EXPIRY, FEATURE_PUSH]);
+      const phone = receiver.endpoint("phone");
+      await expiry.ok(
+        { type: "push.subscribe", endpoint: phone.endpoint, keys: phone.keys, events: ["approval"] },
+        "push.subscribed",
+      );
+      await expiry.ok({ type: "chat.send", conversation_id: conv, text: "approve" }, "run.accepted");
+      const asked = await expiry.next("approval.request");
+      const pushed = await phone.next();
+      expect(pushed.payload).toMatchObject({ kind: "approval", approval_id: asked.approval_id });
+      expect(pushed.payload.expires_at).toBe(asked.expires_at);
+      expect(Number(pushed.headers.ttl)).toBeLessThanOrEqual(20);
+      expect(receiver.errors).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 });

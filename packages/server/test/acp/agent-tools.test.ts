@@ -3,7 +3,7 @@
  * `session/new|load|resume`, launches it, calls its tools over MCP, and the tools act in the
  * conversation through a real Pheby server driven by `@pheby/client` (ask_user becomes a
  * `clarify.request` the client answers; schedule_create's schedule fires as an unsolicited run;
- * notify_user and send_file). Also: Pheby grants its own tools' permission itself, and Hermes's
+ * notify_user, pushed as a `message` where push is on, and send_file). Also: Pheby grants its own tools' permission itself, and Hermes's
  * `_hermes/notification` wakes the agent. Real agents do the same in test/agents.
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
@@ -11,7 +11,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
+import { startReceiver } from "../../../conformance/src/push-receiver.js";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
+import { FAST_RETRY } from "../push/rig.js";
 import { FAKE_AGENT_COMMAND, fakeAgentDir } from "./harness.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "./pheby.js";
 
@@ -150,9 +152,12 @@ describe("Pheby's tools for agents, through the ACP backend", () => {
     expect((await p.client.request({ type: "schedule.list" })).schedules).toEqual([]);
   });
 
-  it("notify_user: a message of its own in the conversation, after the answer, recorded in history", async () => {
+  it("notify_user: a message of its own in the conversation, after the answer, recorded in history, pushed as a message", async () => {
     const fake = fakeAgentDir();
-    const p = await pheby(fake);
+    const receiver = await startReceiver();
+    const p = await pheby(fake, { push: { allowPrivate: true, retry: FAST_RETRY } });
+    const phone = receiver.endpoint("phone");
+    await p.client.subscribePush(phone, { events: ["message", "run_finished"] });
     const id = await p.create();
     const run = await p.chat(id, 'mcp notify_user {"title":"Build","body":"The build passed."}', 30_000);
     expect(run.complete.text).toBe('notify_user -> {"sent":true}');
@@ -162,6 +167,16 @@ describe("Pheby's tools for agents, through the ACP backend", () => {
     expect(finished.status).toBe("completed");
     const history = await p.client.request({ type: "conversation.open", conversation_id: id });
     expect(history.messages.at(-1)).toMatchObject({ role: "assistant", text: "Build\n\nThe build passed." });
+    // The phone is told of both: the run it asked for finished, and the agent's message.
+    const pushed = [(await phone.next()).payload, (await phone.next()).payload];
+    expect(pushed.map((m) => [m.kind, m.run_id])).toEqual([
+      ["run_finished", run.runId],
+      ["message", accepted.run_id],
+    ]);
+    // The push shows the conversation as its title and the message's first line (notify_user's title).
+    expect(pushed[1]).toMatchObject({ title: "New chat", body: "Build" });
+    expect(receiver.errors).toEqual([]);
+    await receiver.close();
   });
 
   it("send_file: a file from the allowed roots joins the answer; one from elsewhere is refused, in words", async () => {

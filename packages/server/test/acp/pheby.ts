@@ -63,6 +63,7 @@ export async function startPhebyAcp(
     /** Options of the server's scheduler and agent tools. */
     schedules?: PhebyServerOptions["schedules"];
     agentTools?: PhebyServerOptions["agentTools"];
+    push?: PhebyServerOptions["push"];
     /** Extensions the client asks for (besides delta.append). */
     features?: string[];
   } = {},
