@@ -201,7 +201,7 @@ describe("the ACP backend with an agent that says it is Hermes (scripted)", () =
     });
     await backend.deleteSession!(sessionId);
     expect(fake.calls("cli sessions delete")).toEqual([
-      { method: "cli sessions delete", params: { sessionId } },
+      { method: "cli sessions delete", params: { sessionId }, pid: expect.any(Number) },
     ]);
     // Gone from the agent's store (the fake's list reads it), and refused from now on.
     expect((await backend.listSessions!()).map((s) => s.sessionId)).not.toContain(sessionId);
