@@ -9,23 +9,15 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { applyDelta, FEATURE_DELTA_APPEND } from "@pheby/protocol";
-import { BenchClient, type Frame } from "./client.js";
-import { median, percentile, type Spawned, spawnServer, table } from "./harness.js";
+import { FEATURE_DELTA_APPEND } from "@pheby/protocol";
+import { BenchClient } from "./client.js";
+import { median, type Spawned, spawnServer, table } from "./harness.js";
+import { CHUNK, type Measured, watch } from "./stream-watch.js";
 
 const SIZES = (process.env.BENCH_STREAM_SIZES ?? "2000,16000,64000").split(",").map(Number);
 const RUNS = Number(process.env.BENCH_STREAM_RUNS ?? 1);
-const CHUNK = 4;
 const INTERVAL_MS = Number(process.env.BENCH_STREAM_INTERVAL_MS ?? 5);
 const COALESCE_MS = process.env.BENCH_DELTA_MS ?? "100";
-
-interface Measured {
-  bytes: number;
-  deltas: number;
-  firstMs: number;
-  maxDelayMs: number;
-  p99DelayMs: number;
-}
 
 /** The four clients of one server: v1 or delta.append, without or with permessage-deflate. */
 const CLIENTS = ["plain", "deflate", "append", "appendDeflate"] as const;
@@ -36,46 +28,6 @@ interface Setup {
   timeline: string;
   clients: Record<ClientName, BenchClient>;
   conversation: string;
-}
-
-/** Watch one client through one run: bytes, deltas, and when each agent chunk first reached it. */
-function watch(client: BenchClient, chars: number) {
-  const seenAt: number[] = [];
-  let deltas = 0;
-  let firstAt = Number.NaN;
-  let last = "";
-  client.bytes = 0;
-  const cover = (text: string, at: number) => {
-    if (!text.startsWith(last)) throw new Error("a delta is not an extension of the previous one");
-    last = text;
-    for (let i = seenAt.length; (i + 1) * CHUNK <= text.length; i++) seenAt.push(at);
-  };
-  const done = new Promise<void>((resolve) => {
-    const off = client.on((f: Frame, at: number) => {
-      if (f.type === "message.delta") {
-        if (deltas++ === 0) firstAt = at;
-        // Cumulative (v1) or stitched from an append delta: the same draft either way.
-        cover(applyDelta(last, f as { text: string; offset?: number }), at);
-      } else if (f.type === "message.complete" && !f.kind) {
-        if (f.text!.length !== chars) throw new Error(`final text has ${f.text!.length} chars, not ${chars}`);
-        cover(f.text!, at);
-      } else if (f.type === "run.finished") {
-        off();
-        resolve();
-      }
-    });
-  });
-  return async (timeline: number[]): Promise<Measured> => {
-    await done;
-    const delays = timeline.map((t, i) => seenAt[i]! - t).sort((a, b) => a - b);
-    return {
-      bytes: client.bytes,
-      deltas,
-      firstMs: firstAt - timeline[0]!,
-      maxDelayMs: delays.at(-1)!,
-      p99DelayMs: percentile(delays, 99),
-    };
-  };
 }
 
 async function setup(dir: string, name: string, deltaMs: string, env: Record<string, string> = {}) {

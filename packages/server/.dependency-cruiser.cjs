@@ -11,7 +11,7 @@ const LAYERS = [
   ["auth", "files", "store"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "devices", "settings", "push", "schedules"],
+  ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
   ["runs", "mcp"],
   ["handlers"],
   ["session"],

@@ -8,7 +8,7 @@ export interface ComposerHost {
   client: PhebyClient;
   conversationId(): string | null;
   runId(): string | null;
-  /** Show the user's message in the timeline. */
+  /** Show the user's message in the timeline (a queued one shows in the queue until it starts). */
   sent(text: string): void;
   report(message: string): void;
 }
@@ -107,13 +107,15 @@ export class Composer {
         if (bars[i]) bars[i].value = file.size;
         ids.push(descriptor.attachment_id);
       }
-      await this.host.client.request({
+      // Sent during a run, it waits its turn (run.queued) instead of being refused.
+      const reply = await this.host.client.request({
         type: "chat.send",
         conversation_id: conversationId,
         text,
+        queue: true,
         ...(ids.length ? { attachment_ids: ids } : {}),
       });
-      this.host.sent(text);
+      if (reply.type === "run.accepted") this.host.sent(text);
       this.text.value = "";
       this.files.value = "";
       replace(this.uploads);

@@ -8,6 +8,7 @@ import { ConversationList } from "./conversations.js";
 import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
 import { NotificationsPanel } from "./notifications.js";
+import { QueueView } from "./queue.js";
 import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
@@ -176,6 +177,12 @@ function startApp(client: PhebyClient): void {
     },
     runChanged: (runId) => composer.setRun(runId),
   });
+  const queue = new QueueView((run_id) => {
+    if (!current) return;
+    client.request({ type: "run.cancel", conversation_id: current, run_id }).catch((err: Error) => {
+      report(`Cancel failed: ${err.message}`);
+    });
+  });
   const settings = new SettingsBar(client, report);
   const notifications = new NotificationsPanel(client, report);
   const schedules = new SchedulesPanel(client, report);
@@ -186,6 +193,7 @@ function startApp(client: PhebyClient): void {
     h("div", { class: "chat-head" }, title, settings.el, schedules.el),
     notifications.el,
     chat.el,
+    queue.el,
     composer.el,
   );
   settings.el.hidden = true;
@@ -263,10 +271,12 @@ function startApp(client: PhebyClient): void {
     conversations.select(id);
     title.textContent = conversations.name(id);
     composer.el.hidden = false;
+    queue.clear();
     try {
       const snapshot = await client.request({ type: "conversation.open", conversation_id: id });
       if (current !== id) return;
       chat.reset(snapshot);
+      queue.set(snapshot.queue ?? []);
       await Promise.all([settings.load(id), schedules.load(id)]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
@@ -279,6 +289,7 @@ function startApp(client: PhebyClient): void {
     client.unfollow(id);
     current = null;
     chat.clear();
+    queue.clear();
     title.textContent = "No conversation selected";
     composer.el.hidden = true;
     void settings.load(null);
@@ -310,7 +321,16 @@ function startApp(client: PhebyClient): void {
   client.on("conversation.deleted", (m) => dropConversation(m.conversation_id));
   client.on(
     "run.accepted",
-    mine((m) => chat.runAccepted(m.run_id)),
+    mine((m) => {
+      // A queued message's run starts: its text leaves the queue for the timeline.
+      const queued = queue.take(m.run_id);
+      if (queued !== undefined) chat.userMessage(queued);
+      chat.runAccepted(m.run_id);
+    }),
+  );
+  client.on(
+    "queue.changed",
+    mine((m) => queue.set(m.queued)),
   );
   client.on(
     "message.start",
@@ -352,15 +372,18 @@ function startApp(client: PhebyClient): void {
   client.on("yolo.changed", (m) => settings.changed(m));
   client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
 
-  // After a reconnect the client re-opens the followed conversation: rebuild from that snapshot.
-  client.onResync((snapshots) => {
+  // After a reconnect the client re-opens the followed conversation: resumed, the missed events
+  // have been applied already; otherwise rebuild from the snapshot.
+  client.onResync((answers) => {
     if (!current) return;
-    const snapshot = snapshots.get(current);
-    if (snapshot) {
-      chat.reset(snapshot);
-      void settings.load(current);
-      void schedules.load(current);
-    } else dropConversation(current);
+    const answer = answers.get(current);
+    if (!answer) return dropConversation(current);
+    if (answer.type === "conversation.history") {
+      chat.reset(answer);
+      queue.set(answer.queue ?? []);
+    }
+    void settings.load(current);
+    void schedules.load(current);
   });
   client.onState((state) => {
     if (state === "open") void refreshList();

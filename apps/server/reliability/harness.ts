@@ -169,6 +169,8 @@ export interface PeerOptions {
   /** CA certificate to trust (wss:// through Caddy). */
   ca?: string;
   servername?: string;
+  /** Extensions to ask for in `hello.features` (default: none, a v1 connection). */
+  features?: readonly string[];
 }
 
 let nextRequest = 0;
@@ -237,7 +239,7 @@ export class Peer {
   /** Open and authenticate; resolves with the connected peer after `ready`. */
   static async ready(url: string, opts: PeerOptions = {}): Promise<Peer> {
     const peer = await Peer.open(url, opts);
-    const reply = await peer.hello(SECRET);
+    const reply = await peer.hello(SECRET, opts.features);
     if (reply.type !== "ready") throw new Error(`hello refused: ${JSON.stringify(reply)}`);
     return peer;
   }
@@ -254,10 +256,15 @@ export class Peer {
     this.ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
   }
 
-  /** Send `hello`; resolves with `ready` or the `error` that refused it. */
-  hello(secret: string): Promise<ServerMessage> {
+  /** Send `hello` (asking for `features` when given); resolves with `ready` or the `error` that refused it. */
+  hello(secret: string, features?: readonly string[]): Promise<ServerMessage> {
     const reply = this.next((m) => m.type === "ready" || m.type === "error", 15_000);
-    this.send({ type: "hello", secret, protocol_version: PROTOCOL_VERSION });
+    this.send({
+      type: "hello",
+      secret,
+      protocol_version: PROTOCOL_VERSION,
+      ...(features ? { features } : {}),
+    });
     return reply;
   }
 

@@ -131,6 +131,11 @@ export const Config = z
     delta_interval_ms: int(0, 10_000).default(100),
     /** Offer permessage-deflate on the WebSocket. */
     ws_compression: bool.default(true),
+    /** Offer the resume extension: keep a replay log per conversation, answer since_seq and client_message_id. */
+    resume: bool.default(true),
+    /** Bounds of each conversation's replay log: events, and bytes of event JSON (oldest evicted first). */
+    replay_max_events: int(1, 1_000_000).default(2_000),
+    replay_max_bytes: int(1_024, 1_073_741_824).default(8 * 1024 * 1024),
     /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
     heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
     /** Failed hellos/HTTP authentications from one address within the window that lock it out. */
@@ -195,6 +200,9 @@ export const ENV_NAMES = {
   PHEBY_CONSOLE: ["console"],
   PHEBY_DELTA_INTERVAL_MS: ["delta_interval_ms"],
   PHEBY_WS_COMPRESSION: ["ws_compression"],
+  PHEBY_RESUME: ["resume"],
+  PHEBY_REPLAY_MAX_EVENTS: ["replay_max_events"],
+  PHEBY_REPLAY_MAX_BYTES: ["replay_max_bytes"],
   PHEBY_CORS_ORIGINS: ["cors_origins"],
   PHEBY_PUSH_PREVIEW: ["push_preview"],
   PHEBY_PUSH_ALLOW_PRIVATE: ["push_allow_private"],

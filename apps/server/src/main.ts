@@ -129,6 +129,8 @@ async function main(): Promise<void> {
     corsOrigins: config.cors_origins,
     deltaIntervalMs: config.delta_interval_ms,
     compression: config.ws_compression,
+    resume: config.resume,
+    replayLog: { maxEvents: config.replay_max_events, maxBytes: config.replay_max_bytes },
     heartbeatIntervalMs: config.heartbeat_interval_ms,
     lockout: {
       maxFailures: config.lockout_max_failures,

@@ -107,6 +107,22 @@ describe("loadConfig", () => {
 
   it("reads the delta window (bounds exact) and the compression switch; defaults 100 ms and on", () => {
     expect(loadConfig({}, dir())).toMatchObject({ delta_interval_ms: 100, ws_compression: true });
+    expect(loadConfig({}, dir())).toMatchObject({
+      resume: true,
+      replay_max_events: 2_000,
+      replay_max_bytes: 8 * 1024 * 1024,
+    });
+    expect(loadConfig({ PHEBY_RESUME: "false", PHEBY_REPLAY_MAX_EVENTS: "1" }, dir())).toMatchObject({
+      resume: false,
+      replay_max_events: 1,
+    });
+    expect(() => loadConfig({ PHEBY_REPLAY_MAX_EVENTS: "0" }, dir())).toThrow(
+      /PHEBY_REPLAY_MAX_EVENTS \(replay_max_events\)/,
+    );
+    expect(loadConfig({ PHEBY_REPLAY_MAX_BYTES: "1024" }, dir()).replay_max_bytes).toBe(1024);
+    expect(() => loadConfig({ PHEBY_REPLAY_MAX_BYTES: "1023" }, dir())).toThrow(
+      /PHEBY_REPLAY_MAX_BYTES \(replay_max_bytes\)/,
+    );
     expect(loadConfig({ PHEBY_DELTA_INTERVAL_MS: "0" }, dir()).delta_interval_ms).toBe(0);
     expect(loadConfig({ PHEBY_DELTA_INTERVAL_MS: "10000" }, dir()).delta_interval_ms).toBe(10_000);
     expect(() => loadConfig({ PHEBY_DELTA_INTERVAL_MS: "10001" }, dir())).toThrow(

@@ -221,6 +221,28 @@ describe.skipIf(unavailable !== undefined)(
       expect((history.messages as { text: string }[]).some((m) => m.text === "/sim slow")).toBe(true);
     });
 
+    it("chat --queue during another run waits its turn, then streams its own run to the end", async () => {
+      const slow = pheby(server, ["chat", conversation, "/sim slow"]);
+      await slow.waitFor("word2 ");
+      const queued = pheby(server, ["chat", conversation, "And then?", "--queue", "--json"]);
+      await queued.waitFor('"type":"run.queued"');
+      // Without --queue the same send is refused while the run is active.
+      const refused = await runPheby(server, ["chat", conversation, "Now!"]);
+      expect(refused.code).toBe(2);
+      expect(refused.output).toContain("run_active");
+      slow.child.kill("SIGINT"); // Ctrl-C cancels the slow run: the queued one starts
+      expect(await queued.exit).toBe(0);
+      const frames = jsonLines(queued.output());
+      const runId = frames.find((f) => f.type === "run.queued")!.run_id;
+      const ofRun = frames.filter((f) => f.run_id === runId).map((f) => f.type);
+      expect(ofRun).toEqual(["run.queued", "run.accepted", "message.start", "run.finished"]);
+      expect(frames.at(-1)).toMatchObject({ type: "run.finished", run_id: runId, status: "completed" });
+      expect(
+        frames.find((f) => f.type === "message.complete" && f.message_id === `draft-${runId}`)!.text,
+      ).toContain("And then?");
+      await slow.exit;
+    });
+
     it("an approval is asked with its choices and answered interactively (pseudo-terminal)", async () => {
       const run = pheby(server, ["chat", conversation, "/sim approval"], { tty: true });
       await run.waitFor("approve> ");

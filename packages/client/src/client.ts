@@ -5,10 +5,12 @@ import {
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+  isReplyType,
   PROTOCOL_VERSION,
   type PresenceState,
   type PushEventKind,
-  REPLY_TYPES,
   type ReplyOf,
   type RequestType,
   type ServerMessage,
@@ -19,6 +21,7 @@ import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backo
 import { Emitter } from "./emitter.js";
 import { PhebyError, retryAfterMs } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
+import { newClientMessageId, Positions } from "./resume.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
 import { type TransportFailure, transportFailure } from "./transport.js";
 
@@ -48,6 +51,20 @@ export interface PhebyClientOptions {
    */
   appendDeltas?: boolean;
   /**
+   * Ask for the `resume` extension (default on). With a server that enables it, a reconnect
+   * re-opens each followed conversation from the last `seq` handled and is sent only what was
+   * missed (`conversation.resumed`, then those events), `chat.send` and `conversation.create` get a
+   * `client_message_id` when they have none, a send whose reply was lost in a drop is sent again
+   * after the reconnect (the server answers a repeat with the first outcome), and sends made while
+   * disconnected wait in an outbox until the connection is back.
+   */
+  resume?: boolean;
+  /**
+   * Ask for the `queue` extension (default on): `chat.send { queue: true }` during a run is answered
+   * `run.queued` and starts when the run ends; `queue.changed` events tell what is waiting.
+   */
+  queue?: boolean;
+  /**
    * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
    * ({@link PhebyClient.createPairing}) or `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. Those the server
    * enabled are in {@link PhebyClient.features}; their requests then work through `request()` and
@@ -76,8 +93,34 @@ export interface InvalidFrame {
   error: { code: string; message: string };
 }
 
-/** The snapshots `conversation.open` returned for each followed conversation after a (re)connect. */
-export type ResyncResult = Map<string, ServerMessageOf<"conversation.history">>;
+/**
+ * What `conversation.open` answered for each followed conversation after a (re)connect: a
+ * snapshot (`conversation.history`: replace local state with it), or, with `resume`,
+ * `conversation.resumed` (keep local state: the missed events were delivered to handlers).
+ */
+export type ResyncResult = Map<
+  string,
+  ServerMessageOf<"conversation.history"> | ServerMessageOf<"conversation.resumed">
+>;
+
+/**
+ * The reply to a request message: {@link ReplyOf} its type, or, for the two requests that may be
+ * answered otherwise, either: `chat.send` with `queue` (`run.queued` while a run is active) and
+ * `conversation.open` with `since_seq` (`conversation.resumed` when the missed events follow).
+ */
+export type ReplyTo<M extends { type: RequestType }> = M extends { type: "chat.send" }
+  ? "queue" extends keyof M
+    ? M["queue" & keyof M] extends false | undefined
+      ? ServerMessageOf<"run.accepted">
+      : ServerMessageOf<"run.accepted"> | ServerMessageOf<"run.queued">
+    : ServerMessageOf<"run.accepted">
+  : M extends { type: "conversation.open" }
+    ? "since_seq" extends keyof M
+      ? M["since_seq" & keyof M] extends undefined
+        ? ServerMessageOf<"conversation.history">
+        : ServerMessageOf<"conversation.history"> | ServerMessageOf<"conversation.resumed">
+      : ServerMessageOf<"conversation.history">
+    : ReplyOf<M["type"]>;
 
 type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
 type LifecycleEvents = {
@@ -86,12 +129,24 @@ type LifecycleEvents = {
   invalidFrame: InvalidFrame;
 };
 
-interface Pending {
-  expect: ServerMessageType;
+/** A request: its frame (with its `request_id`), who waits for the reply, and what to do on a drop. */
+interface Outgoing {
+  frame: { type: RequestType; request_id: string } & Record<string, unknown>;
+  timeoutMs: number | undefined;
   resolve(message: ServerMessage): void;
   reject(error: PhebyError): void;
+  /** A send with a `client_message_id` on a `resume` connection: safe to send again after a drop. */
+  retry: boolean;
+  /** Sent at least once (a send queued while disconnected is not, and is safe for any server). */
+  sent: boolean;
+}
+
+interface Pending extends Outgoing {
   timer: ReturnType<typeof setTimeout>;
 }
+
+/** The requests a `client_message_id` makes safe to send again. */
+const IDEMPOTENT: ReadonlySet<string> = new Set(["chat.send", "conversation.create"]);
 
 /**
  * Close codes after which reconnecting cannot help (docs/protocol.md, close codes): a wrong secret
@@ -119,7 +174,15 @@ export class PhebyClient {
   private readonly frames = new Emitter<FrameEvents>();
   private readonly lifecycle = new Emitter<LifecycleEvents>();
   private readonly pending = new Map<string, Pending>();
+  /** Sends waiting for a connection, in order (`resume`). */
+  private readonly outbox: Outgoing[] = [];
   private readonly followed = new Map<string, number | undefined>();
+  private readonly positions = new Positions();
+  /**
+   * The positions of the followed conversations when a reconnect's `ready` arrived, from which
+   * they are re-opened: events that arrive before the re-open is answered are held back from then.
+   */
+  private caughtUp: Map<string, number | undefined> | undefined;
   private featuresValue: readonly string[] = [];
   private vapidKey: string | undefined;
   /** The last presence this client said, repeated on every new connection (a new peer has none). */
@@ -221,7 +284,7 @@ export class PhebyClient {
     }
   }
 
-  /** Close the connection for good (no reconnect). Pending requests reject with `connection_closed`. */
+  /** Close the connection for good (no reconnect). Pending requests and the outbox reject with `connection_closed`. */
   close(): void {
     this.userClosed = true;
     clearTimeout(this.reconnectTimer);
@@ -229,22 +292,39 @@ export class PhebyClient {
     this.socket = undefined;
     socket?.close(CLOSE_CODES.normal, "client closed");
     this.teardown("closed");
+    for (const out of this.outbox.splice(0)) out.reject(new PhebyError("connection_closed", "client closed"));
   }
 
   /**
-   * Send a request and resolve with its direct reply (the type `REPLY_TYPES`
-   * maps it to). A `request_id` is filled in when absent. Rejects with a
-   * {@link PhebyError} carrying the server's error code.
+   * Send a request and resolve with its direct reply ({@link ReplyTo}). A
+   * `request_id` is filled in when absent; with `resume` (the default), a
+   * `chat.send` or `conversation.create` without `client_message_id` gets one.
+   * Rejects with a {@link PhebyError} carrying the server's error code.
+   *
+   * While the client is reconnecting after a drop, such a send waits in the
+   * outbox and goes out once the connection is back (and, with `resume`, the
+   * followed conversations are caught up); other requests reject with
+   * `connection_closed`.
    */
-  request<T extends RequestType>(
-    message: ClientMessageInput<T> & { type: T },
+  request<T extends RequestType, M extends ClientMessageInput<T> & { type: T }>(
+    message: M,
     options: { timeoutMs?: number } = {},
-  ): Promise<ReplyOf<T>> {
-    const socket = this.socket;
-    if (!socket || this.stateValue !== "open") {
-      return Promise.reject(new PhebyError("connection_closed", "not connected"));
-    }
-    return this.sendRequest(socket, message, options.timeoutMs) as Promise<ReplyOf<T>>;
+  ): Promise<ReplyTo<M>> {
+    const frame = this.frameOf(message);
+    return new Promise<ServerMessage>((resolve, reject) => {
+      const out: Outgoing = {
+        frame,
+        timeoutMs: options.timeoutMs,
+        resolve,
+        reject,
+        retry: this.options.resume !== false && frame.client_message_id !== undefined,
+        sent: false,
+      };
+      const socket = this.socket;
+      if (socket && this.stateValue === "open") this.transmit(socket, out);
+      else if (out.retry && this.willReconnect()) this.outbox.push(out);
+      else reject(new PhebyError("connection_closed", "not connected"));
+    }) as Promise<ReplyTo<M>>;
   }
 
   /** Send a frame without waiting for anything (e.g. to test a server with raw input). */
@@ -333,8 +413,11 @@ export class PhebyClient {
 
   /**
    * Follow a conversation: after every reconnect it is re-opened (with `limit`)
-   * and its fresh snapshot is delivered through {@link onResync} — the spec's
-   * reconnect recovery in one call.
+   * and the answer is delivered through {@link onResync} — the spec's
+   * reconnect recovery in one call. With `resume`, it is re-opened from the
+   * last `seq` handled: the missed events reach handlers as if never missed,
+   * and the answer is `conversation.resumed`; when the server can no longer
+   * replay them it is a fresh snapshot, as in v1.
    */
   follow(conversationId: string, limit?: number): void {
     this.followed.set(conversationId, limit);
@@ -345,24 +428,43 @@ export class PhebyClient {
     this.followed.delete(conversationId);
   }
 
+  /** The last `seq` handled for a conversation (`resume`): what a re-open after a drop resumes from. */
+  position(conversationId: string): number | undefined {
+    return this.positions.of(conversationId);
+  }
+
   /**
-   * Re-open every followed conversation now and return the snapshots. A
+   * Re-open every followed conversation now and return the answers. A
    * conversation deleted meanwhile is dropped from the followed set.
    */
   async resync(): Promise<ResyncResult> {
     const result: ResyncResult = new Map();
-    for (const [conversationId, limit] of [...this.followed]) {
+    const resume = this.featuresValue.includes(FEATURE_RESUME);
+    // Each from where it was when the connection came back (caught at its `ready`, see onMessage).
+    const caught = this.caughtUp;
+    this.caughtUp = undefined;
+    const followed = [...this.followed].map(([id, limit]) => ({
+      id,
+      limit,
+      since: caught ? caught.get(id) : this.positions.of(id),
+    }));
+    if (resume && !caught) for (const { id } of followed) this.positions.syncing(id);
+    for (const { id, limit, since } of followed) {
       try {
-        const snapshot = await this.request({
+        const answer = await this.request({
           type: "conversation.open",
-          conversation_id: conversationId,
+          conversation_id: id,
           ...(limit === undefined ? {} : { limit }),
+          ...(resume && since !== undefined ? { since_seq: since } : {}),
         });
-        result.set(conversationId, snapshot);
+        result.set(id, answer);
       } catch (err) {
-        if (err instanceof PhebyError && err.code === "conversation_not_found")
-          this.followed.delete(conversationId);
-        else throw err;
+        this.positions.synced(id);
+        if (err instanceof PhebyError && err.code === "conversation_not_found") this.followed.delete(id);
+        else {
+          for (const rest of followed) this.positions.synced(rest.id);
+          throw err;
+        }
       }
     }
     this.lifecycle.emit("resync", result);
@@ -421,7 +523,7 @@ export class PhebyClient {
 
     await opened;
     try {
-      const ready = (await this.sendRequest(socket, {
+      const ready = (await this.call(socket, {
         type: "hello",
         secret: this.options.secret,
         protocol_version: PROTOCOL_VERSION,
@@ -437,7 +539,8 @@ export class PhebyClient {
       if (this.lastPresence && this.featuresValue.includes(FEATURE_PUSH)) {
         socket.send(JSON.stringify({ type: "presence", ...this.lastPresence }));
       }
-      if (reconnected) void this.resync().catch(() => undefined);
+      if (reconnected) void this.recover(socket);
+      else this.flushOutbox(socket);
       return ready;
     } catch (err) {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
@@ -457,33 +560,104 @@ export class PhebyClient {
     }
   }
 
-  /** `hello.features`: append deltas unless turned off, plus the extensions asked for; absent when none. */
+  /** `hello.features`: the built-in extensions unless turned off, plus those asked for; absent when none. */
   private helloFeatures(): { features?: string[] } {
+    const { appendDeltas, push, resume, queue } = this.options;
     const asked = [
-      ...(this.options.appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
-      ...(this.options.push === false ? [] : [FEATURE_PUSH]),
+      ...(appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
+      ...(push === false ? [] : [FEATURE_PUSH]),
+      ...(resume === false ? [] : [FEATURE_RESUME]),
+      ...(queue === false ? [] : [FEATURE_QUEUE]),
       ...(this.options.features ?? []),
     ];
     const features = asked.filter((f, i) => asked.indexOf(f) === i);
     return features.length === 0 ? {} : { features };
   }
 
-  private sendRequest(
+  /** Whether a drop is repaired by a reconnect (so a send can wait for it). */
+  private willReconnect(): boolean {
+    return (
+      !this.userClosed &&
+      this.everConnected &&
+      this.options.reconnect !== false &&
+      this.stateValue !== "auth_failed" &&
+      this.stateValue !== "closed"
+    );
+  }
+
+  /** A request's frame: its `request_id`, and with `resume` a `client_message_id` on sends that lack one. */
+  private frameOf(message: { type: RequestType } & Record<string, unknown>): Outgoing["frame"] {
+    const frame: Outgoing["frame"] = {
+      ...message,
+      request_id: (message.request_id as string | undefined) ?? `r${this.nextId++}`,
+    };
+    if (
+      this.options.resume !== false &&
+      IDEMPOTENT.has(frame.type) &&
+      frame.client_message_id === undefined
+    ) {
+      frame.client_message_id = newClientMessageId();
+    }
+    return frame;
+  }
+
+  /** A request of the client's own (hello, ping): never queued, never retried. */
+  private call(
     socket: WebSocketLike,
     message: { type: RequestType } & Record<string, unknown>,
     timeoutMs?: number,
-  ) {
-    const withId = message as { type: RequestType; request_id?: string };
-    const requestId = withId.request_id ?? `r${this.nextId++}`;
-    return new Promise<ServerMessage>((resolve, reject) => {
-      const timeout = timeoutMs ?? this.options.requestTimeoutMs ?? 30_000;
-      const timer = setTimeout(() => {
-        this.pending.delete(requestId);
-        reject(new PhebyError("timeout", `no reply to ${message.type} within ${timeout} ms`, { requestId }));
-      }, timeout);
-      this.pending.set(requestId, { expect: REPLY_TYPES[message.type], resolve, reject, timer });
-      socket.send(JSON.stringify({ ...message, request_id: requestId }));
+  ): Promise<ServerMessage> {
+    return new Promise((resolve, reject) => {
+      const frame = { ...message, request_id: `r${this.nextId++}` };
+      this.transmit(socket, { frame, timeoutMs, resolve, reject, retry: false, sent: false });
     });
+  }
+
+  /** Send a request on `socket` and wait for its reply (until the request timeout). */
+  private transmit(socket: WebSocketLike, out: Outgoing): void {
+    const timeout = out.timeoutMs ?? this.options.requestTimeoutMs ?? 30_000;
+    const requestId = out.frame.request_id;
+    const timer = setTimeout(() => {
+      this.pending.delete(requestId);
+      out.reject(
+        new PhebyError("timeout", `no reply to ${out.frame.type} within ${timeout} ms`, { requestId }),
+      );
+    }, timeout);
+    out.sent = true;
+    this.pending.set(requestId, { ...out, timer });
+    socket.send(JSON.stringify(out.frame));
+  }
+
+  /** After a reconnect: catch up the followed conversations, then send what waited in the outbox. */
+  private async recover(socket: WebSocketLike): Promise<void> {
+    try {
+      await this.resync();
+    } catch {
+      // The connection dropped again (or a re-open failed): the next connection recovers.
+    }
+    if (socket === this.socket && this.stateValue === "open") this.flushOutbox(socket);
+  }
+
+  /**
+   * Send the outbox, in order. A send that already went out once is sent
+   * again only to a `resume` connection, which answers a repeat with its
+   * first outcome; any other server might do it twice.
+   */
+  private flushOutbox(socket: WebSocketLike): void {
+    const resume = this.featuresValue.includes(FEATURE_RESUME);
+    for (const out of this.outbox.splice(0)) {
+      if (out.sent && !resume) {
+        out.reject(
+          new PhebyError(
+            "connection_closed",
+            "the connection dropped before the reply, and this server cannot say whether it was handled",
+            { requestId: out.frame.request_id },
+          ),
+        );
+      } else {
+        this.transmit(socket, out);
+      }
+    }
   }
 
   private onMessage(socket: WebSocketLike, data: unknown): void {
@@ -507,7 +681,9 @@ export class PhebyClient {
     }
     const requestId = (message as { request_id?: string }).request_id;
     const pending = requestId === undefined ? undefined : this.pending.get(requestId);
-    if (pending && (message.type === "error" || message.type === pending.expect)) {
+    const isReply =
+      pending !== undefined && (message.type === "error" || isReplyType(pending.frame.type, message.type));
+    if (isReply) {
       this.pending.delete(requestId!);
       clearTimeout(pending.timer);
       if (message.type === "error") {
@@ -523,6 +699,18 @@ export class PhebyClient {
         pending.resolve(message);
       }
     }
+    // A reconnect to a resume server: from now on, the followed conversations' events wait for their re-open.
+    if (
+      message.type === "ready" &&
+      isReply &&
+      this.everConnected &&
+      message.features?.includes(FEATURE_RESUME)
+    ) {
+      this.caughtUp = new Map([...this.followed.keys()].map((id) => [id, this.positions.of(id)]));
+      for (const id of this.followed.keys()) this.positions.syncing(id);
+    }
+    // Held back: an event the catch-up after a reconnect accounts for, or a repeat of one handled.
+    if (!this.positions.accept(message, isReply)) return;
     this.frames.emit(message.type, message as never);
     this.frames.emit("*", message);
   }
@@ -566,7 +754,9 @@ export class PhebyClient {
     this.socket = undefined;
     this.lastCloseCode = code;
     const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
-    this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue);
+    // A send the server may have handled is kept for the next connection when it can ask again safely.
+    const retain = !final && this.featuresValue.includes(FEATURE_RESUME) && this.willReconnect();
+    this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue, retain);
     if (this.userClosed || final || this.options.reconnect === false || !this.everConnected) {
       if (!final && !this.userClosed) this.setState("closed");
       return;
@@ -590,14 +780,18 @@ export class PhebyClient {
     }, delay);
   }
 
-  private teardown(state: ConnectionState): void {
+  private teardown(state: ConnectionState, retain = false): void {
     clearInterval(this.pingTimer);
     this.pingTimer = undefined;
-    for (const [id, pending] of this.pending) {
-      clearTimeout(pending.timer);
-      pending.reject(new PhebyError("connection_closed", "connection closed", { requestId: id }));
+    const retained: Outgoing[] = [];
+    for (const [id, { timer, ...out }] of this.pending) {
+      clearTimeout(timer);
+      if (retain && out.retry) retained.push(out);
+      else out.reject(new PhebyError("connection_closed", "connection closed", { requestId: id }));
     }
     this.pending.clear();
+    // Sends whose reply was lost go first, in the order they were sent.
+    this.outbox.unshift(...retained);
     this.setState(state);
   }
 
@@ -605,7 +799,7 @@ export class PhebyClient {
     const interval = this.options.pingIntervalMs ?? 25_000;
     if (interval <= 0) return;
     this.pingTimer = setInterval(() => {
-      this.sendRequest(socket, { type: "ping" }, Math.min(interval, 10_000)).catch((err: PhebyError) => {
+      this.call(socket, { type: "ping" }, Math.min(interval, 10_000)).catch((err: PhebyError) => {
         // A missed pong means a dead path (e.g. a phone changing networks): force a reconnect.
         if (err.code === "timeout" && socket === this.socket)
           socket.close(CLOSE_CODES.normal, "ping timeout");

@@ -12,6 +12,7 @@ export {
   PhebyClient,
   type PhebyClientOptions,
   type PushSubscriptionKeys,
+  type ReplyTo,
   type ResyncResult,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
@@ -31,4 +32,5 @@ export {
   pairDevice,
   parsePairingUri,
 } from "./pairing.js";
+export { newClientMessageId } from "./resume.js";
 export type { WebSocketConstructor, WebSocketLike } from "./socket.js";

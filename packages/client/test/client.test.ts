@@ -416,3 +416,128 @@ describe("helpers", () => {
     expect(httpBase("https://h.example/pheby/ws?x=1")).toBe("https://h.example/pheby");
   });
 });
+
+describe("PhebyClient with resume", () => {
+  const ready = (request_id: unknown, features: string[]) => ({
+    type: "ready",
+    protocol_version: 1,
+    server: "pheby",
+    features,
+    ts: TS,
+    request_id,
+  });
+  const renamed = (seq: number, name: string) => ({
+    type: "conversation.renamed",
+    conversation_id: "a",
+    name,
+    seq,
+  });
+
+  it("stamps chat.send and conversation.create with a client_message_id (keeping one given), nothing else", async () => {
+    const { defaultHandler } = await import("./peer.js");
+    peer.handler = (frame, conn) =>
+      frame.type === "chat.send"
+        ? [{ type: "run.accepted", conversation_id: "c1", run_id: "r1", request_id: frame.request_id }]
+        : defaultHandler(frame, conn);
+    const c = client();
+    await c.connect();
+    expect(peer.connections[0]!.received[0]).toMatchObject({
+      features: ["delta.append", "push", "resume", "queue"],
+    });
+    await c.request({ type: "conversation.create" });
+    await c.request({ type: "chat.send", conversation_id: "c1", text: "x" });
+    await c.request({ type: "chat.send", conversation_id: "c1", text: "y", client_message_id: "mine" });
+    await c.request({ type: "ping" });
+    const ids = peer.connections[0]!.received.slice(1).map((f) => f.client_message_id);
+    expect(ids[0]).toMatch(/^[0-9a-f]{32}$/);
+    expect(ids[1]).toMatch(/^[0-9a-f]{32}$/);
+    expect(ids[0]).not.toBe(ids[1]);
+    expect(ids.slice(2)).toEqual(["mine", undefined]);
+
+    const plain = client({ resume: false, queue: false, appendDeltas: false, push: false });
+    await plain.connect();
+    await plain.request({ type: "conversation.create" });
+    expect(peer.connections[1]!.received[0]).not.toHaveProperty("features");
+    expect(peer.connections[1]!.received[1]).not.toHaveProperty("client_message_id");
+  });
+
+  it("sends a send whose reply was lost again after the reconnect, same client_message_id, to a resume server", async () => {
+    const { defaultHandler } = await import("./peer.js");
+    let answer = false;
+    peer.handler = (frame, conn) => {
+      if (frame.type === "hello") return [ready(frame.request_id, ["resume"])];
+      if (frame.type !== "chat.send") return defaultHandler(frame, conn);
+      return answer
+        ? [{ type: "run.accepted", conversation_id: "c1", run_id: "r1", request_id: frame.request_id }]
+        : [];
+    };
+    const c = client();
+    await c.connect();
+    const sent = c.request({ type: "chat.send", conversation_id: "c1", text: "x" });
+    while (peer.connections[0]!.received.length < 2) await new Promise((r) => setTimeout(r, 5));
+    answer = true;
+    peer.connections[0]!.socket.terminate();
+    expect(await sent).toMatchObject({ type: "run.accepted", run_id: "r1" });
+    const [first, again] = peer.connections.map((conn) => conn.received.find((f) => f.type === "chat.send")!);
+    expect(again!.client_message_id).toBe(first!.client_message_id);
+  });
+
+  it("does not send it again to a server without resume, which might do it twice: it rejects", async () => {
+    const { defaultHandler } = await import("./peer.js");
+    peer.handler = (frame, conn) => (frame.type === "chat.send" ? [] : defaultHandler(frame, conn));
+    const c = client();
+    await c.connect();
+    const sent = c.request({ type: "chat.send", conversation_id: "c1", text: "x" });
+    while (peer.connections[0]!.received.length < 2) await new Promise((r) => setTimeout(r, 5));
+    peer.connections[0]!.socket.terminate();
+    await expect(sent).rejects.toMatchObject({ code: "connection_closed" });
+    await peer.waitForConnections(2);
+    await c.request({ type: "ping" }).catch(() => undefined);
+    expect(peer.connections[1]!.received.some((f) => f.type === "chat.send")).toBe(false);
+  });
+
+  it("resumes a followed conversation from the last seq, holding back its events until the answer", async () => {
+    const { defaultHandler } = await import("./peer.js");
+    peer.handler = (frame, conn) => {
+      if (frame.type === "hello") {
+        // On the second connection, a live event (seq 7) arrives before the client's re-open.
+        return peer.connections.length === 1
+          ? [ready(frame.request_id, ["resume"])]
+          : [ready(frame.request_id, ["resume"]), renamed(7, "seven")];
+      }
+      if (frame.type === "conversation.open" && frame.since_seq !== undefined) {
+        return [
+          {
+            type: "conversation.resumed",
+            conversation_id: "a",
+            from_seq: frame.since_seq,
+            to_seq: 7,
+            request_id: frame.request_id,
+          },
+          renamed(6, "six"),
+          renamed(7, "seven"),
+        ];
+      }
+      return defaultHandler(frame, conn);
+    };
+    const c = client();
+    await c.connect();
+    c.follow("a");
+    const names: string[] = [];
+    c.on("conversation.renamed", (m) => names.push(m.name));
+    peer.broadcast(renamed(5, "five"));
+    while (c.position("a") !== 5) await new Promise((r) => setTimeout(r, 5));
+    const resync = new Promise<Map<string, unknown>>((resolve) => c.onResync(resolve));
+    peer.connections[0]!.socket.terminate();
+    const answers = await resync;
+    expect(answers.get("a")).toMatchObject({ type: "conversation.resumed", from_seq: 5, to_seq: 7 });
+    expect(peer.connections[1]!.received[1]).toMatchObject({
+      type: "conversation.open",
+      conversation_id: "a",
+      since_seq: 5,
+    });
+    await c.request({ type: "ping" });
+    expect(names).toEqual(["five", "six", "seven"]);
+    expect(c.position("a")).toBe(7);
+  });
+});

@@ -59,7 +59,10 @@ export class ScriptedPeer {
   }
 }
 
-export function defaultHandler(frame: Record<string, unknown>): unknown[] | undefined {
+export function defaultHandler(
+  frame: Record<string, unknown>,
+  _conn?: PeerConnection,
+): unknown[] | undefined {
   const request_id = frame.request_id;
   switch (frame.type) {
     case "hello":

@@ -1,5 +1,6 @@
 // A raw WebSocket connection under test. It records every frame the server
-// sends, validates each one against @pheby/protocol as it arrives, and lets a
+// sends, validates each one against @pheby/protocol as it arrives (and, once
+// authenticated, against the extensions the connection enabled), and lets a
 // check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
 // suite must send malformed input and observe close codes.
 import { decodeServerFrame, PROTOCOL_VERSION, type ServerMessage } from "@pheby/protocol";

@@ -8,18 +8,24 @@ import { serverUnavailable, startServer, type TestServer } from "./server.js";
 
 const unavailable = serverUnavailable();
 
-/** A WebSocket proxy in front of `upstream` that rewrites server frames (undefined drops one). */
-async function brokenProxy(upstream: string, rewrite: (frame: string) => string | undefined) {
+type Rewrite = (frame: string) => string | undefined;
+
+/**
+ * A WebSocket proxy in front of `upstream` that rewrites server frames (undefined drops one), with
+ * `rewrite`, or with a rewrite of its own per connection (`perConnection`) for a stateful one.
+ */
+async function brokenProxy(upstream: string, rewrite: Rewrite, perConnection?: () => Rewrite) {
   const server = new WebSocketServer({ host: "127.0.0.1", port: 0, path: "/ws" });
   await new Promise((r) => server.once("listening", r));
   server.on("connection", (client) => {
+    const connectionRewrite = perConnection?.() ?? rewrite;
     const pending: string[] = [];
     const up = new WebSocket(upstream);
     up.on("open", () => {
       for (const frame of pending.splice(0)) up.send(frame);
     });
     up.on("message", (data) => {
-      const text = rewrite(String(data));
+      const text = connectionRewrite(String(data));
       if (text !== undefined) client.send(text);
     });
     up.on("close", () => client.close());
@@ -121,6 +127,59 @@ describe.skipIf(unavailable !== undefined)(
         const [check] = report.results;
         expect(check).toMatchObject({ status: "fail", frame: { type: "schedule.changed" } });
         expect(check!.reason).toContain("not the creation's broadcast");
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it("fails extensions.resume when a proxy drops a replayed frame, quoting what is missing", async () => {
+      // On each connection, the first tool.event after conversation.resumed is lost.
+      const proxy = await brokenProxy(
+        server.url,
+        (f) => f,
+        () => {
+          let resumed = false;
+          let dropped = false;
+          return (f) => {
+            const type = (JSON.parse(f) as { type: string }).type;
+            if (type === "conversation.resumed") resumed = true;
+            if (resumed && !dropped && type === "tool.event") {
+              dropped = true;
+              return undefined;
+            }
+            return f;
+          };
+        },
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.resume"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "tool.event" } });
+        expect(check!.reason).toContain("misses a tool.event");
+      } finally {
+        await proxy.close();
+      }
+    });
+
+    it("fails a check when a connection that did not enable resume gets seq, even on a valid frame", async () => {
+      // Adds seq to every frame with a conversation_id: valid for the schema, not for a v1 connection.
+      const proxy = await brokenProxy(server.url, (f) =>
+        f.includes('"conversation_id"') && !f.includes('"seq"') ? `${f.slice(0, -1)},"seq":1}` : f,
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["runs.lifecycle"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail" });
+        expect(check!.reason).toContain("resume");
+        expect(report.frames.invalid).toBeGreaterThan(0);
       } finally {
         await proxy.close();
       }

@@ -29,3 +29,4 @@ export {
   type PhebyServer,
   type PhebyServerOptions,
 } from "./server.js";
+export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";

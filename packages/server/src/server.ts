@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
-import { FEATURE_SCHEDULES } from "@pheby/protocol";
+import { FEATURE_RESUME, FEATURE_SCHEDULES } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -31,12 +31,18 @@ import { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 import { Fanout } from "./outbox/fanout.js";
 import type { Origin, Outbox } from "./outbox/outbox.js";
 import { type PushOptions, PushService } from "./push/service.js";
+import { IdempotentRequests } from "./resume/idempotency.js";
+import { ResumeOutbox } from "./resume/outbox.js";
+import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
+import { RunQueue } from "./runs/queue.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
 import { Scheduler, type Timers } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
+import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
+import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
 import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
@@ -135,6 +141,19 @@ export interface PhebyServerOptions {
    * page on. Keeps one reply from growing with the size of the transcript.
    */
   historyPageBytes?: number;
+  /**
+   * Bounds of each conversation's replay log (the `resume` extension), oldest
+   * events evicted first (default 2,000 events and 8 MiB of event JSON). A
+   * client that was away for longer than the log reaches back gets the
+   * snapshot instead of a replay.
+   */
+  replayLog?: Partial<ReplayLimits>;
+  /**
+   * Offer the `resume` extension (default true): keep the replay log and
+   * answer `since_seq` and `client_message_id`. False keeps no log and never
+   * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
+   */
+  resume?: boolean;
   /** Scheduled prompts (the `schedules` extension). */
   schedules?: {
     /**
@@ -280,8 +299,21 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
-  const store = new Store(options.dataDir);
-  const interrupted = store.failInterruptedRuns(clock.now(), "The server stopped during this run");
+  const replayLimits = { ...DEFAULT_REPLAY_LIMITS, ...options.replayLog };
+  for (const [name, value] of Object.entries(replayLimits)) {
+    if (!Number.isInteger(value) || value < 1) {
+      throw new Error(`createPhebyServer: replayLog.${name} must be a whole number >= 1`);
+    }
+  }
+  const store = new Store(options.dataDir, { clock, replayLimits });
+  const resume = options.resume ?? true;
+  // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
+  const interrupted = recoverInterruptedRuns(
+    store,
+    clock.now(),
+    "The server stopped during this run",
+    resume,
+  );
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
 
@@ -314,7 +346,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
     options.push,
   );
-  const outbox: Outbox = push.wrap(fanout);
+  // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
+  const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
+  const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const runs = new RunEngine({
@@ -329,7 +363,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
     cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
+    runEnded: (conversationId) => queue.next(conversationId),
   });
+  const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
   const scheduler = new Scheduler({
     store: store.schedules,
     clock,
@@ -372,6 +408,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     attachments,
     outbox,
     runs,
+    queue,
+    replay,
+    sends: new IdempotentRequests(store.sentRequests),
     scheduler,
     decisions,
     settings,
@@ -462,11 +501,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
+    ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
       authenticate: (secret) => credentials.resolve(secret),
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
+      features: resume ? SERVER_FEATURES : SERVER_FEATURES.filter((f) => f !== FEATURE_RESUME),
     },
   });
   const app = createHttpApp(
@@ -490,11 +531,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
   );
   if (consoleFiles) mountConsole(app, consoleFiles);
-  const sweep = () =>
-    attachments.sweep().catch((err: unknown) => {
+  const sweep = () => {
+    store.sentRequests.sweep();
+    return attachments.sweep().catch((err: unknown) => {
       log.error({ err }, "attachment sweep failed");
       return { expired: 0, temps: 0, orphans: 0 };
     });
+  };
   let sweepTimer: NodeJS.Timeout | undefined;
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
@@ -520,10 +563,12 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
           });
         }
         await Promise.all([backend.start(host), attachments.sweep(true)]);
-        // Runs missed while the server was down (within the grace) start now, once each.
-        scheduler.start();
         sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
         sweepTimer.unref();
+        // Follow-ups queued before a restart start once the agent is up; then runs missed while the
+        // server was down (within the grace) start, once each, behind them.
+        queue.resume();
+        scheduler.start();
       })();
       return started;
     },

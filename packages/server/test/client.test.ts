@@ -1,5 +1,11 @@
 import { type PhebyClientOptions, PhebyError } from "@pheby/client";
-import { FEATURE_DELTA_APPEND, FEATURE_PUSH, type ServerMessageOf } from "@pheby/protocol";
+import {
+  FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+  type ServerMessageOf,
+} from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { phebyClient, RawClient, startServer, streamingBackend, type TestServer } from "./helpers.js";
 
@@ -72,15 +78,21 @@ describe("@pheby/client and append deltas (delta.append)", () => {
     return { deltas, cumulative, features: client.features };
   }
 
-  it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets", async () => {
+  it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets (plus resume's seq)", async () => {
     const { deltas, cumulative, features } = await deltasOf({});
-    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_PUSH]);
+    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE]);
     expect(deltas).toHaveLength(WORDS.length);
-    expect(deltas).toEqual(cumulative);
+    expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
+    expect(deltas.every((d) => typeof d.seq === "number")).toBe(true);
   });
 
-  it("appendDeltas: false does not ask (ready has no features) and gets the same deltas", async () => {
-    const { deltas, cumulative, features } = await deltasOf({ appendDeltas: false, push: false });
+  it("with every extension off it does not ask (ready has no features) and gets the same deltas", async () => {
+    const { deltas, cumulative, features } = await deltasOf({
+      appendDeltas: false,
+      push: false,
+      resume: false,
+      queue: false,
+    });
     expect(features).toEqual([]);
     expect(deltas).toEqual(cumulative);
   });

@@ -50,7 +50,12 @@ export const NO_CAPABILITIES: AgentCapabilities = {
  */
 export const violations: { raw: string; error: string }[] = [];
 
-function validate(raw: string): ServerMessage | undefined {
+/**
+ * A received frame as a test sees it, recorded in {@link violations} when `ServerMessage` rejects
+ * it, when it has fields the schema lacks, or (with `features`: what the connection enabled) when it
+ * uses an extension the connection did not enable, so a v1 connection is proven to get v1.
+ */
+function validate(raw: string, features?: readonly string[]): ServerMessage | undefined {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -67,6 +72,10 @@ function validate(raw: string): ServerMessage | undefined {
   if (!isDeepStrictEqual(parsed.data, value)) {
     violations.push({ raw: raw.slice(0, 200), error: "frame has fields the schema does not define" });
   }
+  // A ready's own extension fields belong to the features it enables.
+  const enabled = parsed.data.type === "ready" ? (parsed.data.features ?? []) : features;
+  const foreign = enabled === undefined ? undefined : checkFeatures(parsed.data, enabled);
+  if (foreign) violations.push({ raw: raw.slice(0, 200), error: foreign.message });
   return value as ServerMessage;
 }
 
@@ -237,13 +246,13 @@ type ClientSocket = WebSocket | MemorySocket;
  */
 export class RawClient {
   readonly frames: ServerMessage[] = [];
+  /** What the server enabled on this connection (`ready.features`); nothing until then. */
+  features: readonly string[] = [];
   /** Every frame as received, byte for byte (before validation). */
   readonly raw: string[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
   #seen = 0;
-  /** What `ready.features` enabled: every later frame must fit them (v1 byte for byte without). */
-  features: string[] = [];
 
   private constructor(readonly socket: ClientSocket) {
     // Both kinds have the WHATWG event API (ws's text frames arrive as strings there).
@@ -256,10 +265,8 @@ export class RawClient {
     events.addEventListener("error", () => {});
     events.addEventListener("message", (event) => {
       this.raw.push(String(event.data));
-      const msg = validate(String(event.data));
+      const msg = validate(String(event.data), this.features);
       if (!msg) return;
-      const misfit = msg.type === "ready" ? undefined : checkFeatures(msg, this.features);
-      if (misfit) violations.push({ raw: String(event.data).slice(0, 200), error: misfit.message });
       if (msg.type === "ready") this.features = msg.features ?? [];
       this.frames.push(msg);
       for (const w of [...this.#waiters]) {
@@ -307,7 +314,7 @@ export class RawClient {
   /** Open a connection and complete the handshake, asking for `features` when given. */
   static async connect(
     wsUrl: string,
-    options: Parameters<typeof RawClient.open>[1] & { features?: string[] } = {},
+    options: Parameters<typeof RawClient.open>[1] & { features?: readonly string[] } = {},
   ) {
     const client = await RawClient.open(wsUrl, options);
     const { features } = options;

@@ -77,13 +77,13 @@ describe("restart persistence", () => {
     await ts.close();
   });
 
-  it("after a crash (SIGKILL mid-run) the interrupted run is recorded failed and open shows run: null", async () => {
+  it("after a crash (SIGKILL mid-run) the interrupted run is recorded failed with the text streamed so far, and open shows run: null", async () => {
     const dataDir = dir();
     const { child, port } = await spawnServerProcess(dataDir);
     const c = await RawClient.connect(`ws://127.0.0.1:${port}/ws`);
     const id = await createConversation(c);
     const runId = await send(c, id, "/sim slow");
-    await c.next("message.delta");
+    const seen = await c.next("message.delta");
     child.kill("SIGKILL");
     await c.closed;
     expect(runRows(dataDir)).toEqual([{ run_id: runId, status: "running", error: null }]);
@@ -92,7 +92,10 @@ describe("restart persistence", () => {
     const c2 = await RawClient.connect(ts.wsUrl);
     const h = await c2.ok({ type: "conversation.open", conversation_id: id }, "conversation.history");
     expect(h.run).toBeNull();
-    expect(h.messages.map((m) => m.text)).toEqual(["/sim slow"]);
+    // What was streamed before the crash is the failed run's answer, as for any failed run.
+    expect(h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(h.messages[0]!.text).toBe("/sim slow");
+    expect(h.messages[1]!.text.startsWith(seen.text)).toBe(true);
     expect(runRows(dataDir)).toEqual([
       { run_id: runId, status: "failed", error: "The server stopped during this run" },
     ]);

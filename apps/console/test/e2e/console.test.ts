@@ -175,14 +175,16 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and push, devices, schedules and expiry, for its panels) and got them: the
-    // bubble texts above were stitched.
+    // The console asked for append deltas (and push, resume, queue, devices, schedules and expiry, for
+    // its panels and reconnects) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
     expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
       "delta.append",
       "push",
+      "resume",
+      "queue",
       "devices",
       "schedules",
       "expiry",
@@ -396,7 +398,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent('[data-testid="schedules"] summary')).toBe("Schedules (0)");
   });
 
-  it("rebuilds a pending approval from the snapshot after a dropped connection, then answers it", async () => {
+  it("after a dropped connection resumes: an approval answered elsewhere meanwhile shows answered, with the rest of the run", async () => {
     await page.evaluate(() => {
       const states: string[] = [];
       (window as unknown as { __states: string[] }).__states = states;
@@ -405,22 +407,55 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
         attributes: true,
       });
     });
+    const asked = other.next("approval.request");
     await send("/sim approval");
     await page.waitForSelector(".card.approval.open");
-    // Wipe the view and cut the page's connection; the server and its pending approval live on.
-    await page.evaluate(() => document.querySelector('[data-testid="timeline"]')!.replaceChildren());
-    proxy.cut();
-    await page.waitForSelector(".card.approval.open", { timeout: 15_000 });
-    await waitStatus("open");
-    expect(await page.evaluate(() => (window as unknown as { __states: string[] }).__states)).toContain(
-      "reconnecting",
-    );
-    expect(await page.locator('[data-testid="stop"]').isVisible()).toBe(true);
-    await page.fill(".card.approval.open input", "not on a Friday");
-    await page.click('.card.approval.open button[data-choice="deny"]');
+    const { approval_id, run_id } = await asked;
+    // The page is away while another device answers and the run ends.
+    proxy.offline(true);
+    await waitStatus("reconnecting");
+    const finished = other.next("run.finished", (m) => m.run_id === run_id);
+    await other.request({ type: "approval.respond", approval_id, choice: "deny", reason: "not on a Friday" });
+    await finished;
+    proxy.offline(false);
+    await waitStatus("open", 20_000);
     await page.waitForSelector('.card.approval.resolved .card-status:has-text("Answered: Deny")');
     await settled();
     expect(await page.textContent(`${lastAssistant} >> .text`)).toContain('Your reason: "not on a Friday".');
+    expect(await page.locator(".card.approval").count()).toBeGreaterThan(0);
+    expect(received.some((f) => f.includes('"type":"conversation.resumed"'))).toBe(true);
+    expect(await page.evaluate(() => (window as unknown as { __states: string[] }).__states)).toContain(
+      "reconnecting",
+    );
+  });
+
+  it("queues a message sent during a run, lets you cancel one, and starts the other when the run ends", async () => {
+    await send("/sim slow");
+    await page.waitForSelector('[data-testid="stop"]', { state: "visible" });
+    const users = await page.locator(".msg.user").count();
+    for (const text of ["queued one", "queued two"]) {
+      await page.fill('[data-testid="message"]', text);
+      await page.click('[data-testid="send"]');
+      await page.waitForSelector(`[data-testid="queued"]:has-text("${text}")`);
+      // Sent: the composer is empty again.
+      await page.waitForFunction(
+        () => document.querySelector<HTMLTextAreaElement>('[data-testid="message"]')!.value === "",
+      );
+    }
+    expect(
+      await page.$$eval('[data-testid="queued"] .queued-text', (l) => l.map((e) => e.textContent)),
+    ).toEqual(["queued one", "queued two"]);
+    // Queued messages are not in the timeline yet.
+    expect(await page.locator(".msg.user").count()).toBe(users);
+    await shot("queue");
+    await page.click('[data-testid="queued"]:has-text("queued one") [data-testid="cancel-queued"]');
+    await page.waitForSelector('[data-testid="queued"]:has-text("queued one")', { state: "detached" });
+    await page.click('[data-testid="stop"]');
+    await page.waitForSelector('.msg.user:has-text("queued two")');
+    await page.waitForSelector('[data-testid="queued"]', { state: "detached" });
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toContain('You said: "queued two".');
+    expect(await page.locator('.msg.user:has-text("queued one")').count()).toBe(0);
   });
 
   it("changes model, reasoning and YOLO per conversation, live both ways", async () => {
@@ -575,7 +610,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     });
   });
 
-  it("reconnects by itself after a server restart and rebuilds the view from the snapshot", async () => {
+  it("reconnects by itself after a server restart and resumes: the run the crash cut off shows failed", async () => {
     await send("/sim slow");
     await page.waitForFunction(() => {
       const b = document.querySelectorAll(".msg.assistant .text");
@@ -585,14 +620,13 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await server.stop("SIGKILL");
     await waitStatus("reconnecting");
     await shot("reconnecting");
-    // Wipe the view: only a rebuild from the server's snapshot can bring it back.
-    await page.evaluate(() => document.querySelector('[data-testid="timeline"]')!.replaceChildren());
     server = await startServer(dataDir, server.port);
     await waitStatus("open", 20_000);
-    await page.waitForSelector('.msg.user:has-text("Hello **console**")');
-    await page.waitForSelector(".msg.assistant:has-text('I ran two tools')");
-    // The run the crash interrupted is over (recorded failed by the restarted server): no stop button.
+    // What the restart did is replayed: the interrupted run ended failed, with the text streamed so far.
+    await page.waitForSelector(`${lastAssistant} >> [data-run-status="failed"]`);
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toContain("word2");
     await page.waitForSelector('[data-testid="stop"]', { state: "hidden" });
+    await page.waitForSelector('.msg.user:has-text("Hello **console**")');
     expect(await status()).toBe("open");
     await send("after the restart");
     await settled();

@@ -133,13 +133,19 @@ export function tempDataDir(): string {
 
 /**
  * A TCP proxy in front of the server, so a test can cut the browser's
- * connections (`cut()`) while the server, and its pending state, live on.
+ * connections (`cut()`) while the server, and its pending state, live on, and
+ * keep it away for a while (`offline(true)` also refuses new connections).
  */
 export async function startProxy(
   target: () => number,
-): Promise<{ port: number; cut(): void; close(): Promise<void> }> {
+): Promise<{ port: number; cut(): void; offline(on: boolean): void; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
+  let refusing = false;
   const server = createNetServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(target(), "127.0.0.1");
     for (const s of [client, upstream]) {
       sockets.add(s);
@@ -160,6 +166,10 @@ export async function startProxy(
   return {
     port: (server.address() as AddressInfo).port,
     cut,
+    offline(on) {
+      refusing = on;
+      if (on) cut();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         cut();

@@ -197,17 +197,24 @@ class ChatSession {
     note(this.io, "(press Ctrl-C again, or Ctrl-D, to exit)");
   }
 
-  /** Send one message and follow its run to the end, answering decisions on the way. */
-  async send(text: string, attachmentIds: string[] = []): Promise<RunStatus> {
+  /**
+   * Send one message and follow its run to the end, answering decisions on the way. With `queue`,
+   * a message sent while another run is active waits its turn (run.queued) instead of failing.
+   */
+  async send(text: string, attachmentIds: string[] = [], queue = false): Promise<RunStatus> {
     this.lastIdleInterrupt = false;
     const accepted = await this.client.request({
       type: "chat.send",
       conversation_id: this.conversationId,
       text,
       ...(attachmentIds.length ? { attachment_ids: attachmentIds } : {}),
+      ...(queue ? { queue: true } : {}),
     });
     // No print here: run.accepted, like every event, reaches the output through onFrame, in arrival
     // order (printing the reply too showed it twice, the second time after message.start).
+    if (accepted.type === "run.queued" && !this.json) {
+      note(this.io, `[queued at position ${accepted.position}: it starts when the run in progress ends]`);
+    }
     const runId = accepted.run_id;
     this.activeRun = runId;
     const status = new Promise<RunStatus>((resolve) => {
@@ -308,12 +315,14 @@ export const chat: Command = {
     "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines; approvals and questions are asked with their choices. Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
   details: [
     "  --attach ID           claim an uploaded attachment with this message (repeatable; see pheby upload)",
+    "  --queue               if a run is already active in the conversation, queue the message behind it",
     "  --json                print the run's events as JSON lines; answer approvals/questions with lines on stdin",
     "Exit code 5 when the run fails or is cancelled.",
   ],
-  options: { attach: { type: "string", multiple: true } },
+  options: { attach: { type: "string", multiple: true }, queue: { type: "boolean" } },
   examples: [
     'pheby chat "Trip planning" "What should I pack for Lisbon?"',
+    'pheby chat "Trip planning" "And for Porto?" --queue',
     "pheby chat 9f1c0e7a2b3d4c5e6f708192a3b4c5d6",
     'echo once | pheby chat "Trip planning" "/sim approval" --json',
   ],
@@ -324,6 +333,8 @@ export const chat: Command = {
     const interactive = text.trim() === "";
     const client = await connect({ reconnect: interactive });
     const conversationId = await resolveConversation(client, target);
+    // A drop in an interactive session is resumed: what was missed is printed, nothing twice.
+    if (interactive) client.follow(conversationId);
 
     const lines = new LineQueue();
     const rl: Interface = createInterface({ input: io.stdin, terminal: io.stdin.isTTY === true && !json });
@@ -339,7 +350,7 @@ export const chat: Command = {
     try {
       if (!interactive) {
         const status = await Promise.race([
-          session.send(text, (flags.attach as string[] | undefined) ?? []),
+          session.send(text, (flags.attach as string[] | undefined) ?? [], flags.queue === true),
           exited,
         ]);
         return status === "completed" ? EXIT.ok : typeof status === "number" ? status : EXIT.failed;

@@ -5,6 +5,8 @@ import { decisionChecks } from "./decisions.js";
 import { errorChecks } from "./errors.js";
 import { extensionChecks } from "./extensions.js";
 import { handshakeChecks } from "./handshake.js";
+import { queueChecks } from "./queue.js";
+import { resumeChecks } from "./resume.js";
 import { runChecks } from "./runs.js";
 import { settingsChecks } from "./settings.js";
 
@@ -18,4 +20,6 @@ export const CHECKS: readonly Check[] = [
   ...settingsChecks,
   ...attachmentChecks,
   ...extensionChecks,
+  ...resumeChecks,
+  ...queueChecks,
 ];

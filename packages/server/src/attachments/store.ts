@@ -6,12 +6,17 @@ import type { Logger } from "pino";
 import type { AttachmentRef, ProducedFile } from "../agent/port.js";
 import { ProtocolError } from "../errors.js";
 import type { FileRoots } from "../files/roots.js";
-import type { AttachmentRow } from "../store/attachments.js";
+import { type AttachmentRow, QUEUED_HOLDER_PREFIX } from "../store/attachments.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
 import { sanitiseFilename } from "./filename.js";
 import { isTextual, SNIFF_BYTES, sniff } from "./sniff.js";
+
+/** The `message_id` that holds the uploads of a queued send until its run starts. */
+export function queuedHolder(runId: string): string {
+  return `${QUEUED_HOLDER_PREFIX}${runId}`;
+}
 
 /** An attachment claimed by a `chat.send`: what the agent gets and what clients are told. */
 export interface Claimed {
@@ -315,6 +320,27 @@ export class AttachmentStore {
   }
 
   // ---- claims ----
+
+  /**
+   * A queued send's run starts: its uploads (claimed for `queued-<run_id>`
+   * when it was queued) move to its user message `messageId`. One that
+   * expired meanwhile is left out.
+   */
+  takeQueued(runId: string, messageId: string): Claimed[] {
+    const { store, clock } = this.opts;
+    return store.transaction(() =>
+      store.attachments.ofMessage(queuedHolder(runId), clock.now()).map((row) => {
+        store.attachments.setMessage(row.id, messageId);
+        row.message_id = messageId;
+        return { ref: this.#ref(row), descriptor: this.descriptor(row) };
+      }),
+    );
+  }
+
+  /** A queued send was cancelled: its uploads are unclaimed again, so they can be sent anew. */
+  releaseQueued(runId: string): void {
+    this.opts.store.attachments.moveMessage(queuedHolder(runId), null);
+  }
 
   /**
    * Claim uploads for the user message `messageId` of a `chat.send`. All or

@@ -1,22 +1,68 @@
-import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation } from "./context.js";
+import { FEATURE_QUEUE } from "@pheby/protocol";
+import {
+  type HandlerTable,
+  PUBLISHED_BY_CORE,
+  type Request,
+  requireConversation,
+  type ServerContext,
+} from "./context.js";
+import { type Handled, once } from "./idempotent.js";
 
-/** chat.send / run.cancel: thin wrappers over the run engine, which publishes their replies. */
+/**
+ * Start the run of a `chat.send`, or queue it (`queue: true` while a run is
+ * active, `queue` connections only: the decoder drops the field for others).
+ */
+async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Handled> {
+  const { conversation_id, text, queue, client_message_id } = req.msg;
+  // A live turn must not interleave with a history replay of the same session.
+  await ctx.history.idle(conversation_id);
+  const conv = requireConversation(ctx, conversation_id);
+  const ids = req.msg.attachment_ids ?? [];
+  if (queue === true && ctx.runs.busy(conv.id)) {
+    const { queued, changed } = ctx.queue.enqueue(conv, {
+      text,
+      clientMessageId: client_message_id,
+      attachmentIds: ids,
+    });
+    return { reply: queued, outcome: { reply: queued, broadcast: changed } };
+  }
+  // The claim runs inside the transaction that records the user message, after the
+  // run_active check: a rejected send claims nothing and leaves the IDs retryable.
+  const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
+  const runId = ctx.runs.send(conv, text, { peer: req.peer, requestId: req.msg.request_id }, claim, {
+    clientMessageId: client_message_id,
+  });
+  return {
+    reply: { type: "run.accepted", conversation_id: conv.id, run_id: runId },
+    outcome: PUBLISHED_BY_CORE,
+  };
+}
+
+/** chat.send / run.cancel: thin wrappers over the run engine and the queue. */
 export const chatHandlers: HandlerTable = {
-  "chat.send": async (ctx, req) => {
-    // A live turn must not interleave with a history replay of the same session.
-    await ctx.history.idle(req.msg.conversation_id);
-    const conv = requireConversation(ctx, req.msg.conversation_id);
-    const ids = req.msg.attachment_ids ?? [];
-    // The claim runs inside the transaction that records the user message, after the
-    // run_active check: a rejected send claims nothing and leaves the IDs retryable.
-    const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
-    ctx.runs.send(conv, req.msg.text, { peer: req.peer, requestId: req.msg.request_id }, claim);
-    return PUBLISHED_BY_CORE;
+  "chat.send": (ctx, req) => {
+    const { conversation_id, client_message_id } = req.msg;
+    const key =
+      client_message_id === undefined
+        ? undefined
+        : { kind: "chat.send" as const, scope: conversation_id, clientMessageId: client_message_id };
+    return once(ctx, key, () => accept(ctx, req));
   },
 
   "run.cancel": (ctx, req) => {
-    requireConversation(ctx, req.msg.conversation_id);
-    ctx.runs.cancel(req.msg.conversation_id, req.msg.run_id, req.msg.request_id);
+    const { conversation_id, run_id } = req.msg;
+    requireConversation(ctx, conversation_id);
+    // Only queue connections know queued runs; the cancel is the canceller's own reply.
+    const changed = req.peer.features.has(FEATURE_QUEUE)
+      ? ctx.queue.cancel(conversation_id, run_id)
+      : undefined;
+    if (changed) {
+      return {
+        reply: { type: "run.finished", conversation_id, run_id, status: "cancelled" },
+        broadcast: changed,
+      };
+    }
+    ctx.runs.cancel(conversation_id, run_id, req.msg.request_id);
     return PUBLISHED_BY_CORE;
   },
 };

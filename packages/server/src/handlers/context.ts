@@ -8,7 +8,10 @@ import type { Devices } from "../devices/devices.js";
 import { conversationNotFound } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { PushService } from "../push/service.js";
+import type { IdempotentRequests } from "../resume/idempotency.js";
+import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { RunQueue } from "../runs/queue.js";
 import type { Scheduler } from "../schedules/scheduler.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
@@ -21,6 +24,12 @@ export interface ServerContext {
   /** Where events go (the Fanout, or a wrapper around it). */
   outbox: Outbox;
   runs: RunEngine;
+  /** Follow-ups waiting for the active run (`queue`). */
+  queue: RunQueue;
+  /** The replay log's side of `conversation.open` and replies (`resume`; undefined when the server does not offer it). */
+  replay: ResumeOutbox | undefined;
+  /** Requests made idempotent by their `client_message_id` (`resume`). */
+  sends: IdempotentRequests;
   /** Scheduled prompts (the `schedules` extension). */
   scheduler: Scheduler;
   decisions: Decisions;

@@ -1,11 +1,19 @@
-import { type ConversationSummary, FEATURE_EXPIRY, LIMITS } from "@pheby/protocol";
+import {
+  type ConversationSummary,
+  FEATURE_EXPIRY,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+  LIMITS,
+  type ServerMessageOf,
+} from "@pheby/protocol";
 import { readyCapabilities } from "../agent/capabilities.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf } from "../outbox/outbox.js";
 import type { ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
-import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
+import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation, type ServerContext } from "./context.js";
+import { once } from "./idempotent.js";
 
 /** Name of a conversation created without one. */
 export const DEFAULT_NAME = "New chat";
@@ -62,49 +70,79 @@ export const conversationHandlers: HandlerTable = {
     };
   },
 
-  "conversation.create": async (ctx, req) => {
-    const id = newId();
-    const name = req.msg.name?.trim() || DEFAULT_NAME;
-    const { sessionId } = await ctx.backend.createSession(id);
-    ctx.store.createConversation({
-      id,
-      name,
-      session_id: sessionId,
-      source: ctx.backend.name,
-      created_at: ctx.clock.now(),
+  "conversation.create": (ctx, req) => {
+    const { client_message_id } = req.msg;
+    // Scoped to the server: a retry finds the conversation its first try created.
+    const key =
+      client_message_id === undefined
+        ? undefined
+        : { kind: "conversation.create" as const, scope: "", clientMessageId: client_message_id };
+    return once(ctx, key, async () => {
+      const id = newId();
+      const name = req.msg.name?.trim() || DEFAULT_NAME;
+      const { sessionId } = await ctx.backend.createSession(id);
+      ctx.store.createConversation({
+        id,
+        name,
+        session_id: sessionId,
+        source: ctx.backend.name,
+        created_at: ctx.clock.now(),
+      });
+      ctx.history.authoritative(id);
+      const created = { type: "conversation.created", conversation_id: id, name } as const;
+      return {
+        reply: created,
+        outcome: {
+          reply: created,
+          broadcast: eventOf({ type: "conversation.updated", conversation_id: id, name }),
+        },
+      };
     });
-    ctx.history.authoritative(id);
-    return {
-      reply: { type: "conversation.created", conversation_id: id, name },
-      broadcast: eventOf({ type: "conversation.updated", conversation_id: id, name }),
-    };
   },
 
   "conversation.open": async (ctx, req) => {
-    const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id } = req.msg;
+    const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id, since_seq } = req.msg;
     const pageSize = Math.min(limit, LIMITS.historyPage); // the spec caps a larger limit, it does not reject it
     await ctx.history.refresh(requireConversation(ctx, id));
     requireConversation(ctx, id); // it may have been deleted while the agent replayed
+    // From here on nothing awaits: what the reply accounts for and its seq are read together.
+    const { features } = req.peer;
+    // Only a resume peer sends since_seq (the decoder drops it for others), and only where it is offered.
+    const replay = features.has(FEATURE_RESUME) ? ctx.replay : undefined;
+    const resume = replay !== undefined;
+    if (replay && since_seq !== undefined) {
+      const window = replay.after(id, since_seq);
+      if (window.complete) {
+        replay.resume(req.peer, req.msg.request_id, id, since_seq, window);
+        return PUBLISHED_BY_CORE;
+      }
+    }
     const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
     const page = ctx.store.messagePage(id, pageSize, before, ctx.historyPageBytes);
-    return {
-      reply: {
-        type: "conversation.history",
-        conversation_id: id,
-        messages: page.rows.map((m) => ({
-          message_id: `m${m.id}`,
-          role: m.role,
-          text: m.text,
-          ts: m.ts === null ? null : iso(m.ts),
-        })),
-        has_more: page.hasMore,
-        attachments: ctx.attachments.list(id),
-        run: ctx.runs.state(id),
-        tools: ctx.runs.tools(id),
-        approvals: ctx.decisions.approvals(id, req.peer.features.has(FEATURE_EXPIRY)),
-        clarifications: ctx.decisions.clarifications(id, req.peer.features.has(FEATURE_EXPIRY)),
-      },
+    const history: ServerMessageOf<"conversation.history"> = {
+      type: "conversation.history",
+      conversation_id: id,
+      messages: page.rows.map((m) => ({
+        message_id: `m${m.id}`,
+        role: m.role,
+        text: m.text,
+        ts: m.ts === null ? null : iso(m.ts),
+        ...(resume && m.client_message_id !== null ? { client_message_id: m.client_message_id } : {}),
+      })),
+      has_more: page.hasMore,
+      attachments: ctx.attachments.list(id),
+      run: ctx.runs.state(id),
+      tools: ctx.runs.tools(id),
+      approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
+      clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
+      ...(replay ? { seq: replay.position(id) } : {}),
+      ...(replay && since_seq !== undefined ? { resumed: false as const } : {}),
+      ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
     };
+    if (!replay) return { reply: history };
+    // Sent now, not after the handler returns: a live event must not overtake a snapshot it is not in.
+    replay.reply(req.peer, req.msg.request_id, history);
+    return PUBLISHED_BY_CORE;
   },
 
   "conversation.rename": (ctx, req) => {
@@ -119,6 +157,8 @@ export const conversationHandlers: HandlerTable = {
   "conversation.delete": async (ctx, req) => {
     const { conversation_id: id } = req.msg;
     const conv = requireConversation(ctx, id);
+    // Its queue goes first, so that ending its active run starts nothing.
+    ctx.queue.drop(id);
     // An active run is cancelled first: its single run.finished (cancelled) precedes the deletion.
     await ctx.runs.cancelAndWait(id);
     if (!ctx.store.getConversation(id))

@@ -49,27 +49,32 @@ export class Fanout implements Outbox {
    * {@link deltaOffset}) and the text from there; one that did not (it joined
    * mid-stream) gets offset 0 and the whole text. A draft is forgotten at its
    * `message.complete`.
+   *
+   * With `only`, the event goes to that peer alone and leaves the drafts
+   * alone: an earlier event sent again (a replay), whose delta is the whole
+   * draft (offset 0) for an append peer.
    */
-  publish(event: OutboxEvent): void {
+  publish(event: OutboxEvent, only?: Peer): void {
     const { message, replyTo, feature, except } = event;
     const frames = new Map<string, string>();
-    const delta = message.type === "message.delta" ? this.#draft(message) : undefined;
+    const delta = message.type === "message.delta" && !only ? this.#draft(message) : undefined;
     let offset: number | undefined;
-    for (const peer of this.#peers) {
+    for (const peer of only ? [only] : this.#peers) {
       if (feature !== undefined && !peer.features.has(feature)) continue;
       if (peer === except) continue;
       let form: DeltaForm = "v1";
-      if (delta && peer.features.has(FEATURE_DELTA_APPEND)) {
-        form = delta.draft.synced.has(peer) ? "append" : "full";
-        delta.draft.synced.add(peer);
+      if (message.type === "message.delta" && peer.features.has(FEATURE_DELTA_APPEND)) {
+        form = delta?.draft.synced.has(peer) ? "append" : "full";
+        delta?.draft.synced.add(peer);
       }
       const extensions = event.fields ? Object.keys(event.fields).filter((f) => peer.features.has(f)) : [];
       const requestId = replyTo?.peer === peer ? replyTo.requestId : undefined;
       const build = () => {
         let body: object = message;
-        if (form !== "v1" && delta) {
+        if (form === "full" && message.type === "message.delta") body = appendFrame(message, 0);
+        if (form === "append" && delta) {
           offset ??= deltaOffset(delta.draft.text, delta.message.text);
-          body = appendFrame(delta.message, form === "full" ? 0 : offset);
+          body = appendFrame(delta.message, offset);
         }
         if (requestId !== undefined) body = { ...body, request_id: requestId };
         for (const f of extensions) body = { ...body, ...event.fields![f] };

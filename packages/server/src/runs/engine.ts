@@ -34,7 +34,6 @@ interface ToolCall {
 
 /** One run: server-owned state of an assistant turn. */
 class Run {
-  readonly runId = newId();
   readonly messageId: string;
   readonly controller = new AbortController();
   text = "";
@@ -64,6 +63,7 @@ class Run {
   constructor(
     readonly conversationId: string,
     readonly startedAt: number,
+    readonly runId: string = newId(),
   ) {
     this.messageId = `draft-${this.runId}`;
     this.done = new Promise((resolve) => {
@@ -91,6 +91,16 @@ export interface RunEngineDeps {
   deltaIntervalMs: number;
   /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
   cancelGraceMs: number;
+  /** A conversation's run ended and the engine is not shutting down: the place to start the next queued one. */
+  runEnded?: (conversationId: string) => void;
+}
+
+/** What else a `send` may say about its run. */
+export interface SendOptions {
+  /** The run's ID when it was given earlier (a queued run's `run.queued`); default a new one. */
+  runId?: string;
+  /** The `client_message_id` the user message was sent with (`resume`), recorded with it. */
+  clientMessageId?: string | undefined;
 }
 
 /**
@@ -106,6 +116,11 @@ export class RunEngine {
   #closed = false;
 
   constructor(private readonly deps: RunEngineDeps) {}
+
+  /** Whether the conversation has an active run. */
+  busy(conversationId: string): boolean {
+    return this.#active.has(conversationId);
+  }
 
   /** The active run of a conversation as `conversation.history.run` shows it. */
   state(conversationId: string): RunState | null {
@@ -138,11 +153,12 @@ export class RunEngine {
     text: string,
     origin: Origin = {},
     claim: (messageId: string) => Claimed[] = () => [],
+    options: SendOptions = {},
   ): string {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim);
+    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim, options);
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
@@ -360,11 +376,18 @@ export class RunEngine {
     conversationId: string,
     userText: string | null,
     claim: (messageId: string) => Claimed[] = () => [],
+    options: SendOptions = {},
   ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
-    const run = new Run(conversationId, this.deps.clock.now());
+    const run = new Run(conversationId, this.deps.clock.now(), options.runId);
     const { store } = this.deps;
     const { claimed, messageRow } = store.transaction(() => {
-      const messageRow = store.startRun(run.runId, conversationId, run.startedAt, userText);
+      const messageRow = store.startRun(
+        run.runId,
+        conversationId,
+        run.startedAt,
+        userText,
+        options.clientMessageId ?? null,
+      );
       return { claimed: messageRow === null ? [] : claim(`m${messageRow}`), messageRow };
     });
     this.#active.set(conversationId, run);
@@ -570,7 +593,7 @@ export class RunEngine {
     this.#publish({ type: "tool.event", ...toolState(row) });
   }
 
-  /** End a run exactly once: close open tools, message.complete, persist, run.finished. */
+  /** End a run exactly once: close open tools, persist, message.complete, run.finished. */
   #finish(run: Run, result: TurnResult): void {
     if (run.finished) return;
     clearTimeout(run.flushTimer);
@@ -594,14 +617,9 @@ export class RunEngine {
         : undefined;
     const { store, log } = this.deps;
     const now = this.deps.clock.now();
-    this.#publish({
-      type: "message.complete",
-      conversation_id: run.conversationId,
-      message_id: run.messageId,
-      text: run.text,
-      ts: iso(now),
-    });
     try {
+      // Recorded before message.complete goes out: a client that saw the final text must find it in
+      // history after a crash (the commit's fsync is where a SIGKILL otherwise lands in between).
       // A partially streamed answer (cancel, failure) is recorded too, so history matches what the user saw.
       // Delivered files move from the draft to the recorded message in the same transaction.
       store.transaction(() => {
@@ -621,6 +639,13 @@ export class RunEngine {
     } catch (err) {
       log.error({ err, run: run.runId }, "could not record the end of a run");
     }
+    this.#publish({
+      type: "message.complete",
+      conversation_id: run.conversationId,
+      message_id: run.messageId,
+      text: run.text,
+      ts: iso(now),
+    });
     this.#active.delete(run.conversationId);
     this.#publish({
       type: "run.finished",
@@ -636,6 +661,8 @@ export class RunEngine {
       { run: run.runId, status, ...(this.deps.logChatContent && run.text ? { text: run.text } : {}) },
       "run finished",
     );
+    // Whatever its status: a queued follow-up starts now (a shutdown keeps the queue for the next start).
+    if (!this.#closed) this.deps.runEnded?.(run.conversationId);
     run.resolveDone();
   }
 }

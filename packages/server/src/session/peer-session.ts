@@ -30,6 +30,8 @@ export interface SessionSettings {
   lockout: Lockout;
   authTimeoutMs: number;
   serverName: string;
+  /** The extensions this server offers (default {@link SERVER_FEATURES}; an operator may turn one off). */
+  features?: readonly string[];
 }
 
 /** The services sessions work with. */
@@ -40,6 +42,11 @@ export interface SessionDeps {
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
   settings: SessionSettings;
+  /**
+   * Extension fields a direct reply gets on this peer (resume's `seq`), appended after its
+   * `request_id`; undefined (every v1 peer) leaves the reply as it is.
+   */
+  replyFields?: (peer: Peer, reply: ServerMessage) => Record<string, unknown> | undefined;
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -113,7 +120,8 @@ export class PeerSession implements Peer {
     }
     // Extension requests and fields count only when this connection enabled their feature (for the
     // hello, which negotiates them, those this server supports): the decoder gates and strips them.
-    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : SERVER_FEATURES });
+    const supported = this.deps.settings.features ?? SERVER_FEATURES;
+    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : supported });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
@@ -161,7 +169,12 @@ export class PeerSession implements Peer {
       return;
     }
     if (answer.reply) {
-      this.sendMessage(requestId === undefined ? answer.reply : { ...answer.reply, request_id: requestId });
+      const extra = this.deps.replyFields?.(this, answer.reply);
+      this.sendMessage({
+        ...answer.reply,
+        ...(requestId === undefined ? {} : { request_id: requestId }),
+        ...extra,
+      } as ServerMessage);
     }
     if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
   }
@@ -265,7 +278,10 @@ export class PeerSession implements Peer {
   ): void {
     this.deps.settings.lockout.succeed(this.link.address);
     this.principal = principal;
-    const features = msg.features === undefined ? undefined : negotiate(msg.features);
+    const features =
+      msg.features === undefined
+        ? undefined
+        : negotiate(msg.features, this.deps.settings.features ?? SERVER_FEATURES);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);

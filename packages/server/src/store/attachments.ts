@@ -16,6 +16,12 @@ export interface AttachmentRow {
   expires_at: number | null;
 }
 
+/**
+ * `message_id` of uploads claimed by a queued send, until its run starts (`queued-<run_id>`): they
+ * are claimed, but not yet part of the conversation's history.
+ */
+export const QUEUED_HOLDER_PREFIX = "queued-";
+
 /** The attachment index: the queries of the attachment store (its blobs are files, see attachments/store.ts). */
 export class AttachmentRows {
   constructor(private readonly db: Database.Database) {}
@@ -37,14 +43,25 @@ export class AttachmentRows {
     return this.db.prepare("SELECT 1 FROM attachments WHERE id = ?").get(id) !== undefined;
   }
 
-  /** Unexpired attachments of a conversation that belong to a message, oldest first. */
+  /** Unexpired attachments of a conversation that belong to a message (not a queued send), oldest first. */
   ofMessages(conversationId: string, now: number): AttachmentRow[] {
     return this.db
       .prepare(
         `SELECT * FROM attachments WHERE conversation_id = ? AND message_id IS NOT NULL
+           AND message_id NOT LIKE '${QUEUED_HOLDER_PREFIX}%'
            AND (expires_at IS NULL OR expires_at > ?) ORDER BY created_at, rowid`,
       )
       .all(conversationId, now) as AttachmentRow[];
+  }
+
+  /** Unexpired attachments of one message, oldest first. */
+  ofMessage(messageId: string, now: number): AttachmentRow[] {
+    return this.db
+      .prepare(
+        `SELECT * FROM attachments WHERE message_id = ? AND (expires_at IS NULL OR expires_at > ?)
+           ORDER BY created_at, rowid`,
+      )
+      .all(messageId, now) as AttachmentRow[];
   }
 
   /** Bind one attachment to a message. */
@@ -52,8 +69,8 @@ export class AttachmentRows {
     this.db.prepare("UPDATE attachments SET message_id = ? WHERE id = ?").run(messageId, id);
   }
 
-  /** Move every attachment of message `from` to message `to`. */
-  moveMessage(from: string, to: string): void {
+  /** Move every attachment of message `from` to message `to` (null: unclaimed again). */
+  moveMessage(from: string, to: string | null): void {
     this.db.prepare("UPDATE attachments SET message_id = ? WHERE message_id = ?").run(to, from);
   }
 

@@ -2,11 +2,15 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
+import { type Clock, systemClock } from "../util/time.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
 import { PushStore } from "./push.js";
+import { QueueStore } from "./queue.js";
+import { type ReplayLimits, ReplayLog } from "./replay-log.js";
 import { ScheduleStore } from "./schedules.js";
+import { SentRequests } from "./sent-requests.js";
 import { SettingsStore } from "./settings.js";
 
 /** A conversation row (timestamps in ms). */
@@ -27,6 +31,14 @@ export interface MessageRow {
   role: "user" | "assistant";
   text: string;
   ts: number | null;
+  /** The `client_message_id` a user message was sent with (`resume`), else null. */
+  client_message_id: string | null;
+}
+
+/** A run the last process left `running` (a crash, an unclean stop). */
+export interface InterruptedRun {
+  run_id: string;
+  conversation_id: string;
 }
 
 /** The latest state of one tool call. */
@@ -61,10 +73,19 @@ export class Store {
   readonly devices: DeviceStore;
   /** Push subscriptions (migration v5). */
   readonly push: PushStore;
-  /** Scheduled prompts (migration v6). */
+  /** The per-conversation replay log of the `resume` extension. */
+  readonly replay: ReplayLog;
+  /** Outcomes of requests sent with a `client_message_id` (`resume`). */
+  readonly sentRequests: SentRequests;
+  /** Follow-ups waiting for the active run (`queue`). */
+  readonly queue: QueueStore;
+  /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
 
-  constructor(dataDir: string) {
+  constructor(
+    dataDir: string,
+    options: { clock: Clock; replayLimits?: ReplayLimits } = { clock: systemClock },
+  ) {
     mkdirSync(dataDir, { recursive: true });
     this.db = new Database(join(dataDir, DB_FILE));
     this.db.pragma("journal_mode = WAL");
@@ -79,6 +100,9 @@ export class Store {
     this.attachments = new AttachmentRows(this.db);
     this.devices = new DeviceStore(this.db);
     this.push = new PushStore(this.db);
+    this.replay = new ReplayLog(this.db, options.replayLimits);
+    this.sentRequests = new SentRequests(this.db, options.clock);
+    this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
   }
 
@@ -182,11 +206,14 @@ export class Store {
     text: string,
     ts: number,
     runId: string | null,
+    clientMessageId: string | null = null,
   ) {
     return this.db.transaction(() => {
       const info = this.db
-        .prepare("INSERT INTO messages (conversation_id, role, text, ts, run_id) VALUES (?, ?, ?, ?, ?)")
-        .run(conversationId, role, text, ts, runId);
+        .prepare(
+          "INSERT INTO messages (conversation_id, role, text, ts, run_id, client_message_id) VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .run(conversationId, role, text, ts, runId, clientMessageId);
       this.touchConversation(conversationId, ts);
       return Number(info.lastInsertRowid);
     })();
@@ -256,7 +283,7 @@ export class Store {
     if (oldest === undefined) return { rows: [], hasMore: false };
     const rows = this.db
       .prepare(
-        "SELECT id, role, text, ts FROM messages WHERE conversation_id = ? AND id >= ? AND id < ? ORDER BY id",
+        "SELECT id, role, text, ts, client_message_id FROM messages WHERE conversation_id = ? AND id >= ? AND id < ? ORDER BY id",
       )
       .all(conversationId, oldest, before) as MessageRow[];
     return { rows, hasMore };
@@ -264,13 +291,24 @@ export class Store {
 
   // ---- runs and tools ----
 
-  /** Record an accepted run and, when given, its user message, atomically; returns the message's row ID. */
-  startRun(runId: string, conversationId: string, ts: number, userText: string | null): number | null {
+  /**
+   * Record an accepted run and, when given, its user message (with the `client_message_id` it was
+   * sent with), atomically; returns the message's row ID.
+   */
+  startRun(
+    runId: string,
+    conversationId: string,
+    ts: number,
+    userText: string | null,
+    clientMessageId: string | null = null,
+  ): number | null {
     return this.db.transaction(() => {
       this.db
         .prepare("INSERT INTO runs (run_id, conversation_id, status, started_at) VALUES (?, ?, 'running', ?)")
         .run(runId, conversationId, ts);
-      if (userText !== null) return this.addMessage(conversationId, "user", userText, ts, runId);
+      if (userText !== null) {
+        return this.addMessage(conversationId, "user", userText, ts, runId, clientMessageId);
+      }
       this.touchConversation(conversationId, ts);
       return null;
     })();
@@ -308,14 +346,23 @@ export class Store {
     })();
   }
 
-  /** Mark runs left `running` by a crash or shutdown as failed; returns how many. */
-  failInterruptedRuns(ts: number, error: string): number {
+  /**
+   * Mark runs left `running` by a crash or an unclean stop as failed, recording as their answer
+   * the text `draft(run)` says was streamed before (empty: none); returns them.
+   */
+  failInterruptedRuns(
+    ts: number,
+    error: string,
+    draft: (run: InterruptedRun) => string = () => "",
+  ): InterruptedRun[] {
     return this.db.transaction(() => {
-      const ids = this.db.prepare("SELECT run_id FROM runs WHERE status = 'running'").all() as {
-        run_id: string;
-      }[];
-      for (const { run_id } of ids) this.finishRun(run_id, "", "failed", ts, error, "");
-      return ids.length;
+      const runs = this.db
+        .prepare("SELECT run_id, conversation_id FROM runs WHERE status = 'running'")
+        .all() as InterruptedRun[];
+      for (const run of runs) {
+        this.finishRun(run.run_id, run.conversation_id, "failed", ts, error, draft(run));
+      }
+      return runs;
     })();
   }
 

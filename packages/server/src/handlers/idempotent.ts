@@ -1,0 +1,35 @@
+import type { ServerMessage } from "@pheby/protocol";
+import { ProtocolError } from "../errors.js";
+import type { SentKey } from "../store/sent-requests.js";
+import type { Outcome, ServerContext } from "./context.js";
+
+/** A request handled: the reply a retry would get again, and the outcome of this first try. */
+export interface Handled {
+  reply: ServerMessage;
+  outcome: Outcome;
+}
+
+/**
+ * Handle a request that may carry a `client_message_id` (`resume`): without
+ * one (`key` undefined), just `handle` it; with one, at most once per 24
+ * hours. A repeat is answered with the first try's reply, to its own
+ * connection only (no broadcast), or refused with the first try's permanent
+ * error. Checked before anything else the request does.
+ */
+export async function once(
+  ctx: ServerContext,
+  key: SentKey | undefined,
+  handle: () => Promise<Handled>,
+): Promise<Outcome> {
+  if (key === undefined) return (await handle()).outcome;
+  let first: Outcome | undefined;
+  const settled = await ctx.sends.once(key, async () => {
+    const handled = await handle();
+    first = handled.outcome;
+    return handled.reply;
+  });
+  if ("error" in settled.outcome) {
+    throw new ProtocolError(settled.outcome.error.code, settled.outcome.error.message);
+  }
+  return first ?? { reply: settled.outcome.reply };
+}

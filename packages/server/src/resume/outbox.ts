@@ -1,0 +1,120 @@
+import { FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
+import type { Fanout } from "../outbox/fanout.js";
+import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import type { ExtensionFields, LoggedEvent, ReplayLog, ReplayWindow } from "../store/replay-log.js";
+
+/**
+ * The `resume` extension's Outbox, around the Fanout: every event of a
+ * conversation is given the conversation's next `seq` and stored in the
+ * replay log before it is serialised, then sent with `seq` (and, for
+ * `approval.resolved` / `clarify.resolved`, the `conversation_id` their v1
+ * form lacks) as fields only `resume` peers get. Every event is logged,
+ * whoever is connected, since a phone may come back later and ask.
+ *
+ * It also answers `conversation.open` for `resume` peers: the missed events
+ * straight from the log, or the snapshot with its `seq`. Both are sent from
+ * here, synchronously with reading the log, so no live event can slip
+ * between the reply and what it accounts for.
+ */
+export class ResumeOutbox implements Outbox {
+  constructor(
+    private readonly fanout: Fanout,
+    private readonly log: ReplayLog,
+  ) {}
+
+  publish(event: OutboxEvent): void {
+    const { conversationId } = event;
+    if (conversationId === null) {
+      this.fanout.publish(event);
+      return;
+    }
+    const fields = event.fields ?? {};
+    const seq = this.log.append(conversationId, event.message, { feature: event.feature, fields });
+    this.fanout.publish({ ...event, fields: withResume(fields, event.message, conversationId, seq) });
+    // A deleted conversation's events go (its seq stays): nobody can open it any more.
+    if (event.message.type === "conversation.deleted") this.log.forget(conversationId);
+  }
+
+  /**
+   * The fields a direct reply about a conversation gets on a `resume`
+   * connection: `seq`, the conversation's position when it is sent
+   * (`conversation.resumed` has its `from_seq` and `to_seq` instead).
+   */
+  replyFields(peer: Peer, reply: ServerMessage): Record<string, unknown> | undefined {
+    if (!peer.features.has(FEATURE_RESUME) || "seq" in reply || reply.type === "conversation.resumed") {
+      return undefined;
+    }
+    const conversationId = (reply as { conversation_id?: unknown }).conversation_id;
+    return typeof conversationId === "string" ? { seq: this.log.lastSeq(conversationId) } : undefined;
+  }
+
+  /** The conversation's position: the `seq` of its latest event (0 before the first). */
+  position(conversationId: string): number {
+    return this.log.lastSeq(conversationId);
+  }
+
+  /** What the log holds after `since` (see {@link ReplayLog.after}). */
+  after(conversationId: string, since: number): ReplayWindow {
+    return this.log.after(conversationId, since);
+  }
+
+  /**
+   * Answer `conversation.open { since_seq }` with `conversation.resumed`, then
+   * send the missed events (those of extensions the peer did not enable
+   * skipped), in their order, without anyone's `request_id`. Call it in the
+   * same synchronous stretch as {@link after}.
+   */
+  resume(
+    peer: Peer,
+    requestId: string | undefined,
+    conversationId: string,
+    since: number,
+    window: Extract<ReplayWindow, { complete: true }>,
+  ): void {
+    this.reply(peer, requestId, {
+      type: "conversation.resumed",
+      conversation_id: conversationId,
+      from_seq: since,
+      to_seq: window.lastSeq,
+    });
+    for (const logged of window.events) this.fanout.publish(replayed(conversationId, logged), peer);
+  }
+
+  /** Send a reply that is this peer's alone, `request_id` echoed, `resume` fields after it. */
+  reply(peer: Peer, requestId: string | undefined, message: ServerMessage): void {
+    const extra = this.replyFields(peer, message);
+    const frame = { ...message, ...(requestId === undefined ? {} : { request_id: requestId }), ...extra };
+    peer.send(JSON.stringify(frame), { type: message.type });
+  }
+}
+
+/** An event sent again from the log, as its live copy was for a `resume` peer. */
+function replayed(conversationId: string, logged: LoggedEvent): OutboxEvent {
+  return {
+    message: logged.event,
+    conversationId,
+    ...(logged.feature === null ? {} : { feature: logged.feature }),
+    fields: withResume(logged.fields ?? {}, logged.event, conversationId, logged.seq),
+  };
+}
+
+/**
+ * `fields` plus `resume`'s derived ones: `seq`, and the conversation of the `*.resolved` events
+ * whose v1 form lacks it (after any `resume` field the event itself carries).
+ */
+function withResume(
+  fields: ExtensionFields,
+  message: ServerMessage,
+  conversationId: string,
+  seq: number,
+): ExtensionFields {
+  const placed = message.type === "approval.resolved" || message.type === "clarify.resolved";
+  return {
+    ...fields,
+    [FEATURE_RESUME]: {
+      ...fields[FEATURE_RESUME],
+      ...(placed ? { conversation_id: conversationId } : {}),
+      seq,
+    },
+  };
+}

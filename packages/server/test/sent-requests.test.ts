@@ -1,0 +1,184 @@
+import type { ServerMessage } from "@pheby/protocol";
+import { afterEach, describe, expect, it } from "vitest";
+import { ProtocolError } from "../src/errors.js";
+import { IdempotentRequests } from "../src/resume/idempotency.js";
+import { SENT_REQUEST_TTL_MS, type SentKey, SentRequests } from "../src/store/sent-requests.js";
+import type { Store } from "../src/store/store.js";
+import { useTempDirs } from "./helpers.js";
+import { openStore } from "./resume-db.js";
+
+const dir = useTempDirs();
+const stores: Store[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+});
+
+const C = "c".repeat(32);
+const clock = { t: 1_000_000, now: () => clock.t };
+
+function open(path: string) {
+  const store = openStore(path);
+  stores.push(store);
+  const sent = new SentRequests(store.db, clock);
+  return { store, sent, requests: new IdempotentRequests(sent) };
+}
+
+const send = (clientMessageId: string, scope = C): SentKey => ({
+  kind: "chat.send",
+  scope,
+  clientMessageId,
+});
+const accepted = (run_id: string): ServerMessage => ({ type: "run.accepted", conversation_id: C, run_id });
+
+describe("sent requests store", () => {
+  it("remembers a reply without its request_id, scoped to kind and conversation", () => {
+    const { sent } = open(dir());
+    sent.remember(send("m1"), { reply: { ...accepted("r1"), request_id: "q1" } });
+    expect(sent.recall(send("m1"))).toEqual({ reply: accepted("r1") });
+    expect(sent.recall(send("m1", "d".repeat(32)))).toBeUndefined();
+    expect(sent.recall({ kind: "conversation.create", scope: "", clientMessageId: "m1" })).toBeUndefined();
+    expect(sent.recall(send("m2"))).toBeUndefined();
+  });
+
+  it("remembers for 24 hours: the last millisecond still recalls, 24 h later it is gone", () => {
+    const { sent } = open(dir());
+    const at = clock.t;
+    sent.remember(send("m1"), { error: { code: "bad_request", message: "no" } });
+    clock.t = at + SENT_REQUEST_TTL_MS - 1;
+    expect(sent.recall(send("m1"))).toEqual({ error: { code: "bad_request", message: "no" } });
+    clock.t = at + SENT_REQUEST_TTL_MS;
+    expect(sent.recall(send("m1"))).toBeUndefined();
+    // An expired ID is a fresh request: its new outcome replaces the old one.
+    sent.remember(send("m1"), { reply: accepted("r2") });
+    expect(sent.recall(send("m1"))).toEqual({ reply: accepted("r2") });
+  });
+
+  it("survives a restart", () => {
+    const path = dir();
+    const first = open(path);
+    first.sent.remember(send("m1"), { reply: accepted("r1") });
+    first.store.close();
+    expect(open(path).sent.recall(send("m1"))).toEqual({ reply: accepted("r1") });
+  });
+
+  it("sweeps only what is older than 24 hours", () => {
+    const { store, sent } = open(dir());
+    const at = clock.t;
+    sent.remember(send("old"), { reply: accepted("r1") });
+    clock.t = at + 1000;
+    sent.remember(send("new"), { reply: accepted("r2") });
+    clock.t = at + SENT_REQUEST_TTL_MS;
+    expect(sent.sweep()).toBe(1);
+    expect(store.db.prepare("SELECT client_message_id FROM sent_requests").all()).toEqual([
+      { client_message_id: "new" },
+    ]);
+  });
+});
+
+describe("idempotent requests", () => {
+  it("does the work once; a repeat gets the first reply", async () => {
+    const { requests } = open(dir());
+    let calls = 0;
+    const work = () => accepted(`run-${++calls}`);
+    expect(await requests.once(send("m1"), work)).toEqual({
+      outcome: { reply: accepted("run-1") },
+      repeat: false,
+    });
+    expect(await requests.once(send("m1"), work)).toEqual({
+      outcome: { reply: accepted("run-1") },
+      repeat: true,
+    });
+    expect(calls).toBe(1);
+    // Another ID, or the same ID in another conversation, is another request.
+    await requests.once(send("m2"), work);
+    await requests.once(send("m1", "d".repeat(32)), work);
+    expect(calls).toBe(3);
+  });
+
+  it("remembers a permanent refusal", async () => {
+    const { requests } = open(dir());
+    let calls = 0;
+    const work = () => {
+      calls++;
+      throw new ProtocolError("bad_request", "attachment_ids are not uploads of this conversation");
+    };
+    const error = { code: "bad_request", message: "attachment_ids are not uploads of this conversation" };
+    expect(await requests.once(send("m1"), work)).toEqual({ outcome: { error }, repeat: false });
+    expect(await requests.once(send("m1"), work)).toEqual({ outcome: { error }, repeat: true });
+    expect(calls).toBe(1);
+  });
+
+  it.each(["run_active", "rate_limited", "internal_error"] as const)(
+    "does not remember the transient refusal %s: the retry is tried afresh",
+    async (code) => {
+      const { requests } = open(dir());
+      const refuse = () => {
+        throw new ProtocolError(code, "not now");
+      };
+      await expect(requests.once(send("m1"), refuse)).rejects.toMatchObject({ code });
+      expect(await requests.once(send("m1"), () => accepted("r1"))).toEqual({
+        outcome: { reply: accepted("r1") },
+        repeat: false,
+      });
+    },
+  );
+
+  it("does not remember an unexpected fault", async () => {
+    const { requests } = open(dir());
+    const fault = new TypeError("boom");
+    await expect(
+      requests.once(send("m1"), () => {
+        throw fault;
+      }),
+    ).rejects.toBe(fault);
+    expect((await requests.once(send("m1"), () => accepted("r1"))).repeat).toBe(false);
+  });
+
+  it("a repeat that arrives while the first is still running waits for it instead of doing the work again", async () => {
+    const { requests } = open(dir());
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let calls = 0;
+    const work = async () => {
+      calls++;
+      await gate;
+      return accepted("r1");
+    };
+    const first = requests.once(send("m1"), work);
+    const second = requests.once(send("m1"), work);
+    release();
+    expect(await first).toEqual({ outcome: { reply: accepted("r1") }, repeat: false });
+    expect(await second).toEqual({ outcome: { reply: accepted("r1") }, repeat: true });
+    expect(calls).toBe(1);
+  });
+
+  it("a repeat waiting on a first try that fails transiently then tries itself", async () => {
+    const { requests } = open(dir());
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const first = requests.once(send("m1"), async () => {
+      await gate;
+      throw new ProtocolError("run_active", "busy");
+    });
+    const second = requests.once(send("m1"), () => accepted("r2"));
+    release();
+    await expect(first).rejects.toMatchObject({ code: "run_active" });
+    expect(await second).toEqual({ outcome: { reply: accepted("r2") }, repeat: false });
+  });
+
+  it("a retry after a restart gets the outcome from before it", async () => {
+    const path = dir();
+    const first = open(path);
+    await first.requests.once(send("m1"), () => accepted("r1"));
+    first.store.close();
+    const { requests } = open(path);
+    expect(await requests.once(send("m1"), () => accepted("r2"))).toEqual({
+      outcome: { reply: accepted("r1") },
+      repeat: true,
+    });
+  });
+});
