@@ -363,7 +363,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
     cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-    runEnded: (conversationId) => queue.next(conversationId),
+    runEnded: (conversationId, ended) => queue.next(conversationId, ended),
   });
   const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
   const scheduler = new Scheduler({
@@ -376,7 +376,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     conversationExists: (id) => store.getConversation(id) !== undefined,
     fire: async (row) => {
       const conv = store.getConversation(row.conversation_id);
-      return conv ? runs.runPrompt(conv, row.prompt) : "gone";
+      return conv ? queue.serverPrompt(conv, row.prompt) : "gone";
     },
     // Every change reaches the `schedules` connections. A request's origin gets it as its reply
     // (request_id on its copy), except a creation, whose reply is schedule.created.

@@ -3,9 +3,10 @@
  * event (the requester its reply, the other `schedules` connections `schedule.changed`, v1
  * connections nothing), a due schedule sending its prompt as a run nobody asked for, its turn
  * behind an active run, restarts, and deletion with the conversation. Every frame each client
- * receives must fit the features it enabled (test/helpers.ts).
+ * receives must fit the features it enabled (test/helpers.ts). Behind an active run a scheduled
+ * prompt joins the `queue` extension's queue.
  */
-import { FEATURE_SCHEDULES, type ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_QUEUE, FEATURE_SCHEDULES, type ServerMessageOf } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TurnSink } from "../src/agent/port.js";
 import {
@@ -43,7 +44,7 @@ describe("the schedules extension", () => {
   it("is negotiated: v1 connections get unknown_type and none of its events", async () => {
     const server = await serve();
     const v1 = await connect(server);
-    const other = await connect(server, ["queue", FEATURE_SCHEDULES]);
+    const other = await connect(server, ["x-unknown", FEATURE_SCHEDULES]);
     expect(other.features).toEqual([FEATURE_SCHEDULES]);
     expect(await v1.request({ type: "schedule.list" }, "schedule.snapshot")).toMatchObject({
       type: "error",
@@ -235,7 +236,8 @@ describe("the schedules extension", () => {
     });
   });
 
-  it("waits its turn behind the conversation's active run", async () => {
+  /** A conversation whose agent holds the run "slow" until `release()`, and a schedule due at 12:01. */
+  async function busyWhenDue(features: string[]) {
     const clock = new ManualClock(T0);
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
@@ -245,7 +247,7 @@ describe("the schedules extension", () => {
       return { status: "completed" };
     });
     const server = await serve({ clock, agent });
-    const a = await connect(server, SCHEDULES);
+    const a = await connect(server, features);
     const conv = await createConversation(a);
     await a.ok(
       { type: "schedule.create", conversation_id: conv, prompt: "scheduled", at: "2026-03-27T12:01:00Z" },
@@ -256,11 +258,47 @@ describe("the schedules extension", () => {
     // Fired (the schedule records it) but not started while the slow run is active.
     await a.next("schedule.changed", (m) => m.schedule.last_run_at !== null);
     expect(a.frames.filter((f) => f.type === "run.accepted")).toHaveLength(1);
+    return { a, conv, slow, release };
+  }
+
+  it("waits its turn behind the conversation's active run, in the queue (queue peers see it there)", async () => {
+    const { a, conv, slow, release } = await busyWhenDue([FEATURE_SCHEDULES, FEATURE_QUEUE]);
+    const queued = await a.next("queue.changed", (m) => m.queued.length === 1);
+    expect(queued.queued).toEqual([{ run_id: expect.any(String), text: "scheduled", position: 1 }]);
+    const open = await a.ok({ type: "conversation.open", conversation_id: conv }, "conversation.history");
+    expect(open.queue).toEqual(queued.queued);
+    release();
+    await a.next("run.finished", (m) => m.run_id === slow.run_id);
+    // It starts as the queued run it was, then the schedule records how it ended.
+    const scheduled = await a.next("run.accepted", (m) => m.run_id !== slow.run_id);
+    expect(scheduled.run_id).toBe(queued.queued[0]!.run_id);
+    const frames = await a.run(scheduled.run_id);
+    expect(frames.find((f) => f.type === "message.complete")).toMatchObject({ text: "answer to scheduled" });
+    const recorded = await a.next("schedule.changed", (m) => m.schedule.last_status !== null);
+    expect(recorded.schedule.last_status).toBe("completed");
+  });
+
+  it("a scheduled prompt cancelled while queued never runs, and its schedule records it cancelled", async () => {
+    const { a, conv, slow, release } = await busyWhenDue([FEATURE_SCHEDULES, FEATURE_QUEUE]);
+    const queued = await a.next("queue.changed", (m) => m.queued.length === 1);
+    const run_id = queued.queued[0]!.run_id;
+    await a.ok({ type: "run.cancel", conversation_id: conv, run_id }, "run.finished");
+    const recorded = await a.next("schedule.changed", (m) => m.schedule.last_status !== null);
+    expect(recorded.schedule.last_status).toBe("cancelled");
+    release();
+    await a.next("run.finished", (m) => m.run_id === slow.run_id);
+    await a.ok({ type: "ping" }, "pong");
+    expect(a.frames.filter((f) => f.type === "run.accepted").map((f) => f.run_id)).toEqual([slow.run_id]);
+  });
+
+  it("without the queue extension a connection sees the scheduled run only when it starts", async () => {
+    const { a, slow, release } = await busyWhenDue(SCHEDULES);
     release();
     await a.next("run.finished", (m) => m.run_id === slow.run_id);
     const scheduled = await a.next("run.accepted", (m) => m.run_id !== slow.run_id);
     const frames = await a.run(scheduled.run_id);
     expect(frames.find((f) => f.type === "message.complete")).toMatchObject({ text: "answer to scheduled" });
+    expect(a.frames.some((f) => f.type === "queue.changed")).toBe(false);
   });
 
   /** A schedule made on a server that is then stopped: its data dir (for the next one), conversation and schedule. */

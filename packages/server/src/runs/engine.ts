@@ -91,8 +91,11 @@ export interface RunEngineDeps {
   deltaIntervalMs: number;
   /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
   cancelGraceMs: number;
-  /** A conversation's run ended and the engine is not shutting down: the place to start the next queued one. */
-  runEnded?: (conversationId: string) => void;
+  /**
+   * A conversation's run ended (`ended`: which, and how) and the engine is not shutting down: the place
+   * to start the next queued one.
+   */
+  runEnded?: (conversationId: string, ended: { runId: string; status: RunStatus }) => void;
 }
 
 /** What else a `send` may say about its run. */
@@ -278,8 +281,9 @@ export class RunEngine {
 
   /**
    * A run the server starts (unsolicited output, a scheduled prompt, a wake-up): it waits for the
-   * conversation's active run to end, then runs without a requester. The `queue` extension (issue
-   * 21) will order these with queued sends; until then each waits its turn here.
+   * conversation's active run to end, then runs without a requester. A queued follow-up that the
+   * ending run starts goes first (the queue's `next` runs before `done` resolves); a scheduled prompt
+   * that finds the conversation busy joins the queue instead (`RunQueue.serverPrompt`).
    */
   async #serverRun(
     conv: ConversationRow,
@@ -662,7 +666,7 @@ export class RunEngine {
       "run finished",
     );
     // Whatever its status: a queued follow-up starts now (a shutdown keeps the queue for the next start).
-    if (!this.#closed) this.deps.runEnded?.(run.conversationId);
+    if (!this.#closed) this.deps.runEnded?.(run.conversationId, { runId: run.runId, status });
     run.resolveDone();
   }
 }
