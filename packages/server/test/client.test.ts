@@ -99,9 +99,15 @@ describe("@pheby/client and append deltas (delta.append)", () => {
 
   it("features asks for other extensions; their requests and events work through request() and on()", async () => {
     const client = await phebyClient(streaming, { features: ["schedules", "x-unknown"] });
-    const other = await phebyClient(streaming, { features: ["schedules"], appendDeltas: false, push: false });
+    const other = await phebyClient(streaming, {
+      features: ["schedules"],
+      appendDeltas: false,
+      push: false,
+      resume: false,
+      queue: false,
+    });
     try {
-      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "push", "schedules"]);
+      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "push", "resume", "queue", "schedules"]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });
       const heard = other.next("schedule.changed");
