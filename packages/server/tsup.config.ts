@@ -1,4 +1,6 @@
 import { defineConfig } from "tsup";
 import { phebyBuild } from "../../tsup.shared.js";
 
-export default defineConfig(phebyBuild({ index: "src/index.ts" }));
+// `mcp` is Pheby's MCP server, a program agents launch (`node dist/mcp.js`), not an export.
+// `shims` gives the CommonJS build an `import.meta.url`, which locates it next to `index`.
+export default defineConfig(phebyBuild({ index: "src/index.ts", mcp: "src/mcp/stdio.ts" }, { shims: true }));

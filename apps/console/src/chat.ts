@@ -52,6 +52,8 @@ export class ChatView {
   /** The scrolling timeline element. */
   readonly el = h("div", { class: "timeline", "data-testid": "timeline" });
   private readonly items = new Map<string, HTMLElement>();
+  /** Countdown timers of the open question cards that expire. */
+  private readonly timers = new Map<HTMLElement, ReturnType<typeof setInterval>>();
   /** Active and finished runs of this view, by run ID. */
   private readonly runs = new Map<string, Flow>();
   private readonly objectUrls = new Set<string>();
@@ -69,6 +71,8 @@ export class ChatView {
   clear(): void {
     for (const url of this.objectUrls) URL.revokeObjectURL(url);
     this.objectUrls.clear();
+    for (const timer of this.timers.values()) clearInterval(timer);
+    this.timers.clear();
     this.items.clear();
     this.runs.clear();
     replace(this.el);
@@ -196,6 +200,7 @@ export class ChatView {
       h("pre", {}, h("code", {}, a.command)),
       h("div", { class: "choices" }, ...buttons),
       a.choices.includes("deny") ? reason : null,
+      this.expiry(card, a),
     );
     this.scroll();
   }
@@ -205,7 +210,7 @@ export class ChatView {
     if (!card) return;
     this.closeCard(
       card,
-      m.accepted ? `Answered: ${CHOICE_LABELS[m.choice ?? ""] ?? m.choice}` : "Withdrawn by the agent.",
+      m.accepted ? `Answered: ${CHOICE_LABELS[m.choice ?? ""] ?? m.choice}` : this.withdrawn(card),
     );
   }
 
@@ -245,13 +250,40 @@ export class ChatView {
           )
         : null,
       form,
+      this.expiry(card, c),
     );
     this.scroll();
   }
 
   clarifyResolved(m: ServerMessageOf<"clarify.resolved">): void {
     const card = this.items.get(`clarify:${m.clarify_id}`);
-    if (card) this.closeCard(card, m.accepted ? "Answered." : "Withdrawn by the agent.");
+    if (card) this.closeCard(card, m.accepted ? "Answered." : this.withdrawn(card));
+  }
+
+  /**
+   * A question's expiry (the `expiry` extension): a countdown to when the agent gives up, counted
+   * from the frame's `ts` (the server's clock), not from this device's clock.
+   */
+  private expiry(card: HTMLElement, q: { expires_at?: string | null; ts: string }): HTMLElement | null {
+    if (typeof q.expires_at !== "string") return null;
+    const deadline = Date.now() + (Date.parse(q.expires_at) - Date.parse(q.ts));
+    card.dataset.deadline = String(deadline);
+    const line = h("p", { class: "expiry", "data-testid": "expiry" });
+    const tick = () => {
+      const left = Math.max(0, Math.ceil((deadline - Date.now()) / 1000));
+      line.textContent = `Expires in ${left} s`;
+    };
+    tick();
+    const timer = setInterval(tick, 1000);
+    this.timers.set(card, timer);
+    return line;
+  }
+
+  /** Why a question went away unanswered: it expired (its time ran out), or the agent withdrew it. */
+  private withdrawn(card: HTMLElement): string {
+    const deadline = Number(card.dataset.deadline ?? Number.NaN);
+    // Allow for the delivery time of the frames around the deadline.
+    return Date.now() >= deadline - 1500 ? "Expired unanswered." : "Withdrawn by the agent.";
   }
 
   /** An attachment: an inline preview for `inline_image`, a download link for everything else. */
@@ -426,6 +458,9 @@ export class ChatView {
   }
 
   private closeCard(card: HTMLElement, text: string): void {
+    clearInterval(this.timers.get(card));
+    this.timers.delete(card);
+    card.querySelector(".expiry")?.remove();
     card.classList.remove("open");
     card.classList.add("resolved");
     for (const el of card.querySelectorAll(".choices, form, input")) el.remove();

@@ -1,7 +1,7 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
-import { FEATURE_DEVICES } from "@pheby/protocol";
+import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
@@ -9,6 +9,7 @@ import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
 import { NotificationsPanel } from "./notifications.js";
 import { QueueView } from "./queue.js";
+import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
 
@@ -102,7 +103,8 @@ async function connect(url: string, secret: string): Promise<void> {
     url,
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
-    features: [FEATURE_DEVICES],
+    // Pairing and devices; scheduled prompts and when questions expire, where the server offers them.
+    features: [FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY],
   });
   const offState = client.onState(setStatus);
   try {
@@ -183,11 +185,12 @@ function startApp(client: PhebyClient): void {
   });
   const settings = new SettingsBar(client, report);
   const notifications = new NotificationsPanel(client, report);
+  const schedules = new SchedulesPanel(client, report);
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   const main = h(
     "main",
     { class: "chat" },
-    h("div", { class: "chat-head" }, title, settings.el),
+    h("div", { class: "chat-head" }, title, settings.el, schedules.el),
     notifications.el,
     chat.el,
     queue.el,
@@ -274,7 +277,7 @@ function startApp(client: PhebyClient): void {
       if (current !== id) return;
       chat.reset(snapshot);
       queue.set(snapshot.queue ?? []);
-      await settings.load(id);
+      await Promise.all([settings.load(id), schedules.load(id)]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
     }
@@ -290,6 +293,7 @@ function startApp(client: PhebyClient): void {
     title.textContent = "No conversation selected";
     composer.el.hidden = true;
     void settings.load(null);
+    void schedules.load(null);
   }
 
   async function refreshList(): Promise<void> {
@@ -366,6 +370,7 @@ function startApp(client: PhebyClient): void {
   client.on("model.changed", (m) => settings.changed(m));
   client.on("reasoning.changed", (m) => settings.changed(m));
   client.on("yolo.changed", (m) => settings.changed(m));
+  client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
 
   // After a reconnect the client re-opens the followed conversation: resumed, the missed events
   // have been applied already; otherwise rebuild from the snapshot.
@@ -378,6 +383,7 @@ function startApp(client: PhebyClient): void {
       queue.set(answer.queue ?? []);
     }
     void settings.load(current);
+    void schedules.load(current);
   });
   client.onState((state) => {
     if (state === "open") void refreshList();

@@ -4,7 +4,7 @@
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
 import { delimiter, resolve } from "node:path";
-import { isPublicWebSocketUrl } from "@pheby/server";
+import { AGENT_TOOL_NAMES, isPublicWebSocketUrl } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -33,6 +33,40 @@ const list = (separator: string) =>
     ),
   ]);
 
+/** Pheby's MCP server, offered to ACP agents in their sessions (docs/agents.md). */
+const AgentMcpConfig = z
+  .object({
+    enabled: bool.default(true),
+    /** The tools offered; env: comma-separated. */
+    tools: list(",")
+      .pipe(z.array(z.enum(AGENT_TOOL_NAMES)))
+      .default([...AGENT_TOOL_NAMES]),
+    /** How long `ask_user` waits for the phone; keep it below the agent's MCP tool-call timeout. */
+    ask_timeout_seconds: int(10, 3_600).default(240),
+  })
+  .strict();
+
+function isTimezone(value: string): boolean {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: value });
+    return /^[A-Za-z]/.test(value);
+  } catch {
+    return false;
+  }
+}
+
+/** Scheduled prompts (the `schedules` extension). */
+const SchedulesConfig = z
+  .object({
+    /** A run missed while the server was down still runs once at start when younger than this. */
+    missed_grace_seconds: int(0, 7 * 24 * 3_600).default(3_600),
+    /** Time zone of schedules created without one (default: the server's). */
+    timezone: nonEmpty
+      .refine(isTimezone, "must be an IANA time zone such as Europe/Berlin or UTC")
+      .optional(),
+  })
+  .strict();
+
 const AgentConfig = z
   .object({
     kind: z.enum(["simulator", "acp"]).default("simulator"),
@@ -46,6 +80,7 @@ const AgentConfig = z
     env: z.record(z.string()).default({}),
     /** Roots from which the agent's produced files may be copied into the store; env: `:`-separated, like PATH. */
     allowed_file_roots: list(delimiter).pipe(z.array(nonEmpty)).default([]),
+    mcp: AgentMcpConfig.default({}),
   })
   .strict();
 
@@ -136,6 +171,7 @@ export const Config = z
       .refine(isContact, "must be a mailto: or https: URL, e.g. mailto:admin@example.com")
       .optional(),
     agent: AgentConfig.default({}),
+    schedules: SchedulesConfig.default({}),
   })
   .strict()
   .superRefine((c, ctx) => {
@@ -180,6 +216,11 @@ export const ENV_NAMES = {
   PHEBY_AGENT_CWD: ["agent", "cwd"],
   PHEBY_AGENT_MODE: ["agent", "mode"],
   PHEBY_AGENT_ALLOWED_FILE_ROOTS: ["agent", "allowed_file_roots"],
+  PHEBY_AGENT_MCP: ["agent", "mcp", "enabled"],
+  PHEBY_AGENT_MCP_TOOLS: ["agent", "mcp", "tools"],
+  PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: ["agent", "mcp", "ask_timeout_seconds"],
+  PHEBY_SCHEDULES_MISSED_GRACE_SECONDS: ["schedules", "missed_grace_seconds"],
+  PHEBY_SCHEDULES_TIMEZONE: ["schedules", "timezone"],
 } as const;
 
 /** A configuration error with one line per bad setting. */

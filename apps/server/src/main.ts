@@ -142,6 +142,15 @@ async function main(): Promise<void> {
       allowPrivate: config.push_allow_private,
       ...(config.push_subject ? { subject: config.push_subject } : {}),
     },
+    schedules: {
+      missedGraceMs: config.schedules.missed_grace_seconds * 1000,
+      ...(config.schedules.timezone ? { timezone: config.schedules.timezone } : {}),
+    },
+    agentTools: {
+      enabled: config.agent.mcp.enabled,
+      tools: config.agent.mcp.tools,
+      askTimeoutMs: config.agent.mcp.ask_timeout_seconds * 1000,
+    },
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
   // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails

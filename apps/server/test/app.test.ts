@@ -2,16 +2,20 @@
 // process, configured only through the environment.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { PhebyClient, pairDevice } from "@pheby/client";
 import { CLOSE_CODES } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
 const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
+/** The scripted ACP agent of @pheby/server's tests, run through that package's tsx. */
+const SERVER_PACKAGE = fileURLToPath(new URL("../../../packages/server/", import.meta.url));
+const FAKE_AGENT = `${process.execPath} --import ${pathToFileURL(createRequire(SERVER_PACKAGE).resolve("tsx")).href} ${join(SERVER_PACKAGE, "test/acp/fake-agent.ts")}`;
 const children: ChildProcess[] = [];
 
 afterEach(() => {
@@ -54,6 +58,20 @@ function start(env: Record<string, string>) {
     });
   });
   return { child, listening, exited, output: () => output };
+}
+
+/** Start the app with `secret` on a free port, its data in a new work directory, plus `env(work)`. */
+async function startWithSecret(secret: string, env: (work: string) => Record<string, string>) {
+  const work = mkdtempSync(join(tmpdir(), "pheby-app-"));
+  const port = await freePort();
+  const app = start({
+    PHEBY_DATA_DIR: join(work, "data"),
+    PHEBY_PORT: String(port),
+    PHEBY_SECRET: secret,
+    ...env(work),
+  });
+  await app.listening;
+  return { app, url: `ws://127.0.0.1:${port}/ws` };
 }
 
 describe("pheby-server", () => {
@@ -104,19 +122,52 @@ describe("pheby-server", () => {
     expect(await again.exited).toBe(0);
   });
 
+  it("offers its built MCP server (dist/mcp.js) to an ACP agent, with the tools its settings name", async () => {
+    const secret = "app-test-secret-0123456789abcdef";
+    const { app, url } = await startWithSecret(secret, (work) => ({
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: FAKE_AGENT,
+      PHEBY_AGENT_CWD: work,
+      PHEBY_AGENT_MCP_TOOLS: "schedule_create,schedule_list",
+      PHEBY_SCHEDULES_TIMEZONE: "Europe/Paris",
+      FAKE_STATE: join(work, "fake-agent.json"),
+    }));
+    const client = new PhebyClient({
+      url,
+      secret,
+      reconnect: false,
+      features: ["schedules"],
+    });
+    await client.connect();
+    const { conversation_id } = await client.request({ type: "conversation.create" });
+    const completes = new Map<string, string>();
+    client.on("message.complete", (m) => completes.set(m.message_id, m.text));
+    const chat = async (text: string) => {
+      const finished = client.next("run.finished");
+      const { run_id } = await client.request({ type: "chat.send", conversation_id, text });
+      expect(await finished).toMatchObject({ run_id, status: "completed" });
+      return completes.get(`draft-${run_id}`);
+    };
+    expect(await chat("mcp list")).toBe("schedule_create,schedule_list");
+    const heard = client.next("schedule.changed");
+    const made = await chat('mcp schedule_create {"prompt":"water the plants","cron":"0 7 * * *"}');
+    expect(JSON.parse(made!.replace(/^schedule_create -> /, ""))).toMatchObject({
+      conversation_id,
+      prompt: "water the plants",
+      timezone: "Europe/Paris",
+    });
+    expect((await heard).schedule).toMatchObject({ conversation_id, cron: "0 7 * * *" });
+    client.close();
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+  });
+
   it("takes its lockout from the environment: one failure locks the address for the configured second", async () => {
-    const dataDir = join(mkdtempSync(join(tmpdir(), "pheby-app-")), "data");
-    const port = await freePort();
     const secret = "lockout-settings-secret-0123";
-    const app = start({
-      PHEBY_DATA_DIR: dataDir,
-      PHEBY_PORT: String(port),
-      PHEBY_SECRET: secret,
+    const { app, url } = await startWithSecret(secret, () => ({
       PHEBY_LOCKOUT_MAX_FAILURES: "1",
       PHEBY_LOCKOUT_DURATION_SECONDS: "1",
-    });
-    await app.listening;
-    const url = `ws://127.0.0.1:${port}/ws`;
+    }));
     /** The close code a hello with secret `s` ends in (none for a hello that is accepted). */
     const closeCode = (s: string) =>
       new Promise<number | undefined>((resolve, reject) => {

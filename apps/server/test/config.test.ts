@@ -201,6 +201,59 @@ describe("loadConfig", () => {
     });
   });
 
+  it("offers Pheby's MCP server to ACP agents by default, with every tool; env and YAML choose", () => {
+    expect(loadConfig({}, dir()).agent.mcp).toEqual({
+      enabled: true,
+      tools: ["ask_user", "schedule_create", "schedule_list", "schedule_delete", "notify_user", "send_file"],
+      ask_timeout_seconds: 240,
+    });
+    expect(loadConfig({ PHEBY_AGENT_MCP: "false" }, dir()).agent.mcp.enabled).toBe(false);
+    expect(
+      loadConfig(
+        { PHEBY_AGENT_MCP_TOOLS: "ask_user, notify_user", PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: "10" },
+        dir(),
+      ).agent.mcp,
+    ).toMatchObject({ tools: ["ask_user", "notify_user"], ask_timeout_seconds: 10 });
+    const cwd = dir();
+    writeFileSync(
+      join(cwd, "pheby.yaml"),
+      "agent:\n  mcp:\n    tools: [schedule_list]\n    ask_timeout_seconds: 3600\n",
+    );
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).agent.mcp).toMatchObject({
+      enabled: true,
+      tools: ["schedule_list"],
+      ask_timeout_seconds: 3600,
+    });
+    expect(() => loadConfig({ PHEBY_AGENT_MCP_TOOLS: "ask_user,rm_rf" }, dir())).toThrow(
+      /PHEBY_AGENT_MCP_TOOLS \(agent\.mcp\.tools\.1\)/,
+    );
+    expect(() => loadConfig({ PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: "9" }, dir())).toThrow(
+      /PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS/,
+    );
+    expect(() => loadConfig({ PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: "3601" }, dir())).toThrow(
+      /PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS/,
+    );
+    expect(() => loadConfig({ PHEBY_AGENT_MCP: "maybe" }, dir())).toThrow(
+      /PHEBY_AGENT_MCP \(agent\.mcp\.enabled\)/,
+    );
+  });
+
+  it("reads the schedules' missed-run grace (default 1 hour) and default time zone", () => {
+    expect(loadConfig({}, dir()).schedules).toEqual({ missed_grace_seconds: 3600 });
+    expect(
+      loadConfig(
+        { PHEBY_SCHEDULES_MISSED_GRACE_SECONDS: "0", PHEBY_SCHEDULES_TIMEZONE: "Europe/Berlin" },
+        dir(),
+      ).schedules,
+    ).toEqual({ missed_grace_seconds: 0, timezone: "Europe/Berlin" });
+    expect(() => loadConfig({ PHEBY_SCHEDULES_TIMEZONE: "Mars/Olympus" }, dir())).toThrow(
+      "PHEBY_SCHEDULES_TIMEZONE (schedules.timezone): must be an IANA time zone such as Europe/Berlin or UTC",
+    );
+    expect(() => loadConfig({ PHEBY_SCHEDULES_MISSED_GRACE_SECONDS: "604801" }, dir())).toThrow(
+      /PHEBY_SCHEDULES_MISSED_GRACE_SECONDS/,
+    );
+  });
+
   it("reads the public WebSocket URL pairing puts in QR codes, and refuses anything but a ws(s):// URL", () => {
     const cwd = dir();
     expect(loadConfig({}, cwd).public_url).toBeUndefined();

@@ -9,6 +9,7 @@ import { devices, pair } from "./commands/devices.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
 import { push } from "./commands/push.js";
+import { schedule } from "./commands/schedule.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   model,
   reasoning,
   yolo,
+  schedule,
   pair,
   devices,
   push,

@@ -128,6 +128,52 @@ describe.skipIf(unavailable !== undefined)(
       expect(gone.output).toContain("conversation_not_found");
     });
 
+    it("schedule: add (cron and at), list as text and --json, rm; a bad cron is the server's words, exit 2", async () => {
+      const cron = await runPheby(server, [
+        "schedule",
+        "add",
+        "CLI e2e",
+        "--cron",
+        "0 8 * * 1-5",
+        "--timezone",
+        "Europe/Paris",
+        "--name",
+        "Inbox",
+        "Summarise my inbox",
+        "--json",
+      ]);
+      expect(cron.code).toBe(0);
+      const made = jsonLines(cron.output)[0]!;
+      expect(made).toMatchObject({
+        conversation_id: conversation,
+        name: "Inbox",
+        prompt: "Summarise my inbox",
+        cron: "0 8 * * 1-5",
+        timezone: "Europe/Paris",
+        enabled: true,
+      });
+      const at = new Date(Date.now() + 3_600_000).toISOString();
+      const once = await runPheby(server, ["schedule", "add", conversation, "--at", at, "Remind me"]);
+      expect(once.code).toBe(0);
+      expect(once.output).toMatch(/^[0-9a-f]{32} {2}\S+ {2}at \S+ {2}Remind me\n$/);
+      const text = await runPheby(server, ["schedule", "list", "CLI e2e"]);
+      expect(text.output).toContain(`${made.schedule_id as string}  `);
+      expect(text.output).toContain('cron "0 8 * * 1-5" Europe/Paris  Inbox');
+      const listed = jsonLines((await runPheby(server, ["schedule", "--json"])).output);
+      expect(listed.map((s) => s.name)).toEqual(expect.arrayContaining(["Inbox", null]));
+      const bad = await runPheby(server, ["schedule", "add", conversation, "--cron", "61 * * * *", "p"]);
+      expect(bad.code).toBe(2);
+      expect(bad.output).toContain("bad_request: cron is not a valid expression (Invalid value for minute)");
+      const usage = await runPheby(server, ["schedule", "add", conversation, "p"]);
+      expect(usage.code).toBe(1);
+      expect(usage.output).toContain("give either --cron or --at");
+      const removed = await runPheby(server, ["schedule", "rm", made.schedule_id as string]);
+      expect(removed).toMatchObject({ code: 0, output: `deleted ${made.schedule_id as string}\n` });
+      const missing = await runPheby(server, ["schedule", "rm", made.schedule_id as string]);
+      expect(missing.code).toBe(2);
+      expect(missing.output).toContain("not_found");
+    });
+
     it("chat --json streams cumulative deltas and ends with run.finished completed", async () => {
       const { code, output } = await runPheby(server, [
         "chat",

@@ -66,7 +66,9 @@ export interface PhebyClientOptions {
   queue?: boolean;
   /**
    * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
-   * ({@link PhebyClient.createPairing}). Those the server enabled are in {@link PhebyClient.features}.
+   * ({@link PhebyClient.createPairing}) or `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. Those the server
+   * enabled are in {@link PhebyClient.features}; their requests then work through `request()` and
+   * their events reach `on()` handlers. Default none.
    */
   features?: readonly string[];
   /**

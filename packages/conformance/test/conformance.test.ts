@@ -108,6 +108,30 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.schedules when a proxy stamps the requester's request_id on every copy, quoting it", async () => {
+      // The other connections' schedule.changed must carry no request_id.
+      let last = "";
+      const proxy = await brokenProxy(server.url, (f) => {
+        const m = JSON.parse(f) as { type: string; request_id?: string };
+        if (m.request_id) last = m.request_id;
+        return m.type === "schedule.changed" && !m.request_id
+          ? JSON.stringify({ ...m, request_id: last })
+          : f;
+      });
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.schedules"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "schedule.changed" } });
+        expect(check!.reason).toContain("not the creation's broadcast");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails extensions.resume when a proxy drops a replayed frame, quoting what is missing", async () => {
       // On each connection, the first tool.event after conversation.resumed is lost.
       const proxy = await brokenProxy(

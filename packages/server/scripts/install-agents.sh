@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the real ACP agents used by `pnpm test:agents` into a cache outside the repo.
 #   Qwen Code  -> $PHEBY_AGENTS_DIR/qwen   (npm @qwen-code/qwen-code, pinned)
-#   Hermes     -> $PHEBY_AGENTS_DIR/hermes (PyPI hermes-agent in a virtualenv)
+#   Hermes     -> $PHEBY_AGENTS_DIR/hermes (PyPI hermes-agent[acp,mcp] in a virtualenv)
 #   OpenCode   -> $PHEBY_AGENTS_DIR/opencode (npm opencode-ai, pinned; its native binary comes in the
 #                 npm package opencode-linux-x64 and friends, nothing is downloaded from elsewhere)
 #   Codex      -> $PHEBY_AGENTS_DIR/codex (npm @zed-industries/codex-acp: a Node shim around the native
@@ -36,11 +36,13 @@ npm_agent codex @zed-industries/codex-acp "$CODEX_ACP_VERSION" codex-acp
 npm_agent gemini @google/gemini-cli "$GEMINI_VERSION" gemini
 npm_agent claude @zed-industries/claude-code-acp "$CLAUDE_ACP_VERSION" claude-code-acp
 
-if [ "${SKIP_HERMES:-}" != "1" ] && ! "$DIR/hermes/bin/python" -c "import acp" 2>/dev/null; then
-  echo "installing hermes-agent into $DIR/hermes"
+# The [mcp] extra lets Hermes load the MCP servers Pheby passes in session/new (issue 22); a cache
+# installed before it only gains the extra's packages.
+if [ "${SKIP_HERMES:-}" != "1" ] && ! "$DIR/hermes/bin/python" -c "import acp, mcp" 2>/dev/null; then
+  echo "installing hermes-agent[acp,mcp] into $DIR/hermes"
   [ -x "$DIR/hermes/bin/python" ] || python3 -m venv "$DIR/hermes"
   pip=("$DIR/hermes/bin/pip" --disable-pip-version-check --timeout 60 --retries 2)
   "${pip[@]}" install --quiet --upgrade pip
-  "${pip[@]}" install --quiet "hermes-agent[acp]==$HERMES_VERSION"
+  "${pip[@]}" install --quiet "hermes-agent[acp,mcp]==$HERMES_VERSION"
 fi
 echo "agents ready in $DIR"

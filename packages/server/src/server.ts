@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
-import { FEATURE_RESUME } from "@pheby/protocol";
+import { FEATURE_RESUME, FEATURE_SCHEDULES } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -24,19 +24,26 @@ import { Dispatcher } from "./handlers/index.js";
 import { createHttpApp } from "./http/app.js";
 import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
+import { agentTools, DEFAULT_ASK_TIMEOUT_MS } from "./mcp/agent-tools.js";
+import { McpBridge, ToolError } from "./mcp/bridge.js";
+import { mcpServerCommand } from "./mcp/command.js";
+import { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 import { Fanout } from "./outbox/fanout.js";
-import type { Outbox } from "./outbox/outbox.js";
+import type { Origin, Outbox } from "./outbox/outbox.js";
 import { type PushOptions, PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
 import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
+import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
+import { Scheduler, type Timers } from "./schedules/scheduler.js";
+import { scheduleView } from "./schedules/view.js";
 import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
 import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
-import { Store } from "./store/store.js";
+import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
 import { type Clock, systemClock } from "./util/time.js";
@@ -87,8 +94,12 @@ export interface PhebyServerOptions {
    * inflated size. See docs/performance.md for the memory it costs.
    */
   compression?: boolean;
-  /** Injectable clock (ms since the epoch) for timestamps and lockout; default `Date.now`. */
-  clock?: Clock;
+  /**
+   * Injectable clock (ms since the epoch) for timestamps, lockout and schedules; default `Date.now`.
+   * A clock that also has `setTimeout`/`clearTimeout` drives the scheduler's timer too, so a test
+   * can move time to a schedule's minute instead of waiting for it.
+   */
+  clock?: Clock | (Clock & Timers);
   /** The `server` field of `ready` (default "pheby"). */
   serverName?: string;
   /**
@@ -143,6 +154,31 @@ export interface PhebyServerOptions {
    * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
    */
   resume?: boolean;
+  /** Scheduled prompts (the `schedules` extension). */
+  schedules?: {
+    /**
+     * After downtime, a missed occurrence younger than this runs once at start (default 1 hour);
+     * older ones are skipped. Never more than one run per schedule.
+     */
+    missedGraceMs?: number;
+    /** IANA time zone of schedules created without one (default: the server's). */
+    timezone?: string;
+  };
+  /**
+   * Pheby's own MCP server, offered to ACP agents in their sessions (`mcpServers`): `ask_user`,
+   * `schedule_create` / `_list` / `_delete`, `notify_user`, `send_file` (docs/agents.md). On by
+   * default; agents call back over a Unix socket in `dataDir` with a token per agent process.
+   */
+  agentTools?: {
+    /** Offer the MCP server at all (default true). */
+    enabled?: boolean;
+    /** The tools offered (default all). */
+    tools?: readonly AgentToolName[];
+    /** How long `ask_user` waits for an answer, in ms (default 240,000; less for an agent known to time out sooner). */
+    askTimeoutMs?: number;
+    /** argv of the MCP server (default: this Node.js and the package's `dist/mcp.js`). */
+    command?: readonly string[];
+  };
 }
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
@@ -237,6 +273,29 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   }
   // Before the store opens, so a missing console build fails without side effects.
   const consoleFiles = options.staticConsoleDir ? loadConsoleFiles(options.staticConsoleDir) : undefined;
+  const missedGraceMs = options.schedules?.missedGraceMs ?? DEFAULT_MISSED_GRACE_MS;
+  if (!Number.isFinite(missedGraceMs) || missedGraceMs < 0) {
+    throw new Error("createPhebyServer: schedules.missedGraceMs must be a number >= 0");
+  }
+  if (options.schedules?.timezone !== undefined) {
+    try {
+      checkTimezone(options.schedules.timezone);
+    } catch {
+      throw new Error("createPhebyServer: schedules.timezone must be an IANA time zone");
+    }
+  }
+  const tools = options.agentTools ?? {};
+  const toolsEnabled = tools.enabled ?? true;
+  const askTimeoutMs = tools.askTimeoutMs ?? DEFAULT_ASK_TIMEOUT_MS;
+  if (!Number.isInteger(askTimeoutMs) || askTimeoutMs < 1_000) {
+    throw new Error("createPhebyServer: agentTools.askTimeoutMs must be a whole number of ms >= 1000");
+  }
+  const toolNames = tools.tools ?? AGENT_TOOL_NAMES;
+  if (toolNames.some((t) => !AGENT_TOOL_NAMES.includes(t))) {
+    throw new Error(`createPhebyServer: agentTools.tools must be some of ${AGENT_TOOL_NAMES.join(", ")}`);
+  }
+  // Resolved now, so a missing build of the MCP server fails at creation, not at an agent's first session.
+  const mcpCommand = toolsEnabled ? [...(tools.command ?? mcpServerCommand())] : [];
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
@@ -304,9 +363,33 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     logChatContent: options.logChatContent ?? false,
     deltaIntervalMs,
     cancelGraceMs: options.cancelGraceMs ?? DEFAULT_CANCEL_GRACE_MS,
-    runEnded: (conversationId) => queue.next(conversationId),
+    runEnded: (conversationId, ended) => queue.next(conversationId, ended),
   });
   const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
+  const scheduler = new Scheduler({
+    store: store.schedules,
+    clock,
+    ...(isTimers(clock) ? { timers: clock } : {}),
+    log,
+    missedGraceMs,
+    ...(options.schedules?.timezone === undefined ? {} : { defaultTimezone: options.schedules.timezone }),
+    conversationExists: (id) => store.getConversation(id) !== undefined,
+    fire: async (row) => {
+      const conv = store.getConversation(row.conversation_id);
+      return conv ? queue.serverPrompt(conv, row.prompt) : "gone";
+    },
+    // Every change reaches the `schedules` connections. A request's origin gets it as its reply
+    // (request_id on its copy), except a creation, whose reply is schedule.created.
+    changed: ({ schedule, deleted, created, origin }) => {
+      const from = origin as Origin | undefined;
+      outbox.publish({
+        message: { type: "schedule.changed", schedule: scheduleView(schedule), deleted },
+        conversationId: null,
+        feature: FEATURE_SCHEDULES,
+        ...(created ? (from?.peer ? { except: from.peer } : {}) : from ? { replyTo: from } : {}),
+      });
+    },
+  });
   const deviceRegistry = new DeviceRegistry(store.devices, clock);
   const credentials = new CredentialResolver(options.secret, deviceRegistry);
   const transfers = new Transfers();
@@ -328,6 +411,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     queue,
     replay,
     sends: new IdempotentRequests(store.sentRequests),
+    scheduler,
     decisions,
     settings,
     devices,
@@ -338,17 +422,70 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     historyPageBytes,
     push,
   };
-  const host: AgentHost = {
-    unsolicited(message) {
-      const conv = store.conversationBySession(message.sessionId);
-      if (!conv) {
-        log.warn({ session: message.sessionId }, "unsolicited output for an unknown session dropped");
-        return;
+  // Pheby's MCP server: its bridge opens at start(), before the backend can spawn an agent.
+  let bridge: McpBridge | undefined;
+  const conversationOf = (id: string) => {
+    const conv = store.getConversation(id);
+    if (!conv) throw new ToolError("The conversation was deleted.");
+    return conv;
+  };
+  const runTool = agentTools({
+    scheduler,
+    askTimeoutMs,
+    ask: (id, question, withdraw) => {
+      const asked = runs.ask(id, question, withdraw);
+      if (!asked) {
+        throw new ToolError("Pheby can ask the user only while you answer a message in this conversation.");
       }
-      runs.unsolicited(conv, message.text, message.kind).catch((err) => {
-        log.error({ err }, "unsolicited output failed");
+      return asked;
+    },
+    notify: (id, title, body) => {
+      runs.unsolicited(conversationOf(id), `${title}\n\n${body}`).catch((err) => {
+        log.error({ err }, "notify_user message failed");
       });
     },
+    sendFile: async (id, path, caption) => {
+      const delivered = await runs.deliverFile(conversationOf(id), path, caption);
+      if (!delivered) {
+        throw new ToolError(
+          "Pheby did not send the file: it must be a regular file inside the directories Pheby may deliver from.",
+        );
+      }
+      return delivered;
+    },
+  });
+  /** A run the agent's output outside any turn starts, in the conversation of its session. */
+  const serverRun = (what: string, sessionId: string, start: (conv: ConversationRow) => Promise<unknown>) => {
+    const conv = store.conversationBySession(sessionId);
+    if (!conv) {
+      log.warn({ session: sessionId }, `${what} for an unknown session dropped`);
+      return;
+    }
+    start(conv).catch((err) => log.error({ err }, `${what} failed`));
+  };
+  const host: AgentHost = {
+    unsolicited: (message) =>
+      serverRun("unsolicited output", message.sessionId, (conv) =>
+        runs.unsolicited(conv, message.text, message.kind),
+      ),
+    wake: (message) =>
+      serverRun("wake-up", message.sessionId, (conv) => runs.wake(conv, message.text, message.meta)),
+    tools: toolsEnabled
+      ? {
+          names: toolNames,
+          grant: (caller) => {
+            if (!bridge) throw new Error("Pheby's MCP bridge is not open");
+            return bridge.grant({
+              ...(caller.agent === undefined ? {} : { agent: caller.agent }),
+              ...(caller.toolTimeoutMs === undefined ? {} : { toolTimeoutMs: caller.toolTimeoutMs }),
+              conversationOf: async (call) => {
+                const session = await caller.sessionOf(call);
+                return session === null ? null : (store.conversationBySession(session)?.id ?? null);
+              },
+            });
+          },
+        }
+      : undefined,
     sessionTitle(sessionId, title) {
       applySessionTitle(store, outbox, sessionId, title);
     },
@@ -413,12 +550,26 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     httpIdleTimeoutMs,
     start() {
       // The start sweep also removes what a crash left: temp files and unindexed blobs.
-      started ??= Promise.all([backend.start(host), attachments.sweep(true)]).then(() => {
+      started ??= (async () => {
+        if (toolsEnabled) {
+          bridge = await McpBridge.open({
+            dataDir: options.dataDir,
+            tools: toolNames,
+            command: mcpCommand,
+            askTimeoutSeconds: Math.round(askTimeoutMs / 1000),
+            timezone: scheduler.defaultTimezone,
+            run: runTool,
+            log,
+          });
+        }
+        await Promise.all([backend.start(host), attachments.sweep(true)]);
         sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
         sweepTimer.unref();
-        // Follow-ups queued before a restart start once the agent is up.
+        // Follow-ups queued before a restart start once the agent is up; then runs missed while the
+        // server was down (within the grace) start, once each, behind them.
         queue.resume();
-      });
+        scheduler.start();
+      })();
       return started;
     },
     attach(transport) {
@@ -430,6 +581,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     close() {
       closing ??= (async () => {
         clearInterval(sweepTimer);
+        scheduler.close();
         runs.shutdown();
         for (const transport of transports) await transport.close();
         try {
@@ -437,6 +589,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
         } catch (err) {
           log.warn({ err }, "agent backend did not close cleanly");
         }
+        await bridge?.close();
         await attachments.idle();
         await push.close();
         store.close();
@@ -506,4 +659,10 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
 
     sweepAttachments: () => core.sweepAttachments(),
   };
+}
+
+/** Whether a clock also schedules (a test's manual clock): then it drives the scheduler's timer. */
+function isTimers(clock: Clock): clock is Clock & Timers {
+  const c = clock as Partial<Timers>;
+  return typeof c.setTimeout === "function" && typeof c.clearTimeout === "function";
 }

@@ -96,6 +96,35 @@ describe("@pheby/client and append deltas (delta.append)", () => {
     expect(features).toEqual([]);
     expect(deltas).toEqual(cumulative);
   });
+
+  it("features asks for other extensions; their requests and events work through request() and on()", async () => {
+    const client = await phebyClient(streaming, { features: ["schedules", "x-unknown"] });
+    const other = await phebyClient(streaming, {
+      features: ["schedules"],
+      appendDeltas: false,
+      push: false,
+      resume: false,
+      queue: false,
+    });
+    try {
+      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "push", "resume", "queue", "schedules"]);
+      expect(other.features).toEqual(["schedules"]);
+      const { conversation_id } = await client.request({ type: "conversation.create" });
+      const heard = other.next("schedule.changed");
+      const { schedule } = await client.request({
+        type: "schedule.create",
+        conversation_id,
+        prompt: "p",
+        cron: "0 8 * * *",
+      });
+      expect((await heard).schedule).toEqual(schedule);
+      const changed = await client.request({ type: "schedule.delete", schedule_id: schedule.schedule_id });
+      expect(changed).toMatchObject({ type: "schedule.changed", deleted: true });
+    } finally {
+      client.close();
+      other.close();
+    }
+  });
 });
 
 describe("@pheby/client and a lockout (issue 23)", () => {

@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { isDeepStrictEqual } from "node:util";
 import { PhebyClient, type PhebyClientOptions, type WebSocketLike } from "@pheby/client";
 import { checkFeatures, ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
@@ -24,6 +25,14 @@ import { createServerCore } from "../src/server.js";
 import { type MemorySocket, MemoryTransport } from "../src/transport/memory.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
+
+/** Pheby's MCP server from sources (the build runs `node dist/mcp.js`; tests run the TypeScript through tsx). */
+export const MCP_COMMAND = [
+  process.execPath,
+  "--import",
+  pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href,
+  fileURLToPath(new URL("../src/mcp/stdio.ts", import.meta.url)),
+];
 
 /** Capabilities of a scripted test backend that supports none of the optional features. */
 export const NO_CAPABILITIES: AgentCapabilities = {
@@ -169,6 +178,7 @@ async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: 
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
     ...options,
+    agentTools: { command: MCP_COMMAND, ...options.agentTools },
     dataDir,
   });
   const transport = new MemoryTransport(core.sessions);
@@ -208,6 +218,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
     ...serverOptions,
+    agentTools: { command: MCP_COMMAND, ...serverOptions.agentTools },
     dataDir,
   });
   const info = await server.listen({ port: 0, host: "127.0.0.1" });

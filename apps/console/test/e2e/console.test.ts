@@ -175,8 +175,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and push, resume, queue and devices, for its panels and
-    // reconnects) and got them: the bubble texts above were stitched.
+    // The console asked for append deltas (and push, resume, queue, devices, schedules and expiry, for
+    // its panels and reconnects) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
@@ -186,6 +186,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "resume",
       "queue",
       "devices",
+      "schedules",
+      "expiry",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");
@@ -346,6 +348,54 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
       'You answered: "canary first, then production".',
     );
+  });
+
+  it("counts down a question that expires (/sim timeout), and says it expired", async () => {
+    await send("/sim timeout");
+    const card = ".card.approval.open";
+    await page.waitForSelector(`${card} [data-testid="expiry"]`);
+    expect(await page.textContent(`${card} [data-testid="expiry"]`)).toMatch(/^Expires in [45] s$/);
+    await shot("approval-expiring");
+    await page.waitForSelector('.card.approval.resolved .card-status:has-text("Expired unanswered.")', {
+      timeout: 15_000,
+    });
+    await page.waitForSelector(".notice:has-text('The approval expired unanswered')");
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      "The approval timed out and was withdrawn, so nothing ran.",
+    );
+  });
+
+  it("schedules a prompt in the open conversation; it runs at its time, is listed with its outcome, and can be deleted", async () => {
+    await page.click('[data-testid="schedules"] summary');
+    await page.fill('[data-testid="schedule-prompt"]', "/sim notice");
+    await page.selectOption('[data-testid="schedule-kind"]', "at");
+    // datetime-local takes this browser's local time, without an offset.
+    const local = await page.evaluate(() => {
+      const d = new Date(Date.now() + 3_000);
+      const pad = (n: number) => String(n).padStart(2, "0");
+      return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+    });
+    await page.fill('[data-testid="schedule-at"]', local);
+    const answers = await page.$$eval(".msg.assistant", (els) => els.length);
+    await page.click('[data-testid="schedule-add"]');
+    await page.waitForSelector('[data-testid="schedule-list"] li[data-enabled="true"]');
+    expect(await page.textContent('[data-testid="schedules"] summary')).toBe("Schedules (1)");
+    await shot("schedules");
+    // The run nobody on the page asked for streams in like any other.
+    await page.waitForFunction((n) => document.querySelectorAll(".msg.assistant").length > n, answers, {
+      timeout: 15_000,
+    });
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toBe(
+      "This is the answer that follows the notice.",
+    );
+    await page.waitForSelector(
+      '[data-testid="schedule-list"] li[data-enabled="false"] .last[data-status="completed"]',
+    );
+    await page.click('[data-testid="schedule-list"] li button');
+    await page.waitForSelector('[data-testid="schedule-list"] li', { state: "detached" });
+    expect(await page.textContent('[data-testid="schedules"] summary')).toBe("Schedules (0)");
   });
 
   it("after a dropped connection resumes: an approval answered elsewhere meanwhile shows answered, with the rest of the run", async () => {

@@ -101,6 +101,11 @@ export interface TurnInput {
   attachments: AttachmentRef[];
   settings: TurnSettings;
   /**
+   * Set on a turn the backend itself asked for ({@link AgentHost.wake}): the `meta` it passed,
+   * handed back unchanged (e.g. the receipts of Hermes's background notifications).
+   */
+  meta?: Record<string, unknown>;
+  /**
    * The conversation so far, before this turn's message, from the server's transcript: the newest
    * messages whose text totals at most `maxBytes` (UTF-8), always at least one when there is any. A
    * backend that must continue the conversation in a new agent session (the old one cannot be
@@ -121,6 +126,11 @@ export interface PermissionQuestion {
   command: string;
   description: string;
   choices: ApprovalChoice[];
+  /**
+   * The agent gives up on the question after this many ms (Hermes denies an approval after 60 s).
+   * The server then withdraws it and tells the conversation it expired (the `expiry` extension).
+   */
+  expiresInMs?: number;
 }
 
 /**
@@ -131,13 +141,15 @@ export interface PermissionQuestion {
  */
 export type PermissionAnswer =
   | { outcome: "selected"; choice: ApprovalChoice; reason?: string }
-  | { outcome: "cancelled" };
+  | { outcome: "cancelled"; expired?: boolean };
 
 /** A clarification question. `choices: null` means free text only. */
 export interface ClarifyQuestion {
   question: string;
   choices: string[] | null;
   allowFreeText: boolean;
+  /** As {@link PermissionQuestion.expiresInMs}. */
+  expiresInMs?: number;
 }
 
 /**
@@ -146,7 +158,9 @@ export interface ClarifyQuestion {
  * whose agent can only take a choice passes the text through its own "other" field where it has one,
  * else declines the question.
  */
-export type ClarifyAnswer = { outcome: "answered"; response: string } | { outcome: "cancelled" };
+export type ClarifyAnswer =
+  | { outcome: "answered"; response: string }
+  | { outcome: "cancelled"; expired?: boolean };
 
 /** A file the agent produced: a path on the host (copied only from allowed roots) or bytes. */
 export type ProducedFile =
@@ -188,10 +202,47 @@ export interface UnsolicitedMessage {
   kind?: "notice";
 }
 
+/** An ACP `mcpServers` entry of a stdio MCP server: how the agent launches it. */
+export interface McpServerSpec {
+  name: string;
+  command: string;
+  args: string[];
+  env: Array<{ name: string; value: string }>;
+}
+
+/** One agent process that may call Pheby's tools, and how its calls map to sessions. */
+export interface ToolCaller {
+  /** The agent's name (ACP `agentInfo.name`), for logs. */
+  agent?: string;
+  /** The agent's own timeout of one MCP tool call, when known: a question must expire before it. */
+  toolTimeoutMs?: number;
+  /** The session a tool call comes from, or null when it cannot be told (e.g. outside any turn). */
+  sessionOf(call: { tool: string; args: Record<string, unknown> }): Promise<string | null>;
+}
+
+/** Pheby's own tools for agents (its MCP server: ask the user, schedules, notify, send a file). */
+export interface AgentTools {
+  /** The tool names offered. */
+  readonly names: readonly string[];
+  /**
+   * Let one agent process call them: the `mcpServers` entry to hand it in its session requests
+   * (carrying a token of its own), and `revoke` for when the process is gone.
+   */
+  grant(caller: ToolCaller): { server: McpServerSpec; revoke(): void };
+}
+
 /** Server callbacks available to a backend for its whole life. */
 export interface AgentHost {
   /** Push output that arrived outside any turn. */
   unsolicited(message: UnsolicitedMessage): void;
+  /**
+   * The agent asked to be prompted with `text` (a background completion it reports while idle):
+   * the server runs it as a turn nobody on the socket asked for, handing `meta` back in
+   * {@link TurnInput.meta}.
+   */
+  wake?(message: { sessionId: string; text: string; meta?: Record<string, unknown> }): void;
+  /** Pheby's tools, when the operator offers them to agents (default); absent otherwise. */
+  tools?: AgentTools;
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
   /**

@@ -1,6 +1,7 @@
 import {
   APPROVAL_CHOICES,
   type ClientMessageOf,
+  FEATURE_EXPIRY,
   type PendingApproval,
   type PendingClarification,
   type ServerMessage,
@@ -30,11 +31,25 @@ export interface DecisionsDeps {
 }
 
 const CANCELLED = { outcome: "cancelled" } as const;
+const EXPIRED = { outcome: "cancelled", expired: true } as const;
 
 interface Entry<W, A> {
   wire: W;
   runId: string;
+  /** When the agent gives up on it (epoch ms), or null when unknown. */
+  expiresAt: number | null;
+  timer: NodeJS.Timeout | undefined;
   settle(answer: A): void;
+}
+
+/** What a question's kind says when it expires, for the notice. */
+interface Kind<W> {
+  /** The broadcast asking the question. */
+  requested(wire: W): ServerMessage;
+  /** The broadcast telling clients a question was withdrawn. */
+  withdrawn(id: string): ServerMessage;
+  /** The notice of an expired question. */
+  expiredNotice: string;
 }
 
 /**
@@ -43,32 +58,69 @@ interface Entry<W, A> {
  * that removal is what makes the single `*.resolved` and the single answer to
  * the backend: whoever removes it first wins, everyone after gets `*_not_found`.
  */
-class Gate<W extends { conversation_id: string }, A> {
+class Gate<W extends { conversation_id: string; ts: string }, A> {
   readonly #entries = new Map<string, Entry<W, A>>();
 
   constructor(
     private readonly outbox: Outbox,
-    /** The broadcast asking the question. */
-    private readonly requested: (wire: W) => ServerMessage,
-    private readonly cancelled: A,
-    /** The broadcast telling clients a question was withdrawn. */
-    private readonly withdrawn: (id: string) => ServerMessage,
+    private readonly clock: Clock,
+    private readonly kind: Kind<W>,
   ) {}
 
-  /** Broadcast the question and wait for its answer, or `cancelled` once withdrawn. */
-  ask(id: string, wire: W, runId: string, withdraw: AbortSignal | undefined): Promise<A> {
+  /**
+   * Broadcast the question and wait for its answer, or `cancelled` once withdrawn. With
+   * `expiresInMs` it is withdrawn when that passes (the answer then says `expired`), and the
+   * conversation is told; `expiry` connections see `expires_at` on the request either way.
+   */
+  ask(
+    id: string,
+    wire: W,
+    runId: string,
+    withdraw: AbortSignal | undefined,
+    expiresInMs?: number,
+  ): Promise<A> {
     return new Promise<A>((resolve) => {
       const onAbort = () => this.withdraw(id);
-      this.#entries.set(id, {
+      const valid = typeof expiresInMs === "number" && Number.isFinite(expiresInMs) && expiresInMs > 0;
+      const expiresAt = valid ? Date.parse(wire.ts) + expiresInMs : null;
+      const entry: Entry<W, A> = {
         wire,
         runId,
+        expiresAt,
+        timer: valid ? setTimeout(() => this.#expire(id), expiresInMs) : undefined,
         settle: (answer) => {
+          clearTimeout(entry.timer);
           withdraw?.removeEventListener("abort", onAbort);
           resolve(answer);
         },
-      });
+      };
+      entry.timer?.unref();
+      this.#entries.set(id, entry);
       withdraw?.addEventListener("abort", onAbort, { once: true });
-      this.outbox.publish({ message: this.requested(wire), conversationId: wire.conversation_id });
+      this.outbox.publish({
+        message: this.kind.requested(wire),
+        conversationId: wire.conversation_id,
+        fields: { [FEATURE_EXPIRY]: { expires_at: expiresAt === null ? null : iso(expiresAt) } },
+      });
+    });
+  }
+
+  /** Its time ran out: withdraw it as usual, then tell `expiry` connections it expired. */
+  #expire(id: string): void {
+    const entry = this.#entries.get(id);
+    if (!entry || entry.expiresAt === null) return;
+    this.answer(id, EXPIRED as A, this.kind.withdrawn(id));
+    this.outbox.publish({
+      message: {
+        type: "message.complete",
+        conversation_id: entry.wire.conversation_id,
+        message_id: `notice-${newId()}`,
+        text: this.kind.expiredNotice,
+        kind: "notice",
+        ts: iso(this.clock.now()),
+      },
+      conversationId: entry.wire.conversation_id,
+      feature: FEATURE_EXPIRY,
     });
   }
 
@@ -87,17 +139,20 @@ class Gate<W extends { conversation_id: string }, A> {
   }
 
   withdraw(id: string): void {
-    this.answer(id, this.cancelled, this.withdrawn(id));
+    this.answer(id, CANCELLED as A, this.kind.withdrawn(id));
   }
 
   withdrawRun(runId: string): void {
     for (const [id, entry] of [...this.#entries]) if (entry.runId === runId) this.withdraw(id);
   }
 
-  list(conversationId: string): W[] {
+  /** The pending questions of a conversation; with `expiry`, each with its `expires_at`. */
+  list(conversationId: string, expiry = false): W[] {
     return [...this.#entries.values()]
       .filter((e) => e.wire.conversation_id === conversationId)
-      .map((e) => e.wire);
+      .map((e) =>
+        expiry ? { ...e.wire, expires_at: e.expiresAt === null ? null : iso(e.expiresAt) } : e.wire,
+      );
   }
 }
 
@@ -112,28 +167,26 @@ export class Decisions {
   readonly #clarifications: Gate<PendingClarification, ClarifyAnswer>;
 
   constructor(private readonly deps: DecisionsDeps) {
-    this.#approvals = new Gate(
-      deps.outbox,
-      (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
-      CANCELLED,
+    this.#approvals = new Gate(deps.outbox, deps.clock, {
+      requested: (wire: PendingApproval) => ({ type: "approval.request", ...wire }),
       // A withdrawn approval is failed closed: the agent is denied, and no client answered it.
-      (approval_id) => ({
+      withdrawn: (approval_id) => ({
         type: "approval.resolved",
         approval_id,
         choice: "deny",
         accepted: false,
       }),
-    );
-    this.#clarifications = new Gate(
-      deps.outbox,
-      (wire: PendingClarification) => ({ type: "clarify.request", ...wire }),
-      CANCELLED,
-      (clarify_id) => ({
+      expiredNotice: "The approval expired unanswered: the agent stopped waiting and treated it as denied.",
+    });
+    this.#clarifications = new Gate(deps.outbox, deps.clock, {
+      requested: (wire: PendingClarification) => ({ type: "clarify.request", ...wire }),
+      withdrawn: (clarify_id) => ({
         type: "clarify.resolved",
         clarify_id,
         accepted: false,
       }),
-    );
+      expiredNotice: "The question expired unanswered: the agent carries on without an answer.",
+    });
   }
 
   /**
@@ -168,7 +221,7 @@ export class Decisions {
       choices,
       ts: iso(this.deps.clock.now()),
     };
-    return this.#approvals.ask(id, wire, asker.runId, withdraw);
+    return this.#approvals.ask(id, wire, asker.runId, withdraw, question.expiresInMs);
   }
 
   /**
@@ -196,7 +249,7 @@ export class Decisions {
       allow_free_text: choices === null || question.allowFreeText === true,
       ts: iso(this.deps.clock.now()),
     };
-    return this.#clarifications.ask(id, wire, asker.runId, withdraw);
+    return this.#clarifications.ask(id, wire, asker.runId, withdraw, question?.expiresInMs);
   }
 
   /**
@@ -267,14 +320,14 @@ export class Decisions {
     return this.#clarifications.peek(clarifyId);
   }
 
-  /** Pending approvals of a conversation, for `conversation.history.approvals`. */
-  approvals(conversationId: string): PendingApproval[] {
-    return this.#approvals.list(conversationId);
+  /** Pending approvals of a conversation, for `conversation.history.approvals` (`expiry`: with `expires_at`). */
+  approvals(conversationId: string, expiry = false): PendingApproval[] {
+    return this.#approvals.list(conversationId, expiry);
   }
 
   /** Pending clarifications of a conversation, for `conversation.history.clarifications`. */
-  clarifications(conversationId: string): PendingClarification[] {
-    return this.#clarifications.list(conversationId);
+  clarifications(conversationId: string, expiry = false): PendingClarification[] {
+    return this.#clarifications.list(conversationId, expiry);
   }
 }
 

@@ -12,6 +12,7 @@ import type { IdempotentRequests } from "../resume/idempotency.js";
 import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { RunQueue } from "../runs/queue.js";
+import type { Scheduler } from "../schedules/scheduler.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -29,6 +30,8 @@ export interface ServerContext {
   replay: ResumeOutbox | undefined;
   /** Requests made idempotent by their `client_message_id` (`resume`). */
   sends: IdempotentRequests;
+  /** Scheduled prompts (the `schedules` extension). */
+  scheduler: Scheduler;
   decisions: Decisions;
   settings: Settings;
   /** Paired devices (the `devices` extension). */

@@ -1,5 +1,6 @@
 import {
   type ConversationSummary,
+  FEATURE_EXPIRY,
   FEATURE_QUEUE,
   FEATURE_RESUME,
   LIMITS,
@@ -132,8 +133,8 @@ export const conversationHandlers: HandlerTable = {
       attachments: ctx.attachments.list(id),
       run: ctx.runs.state(id),
       tools: ctx.runs.tools(id),
-      approvals: ctx.decisions.approvals(id),
-      clarifications: ctx.decisions.clarifications(id),
+      approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
+      clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
       ...(replay ? { seq: replay.position(id) } : {}),
       ...(replay && since_seq !== undefined ? { resumed: false as const } : {}),
       ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
@@ -170,6 +171,8 @@ export const conversationHandlers: HandlerTable = {
         ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
       }
     }
+    // Its schedules go with it (each a schedule.changed, deleted: true).
+    ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
     return { reply: deleted, broadcast: eventOf(deleted) };

@@ -1,4 +1,10 @@
-import { type ClientMessage, type ClientMessageType, type ErrorCode, FEATURE_DEVICES } from "@pheby/protocol";
+import {
+  type ClientMessage,
+  type ClientMessageType,
+  type ErrorCode,
+  FEATURE_DEVICES,
+  FEATURE_SCHEDULES,
+} from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { chatHandlers } from "./chat.js";
@@ -9,6 +15,7 @@ import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
 import { pushHandlers } from "./push.js";
+import { scheduleHandlers } from "./schedules.js";
 import { yoloHandlers } from "./yolo.js";
 
 /** Every handler module; an extension adds `{ feature: FEATURE_X, handlers: xHandlers }` here. */
@@ -21,6 +28,7 @@ export const HANDLER_MODULES: readonly HandlerModule[] = [
   { handlers: modelHandlers },
   { feature: FEATURE_DEVICES, handlers: deviceHandlers },
   pushHandlers,
+  { feature: FEATURE_SCHEDULES, handlers: scheduleHandlers },
 ];
 
 /** A handler's outcome, or the typed error the requester is told. */

@@ -55,12 +55,13 @@ export class Fanout implements Outbox {
    * draft (offset 0) for an append peer.
    */
   publish(event: OutboxEvent, only?: Peer): void {
-    const { message, replyTo, feature } = event;
+    const { message, replyTo, feature, except } = event;
     const frames = new Map<string, string>();
     const delta = message.type === "message.delta" && !only ? this.#draft(message) : undefined;
     let offset: number | undefined;
     for (const peer of only ? [only] : this.#peers) {
       if (feature !== undefined && !peer.features.has(feature)) continue;
+      if (peer === except) continue;
       let form: DeltaForm = "v1";
       if (message.type === "message.delta" && peer.features.has(FEATURE_DELTA_APPEND)) {
         form = delta?.draft.synced.has(peer) ? "append" : "full";

@@ -55,6 +55,8 @@ export interface OutboxEvent {
   replyTo?: Origin;
   /** Deliver only to peers that enabled this extension (an extension's own event). */
   feature?: string;
+  /** Not to this peer: it got another message as its reply (`schedule.created` vs the others' `schedule.changed`). */
+  except?: Peer;
   /**
    * Fields only peers that enabled an extension get, by extension name (e.g.
    * resume's `seq`), appended after the v1 fields (and after a reply's

@@ -1,12 +1,21 @@
 import { performance } from "node:perf_hooks";
 import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend, ProducedFile, TranscriptTail, TurnResult, TurnSink } from "../agent/port.js";
+import type {
+  AgentBackend,
+  ClarifyAnswer,
+  ClarifyQuestion,
+  ProducedFile,
+  TranscriptTail,
+  TurnResult,
+  TurnSink,
+} from "../agent/port.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf, type Origin, type Outbox } from "../outbox/outbox.js";
 import type { Settings } from "../settings/settings.js";
+import type { AttachmentRow } from "../store/attachments.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { redactArgs, truncate } from "../util/redact.js";
@@ -44,6 +53,10 @@ class Run {
   /** Length of the text the last delta carried; a delta is only sent when the text grew. */
   sentLength = 0;
   graceTimer: NodeJS.Timeout | undefined;
+  /** How it ended, once it has. */
+  status: RunStatus | undefined;
+  /** The sink its backend reports through (Pheby's own tools ask and deliver through it too). */
+  sink: TurnSink | undefined;
   readonly done: Promise<void>;
   resolveDone!: () => void;
 
@@ -78,8 +91,11 @@ export interface RunEngineDeps {
   deltaIntervalMs: number;
   /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
   cancelGraceMs: number;
-  /** A conversation's run ended and the engine is not shutting down: the place to start the next queued one. */
-  runEnded?: (conversationId: string) => void;
+  /**
+   * A conversation's run ended (`ended`: which, and how) and the engine is not shutting down: the place
+   * to start the next queued one.
+   */
+  runEnded?: (conversationId: string, ended: { runId: string; status: RunStatus }) => void;
 }
 
 /** What else a `send` may say about its run. */
@@ -158,20 +174,9 @@ export class RunEngine {
       });
     }
     this.#startMessage(run);
-    const input = {
-      conversationId: conv.id,
-      sessionId: conv.session_id ?? "",
-      text,
-      attachments: claimed.map((c) => c.ref),
-      history: (maxBytes: number) => this.#historyBefore(conv.id, messageRow, maxBytes),
-    };
     // Settings are read as the turn starts: a change during a run applies from the next turn.
-    void this.#drive(run, async (sink, signal) =>
-      this.deps.backend.prompt(
-        { ...input, settings: await this.deps.settings.forTurn(conv.id) },
-        sink,
-        signal,
-      ),
+    void this.#drive(run, (sink, signal) =>
+      this.#promptBackend(run, { text, attachments: claimed, messageRow }, sink, signal),
     );
     return run.runId;
   }
@@ -180,7 +185,7 @@ export class RunEngine {
    * Output the agent produced outside any turn. A notice is a bare
    * `message.complete` with `kind: "notice"`; text becomes a server-side run
    * (broadcast `run.accepted` without request_id, message.*, run.finished),
-   * queued behind the conversation's active run if there is one.
+   * waiting its turn behind the conversation's active run if there is one.
    */
   async unsolicited(conv: ConversationRow, text: string, kind?: "notice"): Promise<void> {
     if (kind === "notice") {
@@ -194,17 +199,75 @@ export class RunEngine {
       });
       return;
     }
-    for (let active = this.#active.get(conv.id); active; active = this.#active.get(conv.id)) {
-      await active.done;
-    }
-    if (this.#closed || !this.deps.store.getConversation(conv.id)) return;
-    const { run } = this.#begin(conv.id, null);
-    this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
-    this.#startMessage(run);
-    await this.#drive(run, async (sink) => {
+    await this.#serverRun(conv, null, async (sink) => {
       sink.text(text);
       return { status: "completed" };
     });
+  }
+
+  /**
+   * Send `prompt` to the agent in the conversation as a run nobody on the socket asked for (a
+   * scheduled prompt): `run.accepted` without `request_id` to every connection, the prompt recorded
+   * as the run's user message, then the usual sequence. It waits its turn behind the conversation's
+   * active run. Resolves with how the run ended; `gone` when the conversation no longer exists
+   * (or the server is closing) by the time it would start.
+   */
+  runPrompt(conv: ConversationRow, prompt: string): Promise<RunStatus | "gone"> {
+    return this.#serverRun(conv, prompt, (sink, signal, current, messageRow) =>
+      this.#promptBackend(current, { text: prompt, messageRow }, sink, signal),
+    );
+  }
+
+  /**
+   * Wake the agent with `text` it asked to be prompted with (a backend's background completion,
+   * e.g. Hermes's `_hermes/notification`): like {@link runPrompt}, but the text is the agent's own and
+   * is not recorded as a user message; `meta` goes back to the backend with the prompt.
+   */
+  wake(conv: ConversationRow, text: string, meta?: Record<string, unknown>): Promise<RunStatus | "gone"> {
+    return this.#serverRun(conv, null, (sink, signal, current) =>
+      this.#promptBackend(current, { text, messageRow: null, ...(meta ? { meta } : {}) }, sink, signal),
+    );
+  }
+
+  /**
+   * Ask the user a clarification in the conversation's active run, on behalf of Pheby's
+   * `ask_user` tool (the agent is inside that run's turn when it calls a tool). Null when the
+   * conversation has no active run.
+   */
+  ask(
+    conversationId: string,
+    question: ClarifyQuestion,
+    withdraw: AbortSignal,
+  ): Promise<ClarifyAnswer> | null {
+    const run = this.#active.get(conversationId);
+    if (!run?.sink) return null;
+    return run.sink.askClarification(question, withdraw);
+  }
+
+  /**
+   * Deliver a host file into the conversation (Pheby's `send_file` tool): into the active run's
+   * answer, with `caption` as a line of it, or else as a run of its own. Resolves with the
+   * stored name, or null when the store refused it (outside the allowed roots, not a regular file).
+   */
+  async deliverFile(
+    conv: ConversationRow,
+    path: string,
+    caption: string | undefined,
+  ): Promise<{ filename: string } | null> {
+    const run = this.#active.get(conv.id);
+    if (run?.sink && !this.#ending(run)) {
+      const row = await this.#deliver(run, { source: "path", path });
+      if (row && caption) run.sink.text(`\n\n${caption}\n`);
+      return row ? { filename: row.filename } : null;
+    }
+    let delivered: { filename: string } | null = null;
+    await this.#serverRun(conv, null, async (sink, _signal, current) => {
+      const row = await this.#deliver(current, { source: "path", path });
+      delivered = row ? { filename: row.filename } : null;
+      if (caption) sink.text(caption);
+      return { status: "completed" };
+    });
+    return delivered;
   }
 
   /** `run.cancel`. Throws `not_found` for a stale, unknown or already-cancelling run. */
@@ -214,6 +277,66 @@ export class RunEngine {
       throw new ProtocolError("not_found", "No such active run");
     }
     this.#requestCancel(run, requestId);
+  }
+
+  /**
+   * A run the server starts (unsolicited output, a scheduled prompt, a wake-up): it waits for the
+   * conversation's active run to end, then runs without a requester. A queued follow-up that the
+   * ending run starts goes first (the queue's `next` runs before `done` resolves); a scheduled prompt
+   * that finds the conversation busy joins the queue instead (`RunQueue.serverPrompt`).
+   */
+  async #serverRun(
+    conv: ConversationRow,
+    userText: string | null,
+    produce: (
+      sink: TurnSink,
+      signal: AbortSignal,
+      run: Run,
+      messageRow: number | null,
+    ) => Promise<TurnResult>,
+  ): Promise<RunStatus | "gone"> {
+    for (let active = this.#active.get(conv.id); active; active = this.#active.get(conv.id)) {
+      await active.done;
+    }
+    if (this.#closed || !this.deps.store.getConversation(conv.id)) return "gone";
+    const { run, messageRow } = this.#begin(conv.id, userText);
+    run.sessionKey = conv.session_id ?? conv.id;
+    this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
+    this.#startMessage(run);
+    await this.#drive(run, (sink, signal) => produce(sink, signal, run, messageRow));
+    return run.status ?? "failed";
+  }
+
+  /**
+   * A turn of the backend: the conversation's session, its settings read as the turn starts, the
+   * transcript before the turn's user message (`messageRow`; null: none, so all of it) on demand.
+   */
+  async #promptBackend(
+    run: Run,
+    turn: {
+      text: string;
+      attachments?: Claimed[];
+      messageRow: number | null;
+      meta?: Record<string, unknown>;
+    },
+    sink: TurnSink,
+    signal: AbortSignal,
+  ): Promise<TurnResult> {
+    const conv = this.deps.store.getConversation(run.conversationId);
+    if (!conv) return { status: "failed", error: "The conversation was deleted" };
+    return this.deps.backend.prompt(
+      {
+        conversationId: conv.id,
+        sessionId: conv.session_id ?? "",
+        text: turn.text,
+        attachments: (turn.attachments ?? []).map((c) => c.ref),
+        settings: await this.deps.settings.forTurn(conv.id),
+        history: (maxBytes: number) => this.#historyBefore(conv.id, turn.messageRow, maxBytes),
+        ...(turn.meta ? { meta: turn.meta } : {}),
+      },
+      sink,
+      signal,
+    );
   }
 
   /** Cancel the conversation's active run (if any) and wait until it has finished. */
@@ -308,8 +431,9 @@ export class RunEngine {
     produce: (sink: TurnSink, signal: AbortSignal) => Promise<TurnResult>,
   ): Promise<void> {
     let result: TurnResult;
+    run.sink = this.#sink(run);
     try {
-      result = await produce(this.#sink(run), run.controller.signal);
+      result = await produce(run.sink, run.controller.signal);
     } catch (err) {
       this.deps.log.error({ err, run: run.runId }, "agent backend threw during a turn");
       result = { status: "failed", error: BACKEND_FAILED };
@@ -390,9 +514,9 @@ export class RunEngine {
         this.#flushDelta(run);
         return this.deps.decisions.askClarification(asker(run), question, withdraw);
       },
-      file: (file) => {
+      file: async (file) => {
         this.#flushDelta(run);
-        return this.#deliver(run, file);
+        await this.#deliver(run, file);
       },
     };
   }
@@ -406,12 +530,12 @@ export class RunEngine {
    * allowed roots) and broadcast as an outbound `attachment.added` carrying
    * the run's draft message ID. A refused or failed copy is logged; the run goes on.
    */
-  async #deliver(run: Run, file: ProducedFile): Promise<void> {
-    if (run.finished) return;
+  async #deliver(run: Run, file: ProducedFile): Promise<AttachmentRow | undefined> {
+    if (run.finished) return undefined;
     const { attachments, log } = this.deps;
     try {
       const row = await attachments.fromAgent(run.conversationId, run.messageId, file);
-      if (!row) return;
+      if (!row) return undefined;
       run.files += 1;
       // A copy that outlived its run (cancel grace, shutdown) joins the final message directly.
       if (run.finalMessageId) {
@@ -424,8 +548,10 @@ export class RunEngine {
         attachment: attachments.descriptor(row),
         ts: this.#ts(),
       });
+      return row;
     } catch (err) {
       log.warn({ run: run.runId, err: (err as Error).message }, "produced file could not be stored");
+      return undefined;
     }
   }
 
@@ -487,6 +613,7 @@ export class RunEngine {
     }
     run.finished = true;
     const status: RunStatus = run.cancelRequested ? "cancelled" : validStatus(result);
+    run.status = status;
     const reported = (result as { error?: unknown } | undefined)?.error;
     const error =
       status === "failed"
@@ -539,7 +666,7 @@ export class RunEngine {
       "run finished",
     );
     // Whatever its status: a queued follow-up starts now (a shutdown keeps the queue for the next start).
-    if (!this.#closed) this.deps.runEnded?.(run.conversationId);
+    if (!this.#closed) this.deps.runEnded?.(run.conversationId, { runId: run.runId, status });
     run.resolveDone();
   }
 }

@@ -3,6 +3,7 @@ import {
   FEATURE_RESUME,
   LIMITS,
   type QueuedRun as QueuedRunWire,
+  type RunStatus,
   type ServerMessageOf,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
@@ -41,7 +42,40 @@ export interface FollowUp {
  * run before it starts: `queue.changed` on every change of the queue.
  */
 export class RunQueue {
+  /** Queued prompts of the server's own (scheduled ones) waiting to be told how their run ended. */
+  readonly #waiting = new Map<string, (status: RunStatus | "gone") => void>();
+
   constructor(private readonly deps: RunQueueDeps) {}
+
+  /**
+   * A prompt of the server's own (a scheduled one), as a run nobody on the socket asked for: it starts
+   * now when the conversation is idle; behind an active run or queued follow-ups it joins the queue in
+   * their order (`queue` peers see it and may cancel it). Resolves with how its run ended: `cancelled`
+   * when cancelled while queued, `gone` when its conversation went first. A full queue does not refuse
+   * it: it then waits its turn outside the queue.
+   */
+  serverPrompt(conv: ConversationRow, text: string): Promise<RunStatus | "gone"> {
+    const { store, runs, outbox, log } = this.deps;
+    if (!runs.busy(conv.id) && store.queue.list(conv.id).length === 0) return runs.runPrompt(conv, text);
+    let queued: ReturnType<RunQueue["enqueue"]>;
+    try {
+      queued = this.enqueue(conv, { text, clientMessageId: undefined, attachmentIds: [] });
+    } catch (err) {
+      log.warn(
+        { err, conversation: conv.id },
+        "the queue is full: a scheduled prompt waits its turn outside it",
+      );
+      return runs.runPrompt(conv, text);
+    }
+    outbox.publish(queued.changed);
+    return new Promise((resolve) => this.#waiting.set(queued.queued.run_id, resolve));
+  }
+
+  /** A queued prompt of the server's own ended, one way or another. */
+  #settle(runId: string, status: RunStatus | "gone"): void {
+    this.#waiting.get(runId)?.(status);
+    this.#waiting.delete(runId);
+  }
 
   /**
    * Queue a follow-up behind the conversation's active run: the reply is
@@ -88,6 +122,7 @@ export class RunQueue {
   cancel(conversationId: string, runId: string): OutboxEvent | undefined {
     if (!this.deps.store.queue.remove(conversationId, runId)) return undefined;
     this.deps.attachments.releaseQueued(runId);
+    this.#settle(runId, "cancelled");
     return this.#changed(conversationId);
   }
 
@@ -96,6 +131,7 @@ export class RunQueue {
    * active run starts nothing (and no `queue.changed`: the deletion says it all).
    */
   drop(conversationId: string): void {
+    for (const queued of this.deps.store.queue.list(conversationId)) this.#settle(queued.runId, "gone");
     this.deps.store.queue.clear(conversationId);
   }
 
@@ -104,8 +140,12 @@ export class RunQueue {
     return wire(this.deps.store.queue.list(conversationId), features.has(FEATURE_RESUME));
   }
 
-  /** The conversation's active run ended (or the server started): start its next queued run, if any. */
-  next(conversationId: string): void {
+  /**
+   * The conversation's active run ended (`ended`: which, and how), or the server started: start its
+   * next queued run, if any.
+   */
+  next(conversationId: string, ended?: { runId: string; status: RunStatus }): void {
+    if (ended) this.#settle(ended.runId, ended.status);
     const { store, runs, attachments, log } = this.deps;
     if (runs.busy(conversationId)) return;
     const conv = store.getConversation(conversationId);
@@ -118,6 +158,7 @@ export class RunQueue {
       });
     } catch (err) {
       log.error({ err, conversation: conversationId, run: queued.runId }, "a queued run could not start");
+      this.#settle(queued.runId, "failed");
     }
     this.deps.outbox.publish(this.#changed(conversationId));
   }

@@ -1,9 +1,11 @@
 import {
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
+  FEATURE_EXPIRY,
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
+  FEATURE_SCHEDULES,
 } from "@pheby/protocol";
 
 /** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
@@ -13,6 +15,8 @@ export const SERVER_FEATURES: readonly string[] = [
   FEATURE_PUSH,
   FEATURE_RESUME,
   FEATURE_QUEUE,
+  FEATURE_SCHEDULES,
+  FEATURE_EXPIRY,
 ];
 
 /**

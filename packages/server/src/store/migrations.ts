@@ -2,11 +2,13 @@ import type Database from "better-sqlite3";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
+import { SCHEDULES_MIGRATION } from "./schedules.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2), attachments (v3), paired devices (v4) and push subscriptions (v5) were added as later steps.
+ * Settings (v2), attachments (v3), paired devices (v4), push subscriptions (v5), the replay log,
+ * remembered sends and queued runs (v6) and schedules (v7) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
   `
@@ -99,6 +101,8 @@ export const MIGRATIONS: readonly string[] = [
   PUSH_MIGRATION,
   // v6 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
   RESUME_MIGRATION,
+  // v7 (issue 22): scheduled prompts (store/schedules.ts).
+  SCHEDULES_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

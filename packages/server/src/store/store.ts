@@ -9,6 +9,7 @@ import { migrate } from "./migrations.js";
 import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
 import { type ReplayLimits, ReplayLog } from "./replay-log.js";
+import { ScheduleStore } from "./schedules.js";
 import { SentRequests } from "./sent-requests.js";
 import { SettingsStore } from "./settings.js";
 
@@ -78,6 +79,8 @@ export class Store {
   readonly sentRequests: SentRequests;
   /** Follow-ups waiting for the active run (`queue`). */
   readonly queue: QueueStore;
+  /** Scheduled prompts (migration v7). */
+  readonly schedules: ScheduleStore;
 
   constructor(
     dataDir: string,
@@ -100,6 +103,7 @@ export class Store {
     this.replay = new ReplayLog(this.db, options.replayLimits);
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);
+    this.schedules = new ScheduleStore(this.db);
   }
 
   // ---- conversations ----

@@ -20,10 +20,16 @@
  *   in memory only): `session/load`, `session/resume` and `session/prompt` of an old ID answer
  *   "session not found".
  * - `FAKE_BANNER`: a line of text printed on stdout before the connection starts (garbage).
+ * - `FAKE_NAME`: the `agentInfo.name` it reports (`hermes-agent` to be taken for Hermes).
+ * - `FAKE_MODELS=hermes`: Hermes 0.19's legacy models (`provider:model` IDs).
+ * Started with `sessions delete -y <id>` it deletes that session from its state and exits, as
+ * `hermes sessions delete` does.
  *
  * Every line of `FAKE_LOG` carries the agent's `pid`, so a test can kill it mid-run.
  */
+import { type ChildProcess, spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
 
@@ -58,6 +64,20 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const cancels = new Map<string, AbortController>();
 let nextId = Object.keys(sessions).length + 1;
 
+// `<agent> … sessions delete -y <id>`: Hermes's CLI way of deleting a session (same state file).
+const cli = process.argv.indexOf("sessions");
+if (cli >= 0 && process.argv[cli + 1] === "delete") {
+  const id = process.argv.at(-1)!;
+  log("cli sessions delete", { sessionId: id });
+  if (!sessions[id]) {
+    process.stderr.write(`Session '${id}' not found.\n`);
+    process.exit(1);
+  }
+  delete sessions[id];
+  save();
+  process.exit(0);
+}
+
 process.stderr.write("fake agent started\n");
 
 function settingsOf(s: Session) {
@@ -72,6 +92,28 @@ function settingsOf(s: Session) {
         availableModels: [
           { modelId: "m-one", name: "One" },
           { modelId: "m-two", name: "Two" },
+        ],
+        currentModelId: s.model,
+      },
+    };
+  }
+  if (modelsKind === "hermes") {
+    // Hermes 0.19: `provider:model` IDs, the provider's label in each description.
+    return {
+      modes,
+      models: {
+        availableModels: [
+          {
+            modelId: "custom:fake-model",
+            name: "fake-model",
+            description: "Provider: Custom endpoint • current",
+          },
+          {
+            modelId: "openrouter:qwen/qwen3:free",
+            name: "qwen/qwen3:free",
+            description: "Provider: OpenRouter",
+          },
+          { modelId: "openrouter:anthropic/claude-sonnet-4", name: "anthropic/claude-sonnet-4" },
         ],
         currentModelId: s.model,
       },
@@ -138,13 +180,25 @@ function openCodeOptions(s: Session): acp.SessionConfigOption[] {
   return options;
 }
 
+/** The `mcpServers` each session was opened with (`new:<n>` until session/new assigns the ID). */
+const mcpServersOf = new Map<string, acp.McpServer[]>();
+
 function newSession(cwd: string): string {
+  const pending = mcpServersOf.get(`new:${nextId}`);
   const id = `sess-${process.pid}-${nextId++}`;
+  if (pending) mcpServersOf.set(id, pending);
   sessions[id] = {
     cwd,
     title: null,
     history: [],
-    model: modelsKind === "legacy" ? "m-one" : modelsKind === "opencode" ? "fast" : "small",
+    model:
+      modelsKind === "legacy"
+        ? "m-one"
+        : modelsKind === "opencode"
+          ? "fast"
+          : modelsKind === "hermes"
+            ? "custom:fake-model"
+            : "small",
     effort: modelsKind === "opencode" ? "default" : "medium",
     mode: "auto",
   };
@@ -177,12 +231,13 @@ const app = acp
     return {
       protocolVersion: acp.PROTOCOL_VERSION,
       agentCapabilities: caps,
-      agentInfo: { name: "fake", version: "1" },
+      agentInfo: { name: process.env.FAKE_NAME ?? "fake", version: "1" },
     };
   })
   .onRequest("session/new", async ({ params }) => {
     log("session/new", params);
     if (hangs("session/new")) await never;
+    mcpServersOf.set(`new:${nextId}`, params.mcpServers);
     const sessionId = newSession(params.cwd);
     return { sessionId, ...settingsOf(sessions[sessionId]!) };
   })
@@ -205,6 +260,7 @@ const app = acp
   })
   .onRequest("session/load", async ({ params, client }) => {
     log("session/load", params);
+    mcpServersOf.set(params.sessionId, params.mcpServers);
     if (hangs("session/load")) await never;
     const s = known(params.sessionId);
     for (const [i, h] of s.history.entries()) {
@@ -222,6 +278,7 @@ const app = acp
   })
   .onRequest("session/resume", ({ params }) => {
     log("session/resume", params);
+    mcpServersOf.set(params.sessionId, params.mcpServers ?? []);
     return settingsOf(known(params.sessionId));
   })
   .onRequest("session/close", ({ params }) => {
@@ -349,7 +406,127 @@ const GENERIC_OPTIONS: acp.PermissionOption[] = [
   { optionId: "cancel", kind: "reject_once", name: "No" },
 ];
 
+/**
+ * A minimal MCP client, as an agent has one: launch the stdio server a session was given and call
+ * its tools over newline-delimited JSON-RPC.
+ */
+class McpClient {
+  #id = 0;
+  readonly #pending = new Map<number, (result: { result?: unknown; error?: { message: string } }) => void>();
+  private constructor(readonly child: ChildProcess) {
+    createInterface({ input: child.stdout! }).on("line", (line) => {
+      const msg = JSON.parse(line) as { id?: number; result?: unknown; error?: { message: string } };
+      if (typeof msg.id === "number") this.#pending.get(msg.id)?.(msg);
+    });
+  }
+  static async launch(server: acp.McpServerStdio): Promise<McpClient> {
+    const env = {
+      PATH: process.env.PATH ?? "",
+      ...Object.fromEntries(server.env.map((e) => [e.name, e.value])),
+    };
+    const client = new McpClient(
+      spawn(server.command, server.args, { env, stdio: ["pipe", "pipe", "inherit"] }),
+    );
+    await client.request("initialize", {
+      protocolVersion: "2025-06-18",
+      capabilities: {},
+      clientInfo: { name: "fake-agent", version: "1" },
+    });
+    client.child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
+    return client;
+  }
+  request(method: string, params: unknown): Promise<{ result?: unknown; error?: { message: string } }> {
+    const id = ++this.#id;
+    return new Promise((resolve) => {
+      this.#pending.set(id, resolve);
+      this.child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
+    });
+  }
+}
+const mcpClients = new Map<string, Promise<McpClient>>();
+
 const SCRIPTS: Record<string, Script> = {
+  /**
+   * `mcp <tool> <json arguments>`: call one of the session's MCP server's tools (announced first
+   * as a tool call, as agents do) and answer with its result: `<tool> -> <text>` (`error:` when
+   * the tool failed). `mcp list` answers with the tool names.
+   */
+  async mcp({ args, params, say, update }) {
+    const server = mcpServersOf.get(params.sessionId)?.find((m): m is acp.McpServerStdio => "command" in m);
+    if (!server) {
+      await say("no MCP server");
+      return done();
+    }
+    let client = mcpClients.get(params.sessionId);
+    if (!client) {
+      client = McpClient.launch(server);
+      mcpClients.set(params.sessionId, client);
+    }
+    const mcp = await client;
+    const [tool = "", ...rest] = args;
+    if (tool === "list") {
+      const listed = (await mcp.request("tools/list", {})).result as { tools: Array<{ name: string }> };
+      await say(listed.tools.map((t) => t.name).join(","));
+      return done();
+    }
+    const toolArgs = JSON.parse(rest.join(" ") || "{}") as Record<string, unknown>;
+    const toolCallId = `mcp-${tool}-${Date.now()}`;
+    await update({
+      sessionUpdate: "tool_call",
+      toolCallId,
+      title: `mcp__${server.name}__${tool}`,
+      kind: "other",
+      status: "in_progress",
+      rawInput: toolArgs,
+    });
+    const { result, error } = await mcp.request("tools/call", { name: tool, arguments: toolArgs });
+    const r = result as { content?: Array<{ text?: string }>; isError?: boolean } | undefined;
+    const text = error
+      ? `protocol error: ${error.message}`
+      : (r?.content ?? []).map((c) => c.text ?? "").join("");
+    await update({
+      sessionUpdate: "tool_call_update",
+      toolCallId,
+      status: r?.isError || error ? "failed" : "completed",
+    });
+    await say(`${tool} -> ${r?.isError ? "error: " : ""}${text}`);
+    return done();
+  },
+  /** Ask permission for a call of one of Pheby's own tools, named as Qwen Code does (`_meta.toolName`). */
+  async phebypermission({ params, client, say }) {
+    const res = await client.request("session/request_permission", {
+      sessionId: params.sessionId,
+      toolCall: {
+        toolCallId: "pp1",
+        title: JSON.stringify({ question: "q?" }),
+        rawInput: { question: "q?" },
+        _meta: { toolName: "mcp__pheby__ask_user" },
+      },
+      options: GENERIC_OPTIONS,
+    });
+    const outcome = res.outcome as { outcome: string; optionId?: string };
+    await say(outcome.outcome === "selected" ? `chose ${outcome.optionId}` : outcome.outcome);
+    return done();
+  },
+  /** Report background work once the turn has ended, as Hermes's main branch does (`_hermes/notification`). */
+  async background({ params, client, say }) {
+    await say("working in the background");
+    setTimeout(() => {
+      void client.notify("_hermes/notification", {
+        sessionId: params.sessionId,
+        kind: "completion",
+        title: "Background Process Done (exit 0): make",
+        text: "wake [IMPORTANT: Background process proc_1 exited (exit code 0)]",
+        notificationIds: ["deleg-1"],
+      });
+    }, 30);
+    return done();
+  },
+  /** `wake …`: a wake-up prompt; answers with the prompt's `_meta`. */
+  async wake({ params, say }) {
+    await say(`woken with ${JSON.stringify(params._meta ?? null)}`);
+    return done();
+  },
   async echo({ text, say, update }) {
     await update({
       sessionUpdate: "agent_thought_chunk",

@@ -7,6 +7,7 @@ import type { PhebyClient } from "@pheby/client";
 import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
+import type { PhebyServerOptions } from "../../src/index.js";
 import { phebyClient, runFrames, startServer, type TestServer, type TestTransport } from "../helpers.js";
 
 /** A Pheby server with the ACP backend and one connected client that records every frame. */
@@ -59,11 +60,18 @@ export async function startPhebyAcp(
     allowedFileRoots?: string[];
     cancelGraceMs?: number;
     transport?: TestTransport;
+    /** Options of the server's scheduler and agent tools. */
+    schedules?: PhebyServerOptions["schedules"];
+    agentTools?: PhebyServerOptions["agentTools"];
+    push?: PhebyServerOptions["push"];
+    /** Extensions the client asks for (besides delta.append). */
+    features?: string[];
   } = {},
 ): Promise<PhebyAcp> {
   const backend = createAcpBackend(agent);
-  const ts = await startServer({ agent: backend, ...server });
-  const client = await phebyClient(ts);
+  const { features, ...serverOptions } = server;
+  const ts = await startServer({ agent: backend, ...serverOptions });
+  const client = await phebyClient(ts, features ? { features } : {});
   const frames: ServerMessage[] = [];
   const waiters = new Set<(m: ServerMessage) => void>();
   client.on("*", (m) => {

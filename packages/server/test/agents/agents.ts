@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { AgentBackend } from "../../src/agent/port.js";
-import { type FakeLlm, type Reply, startFakeLlm, textOf } from "../acp/fake-llm.js";
+import { type ChatMessage, type FakeLlm, type Reply, startFakeLlm, textOf } from "../acp/fake-llm.js";
 import { abortAfterText, RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 
 /** Where `scripts/install-agents.sh` installs the agents. */
@@ -114,8 +114,10 @@ export function useFakeLlm(agent: keyof typeof AGENT_BINS, script: AgentScript):
     const work = mkdtempSync(join(tmpdir(), `pheby-${agent}-`));
     fixture.work = work;
     fixture.llm = await startFakeLlm(({ messages, tools }) => {
-      if (messages[messages.length - 1]?.role === "tool") return { text: "The command finished." };
       const user = textOf([...messages].reverse().find((m) => m.role === "user"));
+      const pheby = phebyToolTurn(user, messages, tools);
+      if (pheby) return pheby;
+      if (messages[messages.length - 1]?.role === "tool") return { text: "The command finished." };
       const own = script(user, tools, work);
       if (own) return own;
       if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
@@ -124,6 +126,40 @@ export function useFakeLlm(agent: keyof typeof AGENT_BINS, script: AgentScript):
   });
   afterAll(() => fixture.llm?.close());
   return fixture;
+}
+
+/** Prefix of the answer the fake model gives once a Pheby tool returned. */
+export const TOOL_RESULT = "Pheby's tool said: ";
+
+/**
+ * The fake model's part for Pheby's tools. The user's `pheby <tool> <json arguments>` makes it call
+ * that tool as the agent names it (`mcp__pheby__<tool>`, OpenCode's `pheby_<tool>`), then answer
+ * {@link TOOL_RESULT} and the result. Qwen Code defers MCP tools behind `tool_search`/`tool_call`:
+ * the model looks the tool up first (again while Qwen is still connecting its MCP servers), then
+ * calls it through `tool_call`. Undefined when this is not such a turn (e.g. a title request).
+ */
+function phebyToolTurn(user: string, messages: ChatMessage[], tools: string[]): Reply | undefined {
+  const wanted = /^pheby (\w+) (\{.*\})\s*$/s.exec(user.trim());
+  if (!wanted) return undefined;
+  const [, tool, json] = wanted as unknown as [string, string, string];
+  const args = JSON.parse(json) as Record<string, unknown>;
+  const since = messages.slice(messages.map((m) => m.role).lastIndexOf("user"));
+  const results = since.filter((m) => m.role === "tool").map(textOf);
+  const direct = tools.find((t) => t === `mcp__pheby__${tool}` || t === `pheby_${tool}`);
+  if (direct) {
+    return results.length === 0
+      ? { toolCalls: [{ name: direct, arguments: args }] }
+      : { text: TOOL_RESULT + results.at(-1) };
+  }
+  if (!tools.includes("tool_search") || !tools.includes("tool_call")) return undefined;
+  const last = results.at(-1);
+  const name = `mcp__pheby__${tool}`;
+  if (last === undefined || (/Not found/.test(last) && results.length < 40)) {
+    return { toolCalls: [{ name: "tool_search", arguments: { query: `select:${name}` } }] };
+  }
+  if (last.includes("<functions>"))
+    return { toolCalls: [{ name: "tool_call", arguments: { name, arguments: args } }] };
+  return { text: TOOL_RESULT + last };
 }
 
 /** A suite's fake LLM, work dir and started agent, filled in by its `beforeAll`. */

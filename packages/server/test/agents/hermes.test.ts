@@ -4,8 +4,11 @@
  */
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expect, it } from "vitest";
-import { RecordingSink, turnInput } from "../acp/harness.js";
+import { FEATURE_EXPIRY } from "@pheby/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAcpBackend } from "../../src/agent/acp/index.js";
+import { RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
+import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
 import {
   AGENT_BINS,
   cancelledTurn,
@@ -15,6 +18,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("hermes", "Hermes Agent over ACP", () => {
@@ -31,6 +35,18 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
         return { toolCalls: [{ name: "terminal", arguments: { command } }] };
       }
       if (user.includes("send the chart")) return { text: `Here it is.\nMEDIA:${join(work, "chart.txt")}\n` };
+      const scoped = /^(session|always) approve (\w+)$/.exec(user.trim());
+      if (scoped) {
+        // `session`: a recursive delete; `always`: world-writable permissions (another of Hermes's
+        // patterns, so the permanent grant does not silence the other tests' deletes).
+        const [, scope, n] = scoped;
+        const file = join(work, `${scope}-${n}.txt`);
+        const command =
+          scope === "session"
+            ? `rm -rf ${work}/old-${n} && echo pheby > ${file}`
+            : `touch ${file} && chmod 777 ${file} && echo pheby > ${file}`;
+        return { toolCalls: [{ name: "terminal", arguments: { command } }] };
+      }
       return undefined;
     },
     ({ llm, work }) => {
@@ -73,10 +89,11 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
     expect(sink.answer).toContain("The command finished.");
   });
 
-  // hermes-agent 0.19.0 (PyPI) cannot reach clarify over ACP: its `hermes-acp` toolset leaves
-  // `clarify` out and its acp_adapter has no elicitation bridge yet (upstream main adds
-  // acp_adapter/elicitation.py). The form mapping is proven against the fake agent with
-  // Hermes's exact clarify schema (test/acp/backend.test.ts).
+  // hermes-agent 0.19.0 (PyPI) cannot reach its own clarify over ACP: its `hermes-acp` toolset
+  // leaves `clarify` out and its acp_adapter has no elicitation bridge yet (upstream main adds
+  // acp_adapter/elicitation.py). It asks through Pheby's `ask_user` instead (describePhebyTools
+  // below). The elicitation form mapping is proven against the fake agent with Hermes's exact
+  // clarify schema (test/acp/backend.test.ts).
   it.skip("asks a clarify question through elicitation (not reachable in hermes-agent 0.19.0)", () => {});
 
   it("delivers MEDIA: files from the allowed roots and strips the tag", async () => {
@@ -89,14 +106,17 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
     ]);
   });
 
-  it("reports models, lists sessions and cancels a slow run", async () => {
-    // Hermes 0.19 lists one model per configured provider model.
+  it("reports models grouped by provider, lists sessions and cancels a slow run", async () => {
+    // Hermes 0.19 lists its models as `provider:model`: one provider per prefix, the ID kept whole.
     const catalogue = await agent.backend.catalogue!();
-    expect(catalogue.providers.flatMap((p) => p.models)).toEqual(["custom:fake-model"]);
+    expect(catalogue.providers).toEqual([
+      { slug: "custom", name: expect.any(String), models: ["custom:fake-model"] },
+    ]);
+    expect(catalogue.defaultModel).toEqual({ model: "custom:fake-model", provider: "custom" });
     expect(agent.backend.capabilities).toMatchObject({
       listSessions: true,
       loadHistory: true,
-      deleteSession: false,
+      deleteSession: true, // through `hermes sessions delete`
     });
     expect((await agent.backend.listSessions!()).length).toBeGreaterThanOrEqual(3);
     await cancelledTurn(agent.backend);
@@ -107,5 +127,67 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
     fixture: agent,
     toolName: "terminal",
     choices: ["once", "session", "always", "deny"],
+  });
+
+  describePhebyTools({ fixture: agent, cron: true });
+
+  describe("approval scopes, expiry and deletion through a Pheby server", () => {
+    let p: PhebyAcp;
+    beforeAll(async () => {
+      p = await startPhebyAcp(agent.options, { features: [FEATURE_EXPIRY] });
+      await p.backend.ensureReady();
+    }, 120_000);
+    afterAll(() => p?.close());
+
+    /** Send `text`; answer its approval (if one comes) with `choice`; the run's approvals and status. */
+    async function turn(conv: string, text: string, choice?: "session" | "always" | "deny") {
+      const { run_id } = await p.client.request({ type: "chat.send", conversation_id: conv, text });
+      if (choice) {
+        const asked = await p.waitFor("approval.request", (m) => m.run_id === run_id, 90_000);
+        // Hermes denies an unanswered approval after 60 s by itself: the phone is told when.
+        expect(Date.parse(asked.expires_at!) - Date.parse(asked.ts)).toBe(59_000);
+        await p.client.request({ type: "approval.respond", approval_id: asked.approval_id, choice });
+      }
+      const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 90_000);
+      const asked = framesOf(p.frames, "approval.request").filter((m) => m.run_id === run_id);
+      return { status: finished.status, asked: asked.length };
+    }
+
+    it("session: the same kind of command runs without asking in that conversation, and asks in another", async () => {
+      const conv = await p.create();
+      expect(await turn(conv, "session approve 1", "session")).toEqual({ status: "completed", asked: 1 });
+      expect(readFileSync(join(agent.work, "session-1.txt"), "utf8").trim()).toBe("pheby");
+      expect(await turn(conv, "session approve 2")).toEqual({ status: "completed", asked: 0 });
+      expect(readFileSync(join(agent.work, "session-2.txt"), "utf8").trim()).toBe("pheby");
+      const other = await p.create();
+      expect(await turn(other, "session approve 3", "deny")).toEqual({ status: "completed", asked: 1 });
+      expect(existsSync(join(agent.work, "session-3.txt"))).toBe(false);
+    });
+
+    it("always: the command's kind runs without asking from then on, in every conversation", async () => {
+      const conv = await p.create();
+      expect(await turn(conv, "always approve 1", "always")).toEqual({ status: "completed", asked: 1 });
+      expect(readFileSync(join(agent.work, "always-1.txt"), "utf8").trim()).toBe("pheby");
+      const other = await p.create();
+      expect(await turn(other, "always approve 2")).toEqual({ status: "completed", asked: 0 });
+      expect(readFileSync(join(agent.work, "always-2.txt"), "utf8").trim()).toBe("pheby");
+    });
+
+    it("deleting a conversation deletes its Hermes session (a new Hermes process no longer lists it)", async () => {
+      const conv = await p.create();
+      await p.chat(conv, "say hello", 90_000);
+      const { conversations } = await p.client.request({ type: "conversation.list" });
+      const session = conversations.find((c) => c.conversation_id === conv)!.session_id!;
+      await p.client.request({ type: "conversation.delete", conversation_id: conv });
+      const fresh = createAcpBackend(agent.options);
+      await fresh.start(new RecordingHost());
+      try {
+        const listed = (await fresh.listSessions!()).map((s) => s.sessionId);
+        expect(listed.length).toBeGreaterThan(0);
+        expect(listed).not.toContain(session);
+      } finally {
+        await fresh.close();
+      }
+    });
   });
 });

@@ -20,6 +20,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 const never = () => new AbortController().signal;
@@ -161,4 +162,6 @@ describeAgent("opencode", "OpenCode over ACP", () => {
     toolCommand: () => `echo pheby > ${join(agent.work, "note-approved.txt")}`,
     choices: ["once", "always", "deny"],
   });
+
+  describePhebyTools({ fixture: agent });
 });

@@ -14,6 +14,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("qwen", "Qwen Code over ACP", () => {
@@ -84,4 +85,6 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
     toolName: "Shell", // Qwen titles the ACP tool call by its display name
     choices: ["once", "always", "deny"],
   });
+
+  describePhebyTools({ fixture: agent });
 });

@@ -11,7 +11,7 @@
  */
 
 import { homedir } from "node:os";
-import type { ListSessionsResponse } from "@agentclientprotocol/sdk";
+import type { InitializeResponse, ListSessionsResponse } from "@agentclientprotocol/sdk";
 import { FileRoots } from "../../files/roots.js";
 import { HostPaths } from "../../util/host-paths.js";
 import type {
@@ -25,6 +25,7 @@ import type {
   TurnResult,
   TurnSink,
 } from "../port.js";
+import { hermesDeleteCommand, isHermes, runCommand } from "./hermes.js";
 import type { AcpBackendOptions } from "./options.js";
 import type { AgentProcess } from "./process.js";
 import { prompt } from "./prompt.js";
@@ -32,8 +33,8 @@ import { elicitation, permission } from "./questions.js";
 import { load, newSession, takeSpare } from "./sessions.js";
 import { catalogueOf, hasModels, hasReasoning } from "./settings.js";
 import { AcpState } from "./state.js";
-import { Supervisor } from "./supervisor.js";
-import { enqueue } from "./updates.js";
+import { agentEnv, Supervisor } from "./supervisor.js";
+import { enqueue, hermesNotification } from "./updates.js";
 
 export type { AcpBackendOptions } from "./options.js";
 
@@ -51,6 +52,7 @@ class AcpBackend implements AgentBackend {
       update: (n) => enqueue(state, n),
       permission: (p, s) => permission(state, p, s),
       elicitation: (p, s) => elicitation(state, p, s),
+      hermesNotification: (p) => hermesNotification(state, p),
     });
   }
 
@@ -71,7 +73,9 @@ class AcpBackend implements AgentBackend {
     return {
       listSessions: known ? Boolean(caps?.sessionCapabilities?.list) : true,
       loadHistory: known ? Boolean(caps?.loadSession) : true,
-      deleteSession: known ? Boolean(caps?.sessionCapabilities?.delete) : true,
+      deleteSession: known
+        ? Boolean(caps?.sessionCapabilities?.delete) || this.#hermesDelete(init, "") !== null
+        : true,
       models: fresh ? hasModels(fresh) : true,
       reasoning: fresh ? hasReasoning(fresh) || [...modelEfforts.values()].some((e) => e.length > 0) : true,
       images: known ? Boolean(caps?.promptCapabilities?.image) : true,
@@ -119,7 +123,8 @@ class AcpBackend implements AgentBackend {
         this.#state.requestTimeoutMs,
       );
       for (const s of response.sessions) {
-        if (s.sessionId === this.#state.spare?.id) continue;
+        // Hermes still lists a session it deleted on our behalf (it keeps it in memory).
+        if (s.sessionId === this.#state.spare?.id || this.#state.deleted.has(s.sessionId)) continue;
         out.push({ sessionId: s.sessionId, title: s.title ?? null, updatedAt: s.updatedAt ?? null });
       }
       cursor = response.nextCursor;
@@ -138,13 +143,22 @@ class AcpBackend implements AgentBackend {
     return load(this.#state, proc, session);
   }
 
+  /**
+   * Close and delete the session where the agent can: `session/close`, `session/delete`, and for
+   * Hermes (which has neither over ACP) `hermes sessions delete -y <id>` with the agent's own
+   * command and environment (the same HERMES_HOME). The session is never opened again after.
+   */
   async deleteSession(sessionId: string): Promise<void> {
     const proc = await this.#supervisor.process();
     const caps = proc.init.agentCapabilities?.sessionCapabilities;
-    if (!caps?.delete && !caps?.close) throw new Error("the agent cannot close or delete sessions");
-    const timeout = this.#state.requestTimeoutMs;
-    if (caps.close) await proc.request("session/close", { sessionId }, timeout);
-    if (caps.delete) await proc.request("session/delete", { sessionId }, timeout);
+    const hermes = caps?.delete ? null : this.#hermesDelete(proc.init, sessionId);
+    if (!caps?.delete && !caps?.close && !hermes)
+      throw new Error("the agent cannot close or delete sessions");
+    const { options, requestTimeoutMs: timeout } = this.#state;
+    this.#state.deleted.add(sessionId);
+    if (caps?.close) await proc.request("session/close", { sessionId }, timeout);
+    if (caps?.delete) await proc.request("session/delete", { sessionId }, timeout);
+    if (hermes) await runCommand(hermes, { cwd: options.cwd, env: agentEnv(options), timeoutMs: timeout });
     const session = this.#state.sessions.get(sessionId);
     if (session?.unsolicited) clearTimeout(session.unsolicited.timer);
     this.#state.sessions.delete(sessionId);
@@ -165,6 +179,11 @@ class AcpBackend implements AgentBackend {
       proc.agentName,
       state.modelEfforts,
     );
+  }
+
+  /** The command deleting a Hermes session, when the agent is Hermes started as `… acp`. */
+  #hermesDelete(init: InitializeResponse | null | undefined, sessionId: string): string[] | null {
+    return isHermes(init) ? hermesDeleteCommand(this.#state.options.command, sessionId) : null;
   }
 
   async close(): Promise<void> {

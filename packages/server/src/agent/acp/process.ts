@@ -13,6 +13,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import * as acp from "@agentclientprotocol/sdk";
 import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentHost } from "../port.js";
+import { HERMES_CLIENT_META, HERMES_NOTIFICATION_METHOD } from "./hermes.js";
 
 /** Handlers for what the agent calls on us. */
 export interface ClientHandlers {
@@ -26,6 +27,8 @@ export interface ClientHandlers {
     params: acp.CreateElicitationRequest,
     signal: AbortSignal,
   ): Promise<acp.CreateElicitationResponse>;
+  /** Hermes's `_hermes/notification` (background work that finished while the session was idle). */
+  hermesNotification(params: unknown): void;
 }
 
 /** How to start the agent. */
@@ -107,6 +110,11 @@ export class AgentProcess {
       .onRequest("session/request_permission", ({ params, signal }) => handlers.permission(params, signal))
       .onRequest("elicitation/create", ({ params, signal }) => handlers.elicitation(params, signal))
       .onNotification("session/update", ({ params }) => handlers.update(params))
+      .onNotification(
+        HERMES_NOTIFICATION_METHOD,
+        (raw: unknown) => raw,
+        ({ params }) => handlers.hermesNotification(params),
+      )
       .connect(stream);
     this.connection.closed.catch(() => {});
   }
@@ -133,7 +141,12 @@ export class AgentProcess {
         {
           protocolVersion: acp.PROTOCOL_VERSION,
           // Only what Pheby really implements: form elicitation (clarify) and notices. No fs, no terminal.
-          clientCapabilities: { elicitation: { form: {} }, session: { notices: {} } },
+          // `_meta` asks Hermes for its background notifications (an extension others ignore).
+          clientCapabilities: {
+            elicitation: { form: {} },
+            session: { notices: {} },
+            _meta: { ...HERMES_CLIENT_META },
+          },
           clientInfo: CLIENT_INFO,
         },
         spec.startTimeoutMs,

@@ -35,6 +35,9 @@ export async function prompt(
   signal: AbortSignal,
 ): Promise<TurnResult> {
   if (signal.aborted) return { status: "cancelled" };
+  if (state.deleted.has(input.sessionId)) {
+    return { status: "failed", error: "this conversation's agent session was deleted" };
+  }
   const first = state.session(input.sessionId);
   // The server may report a cancelled run finished before the agent has stopped it (its cancel
   // grace): wait until the agent stops it or it is given up (cancelTimeoutMs after the cancel).
@@ -164,7 +167,7 @@ async function runTurn(
           : blocks;
         response = await proc.request<acp.PromptResponse>(
           "session/prompt",
-          { sessionId: session.id, prompt: withContext },
+          { sessionId: session.id, prompt: withContext, ...(input.meta ? { _meta: input.meta } : {}) },
           null,
         );
         break;

@@ -6,6 +6,8 @@
 import type * as acp from "@agentclientprotocol/sdk";
 import { nearestChoice } from "../nearest.js";
 import { mapElicitationForm } from "./elicitation.js";
+import { HERMES_APPROVAL_EXPIRES_MS, isHermes } from "./hermes.js";
+import { phebyToolOf } from "./mcp.js";
 import { mapPermissionOptions } from "./permissions.js";
 import { type AcpState, drain } from "./state.js";
 
@@ -23,6 +25,15 @@ export async function permission(
   const { choices, optionFor } = mapPermissionOptions(params.options);
   if (!turn || choices.length === 0) return CANCELLED;
   const call = params.toolCall;
+  // Pheby's own tools act only inside Pheby (the user answers ask_user on the phone anyway):
+  // an agent asking leave to call them (Qwen Code, Claude Code) gets it without a question.
+  const own = state.host.tools ? phebyToolOf(call, state.host.tools.names) : null;
+  if (own && choices.includes("once")) {
+    const args = call.rawInput && typeof call.rawInput === "object" ? call.rawInput : undefined;
+    turn.notePhebyCall(own, args as Record<string, unknown> | undefined);
+    state.host.log.debug({ tool: own }, "permission for Pheby's own tool granted");
+    return { outcome: { outcome: "selected", optionId: optionFor.get("once")! } };
+  }
   const input = (call.rawInput ?? {}) as { command?: unknown; description?: unknown };
   const answer = await turn.ask(signal, (withdraw) =>
     turn.sink.askPermission(
@@ -32,6 +43,8 @@ export async function permission(
         description:
           typeof input.description === "string" ? input.description : (call.title ?? call.kind ?? ""),
         choices,
+        // Hermes denies by itself after 60 s, without telling us: the phone should know.
+        ...(isHermes(state.init) ? { expiresInMs: HERMES_APPROVAL_EXPIRES_MS } : {}),
       },
       withdraw,
     ),

@@ -28,7 +28,7 @@ export function takeSpare(state: AcpState, proc: AgentProcess): SessionState | n
 export async function newSession(state: AcpState, proc: AgentProcess): Promise<SessionState> {
   const response = await proc.request<acp.NewSessionResponse>(
     "session/new",
-    { cwd: state.options.cwd, mcpServers: [] },
+    { cwd: state.options.cwd, mcpServers: state.mcpServers() },
     state.requestTimeoutMs,
   );
   const session = state.session(response.sessionId);
@@ -40,11 +40,12 @@ export async function newSession(state: AcpState, proc: AgentProcess): Promise<S
 /** Make sure `proc` has the session open: resume it (or load it) when this process has not seen it. */
 export async function open(state: AcpState, proc: AgentProcess, session: SessionState): Promise<void> {
   if (session.openIn === proc) return;
+  refuseDeleted(state, session.id);
   const caps = proc.init.agentCapabilities;
   if (caps?.sessionCapabilities?.resume) {
     const response = await proc.request<acp.ResumeSessionResponse>(
       "session/resume",
-      { sessionId: session.id, cwd: state.options.cwd, mcpServers: [] },
+      { sessionId: session.id, cwd: state.options.cwd, mcpServers: state.mcpServers() },
       state.requestTimeoutMs,
     );
     await opened(state, proc, session, response);
@@ -63,13 +64,14 @@ export async function load(
   proc: AgentProcess,
   session: SessionState,
 ): Promise<AgentHistoryEntry[]> {
+  refuseDeleted(state, session.id);
   await drain(session);
   session.replay = [];
   session.replayMessageId = null;
   try {
     const response = await proc.request<acp.LoadSessionResponse | null>(
       "session/load",
-      { sessionId: session.id, cwd: state.options.cwd, mcpServers: [] },
+      { sessionId: session.id, cwd: state.options.cwd, mcpServers: state.mcpServers() },
       state.requestTimeoutMs,
     );
     await drain(session);
@@ -97,4 +99,9 @@ async function opened(
   session.modes = response.modes ?? null;
   const mode = state.options.mode;
   if (mode) await setMode(state, proc, session, mode);
+}
+
+/** A session deleted through Pheby is never opened again (an agent would re-create it). */
+function refuseDeleted(state: AcpState, sessionId: string): void {
+  if (state.deleted.has(sessionId)) throw new Error("this conversation's agent session was deleted");
 }

@@ -10,10 +10,11 @@ import type {
 } from "@agentclientprotocol/sdk";
 import { REASONING_EFFORTS, type ReasoningEffort } from "@pheby/protocol";
 import type { AgentCatalogue, AgentModelProvider } from "../port.js";
+import { providersOfPrefixedModels } from "./hermes.js";
 
 /** The legacy (pre-config-options) model state some agents still return. */
 export interface LegacyModels {
-  availableModels: Array<{ modelId: string; name?: string }>;
+  availableModels: Array<{ modelId: string; name?: string; description?: string | null }>;
   currentModelId: string;
 }
 
@@ -106,12 +107,13 @@ export function catalogueOf(
       if (v.value === modelOption.currentValue) defaultModel = { model: v.value, provider: slug };
     }
   } else if (state.legacyModels) {
-    providers.push({
-      slug: agentName,
-      name: agentName,
-      models: state.legacyModels.availableModels.map((m) => m.modelId),
-    });
-    defaultModel = { model: state.legacyModels.currentModelId, provider: agentName };
+    const { availableModels, currentModelId } = state.legacyModels;
+    // Hermes names its models `provider:model`: one provider each, the IDs kept whole for switching.
+    const grouped = providersOfPrefixedModels(availableModels);
+    if (grouped) providers.push(...grouped);
+    else providers.push({ slug: agentName, name: agentName, models: availableModels.map((m) => m.modelId) });
+    const current = providers.find((p) => p.models.includes(currentModelId));
+    defaultModel = { model: currentModelId, provider: current?.slug ?? providers[0]?.slug ?? agentName };
   }
   const { efforts, current } = effortsOf(state);
   // Every effort some model offers may be chosen; per model, `modelEfforts` says which apply.

@@ -7,7 +7,7 @@ import type * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
 import type { FileRoots } from "../../files/roots.js";
 import type { HostPaths } from "../../util/host-paths.js";
-import type { AgentHistoryEntry, AgentHost } from "../port.js";
+import type { AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
 import type { AcpBackendOptions } from "./options.js";
 import type { AgentProcess } from "./process.js";
 import type { SessionSettingsState } from "./settings.js";
@@ -53,6 +53,20 @@ export class AcpState {
   spare: SessionState | null = null;
   /** The efforts each model offered when a session used it (OpenCode's change with the model). */
   readonly modelEfforts = new Map<string, ReasoningEffort[]>();
+  /** What the live (or latest) agent process said at `initialize`. */
+  init: acp.InitializeResponse | null = null;
+  /** Pheby's MCP server as the live agent process may launch it (null: not offered). */
+  mcpServer: McpServerSpec | null = null;
+  /**
+   * Sessions deleted through Pheby. They are never loaded, resumed or prompted again: with Hermes,
+   * which keeps a deleted session in memory, a later load would write it back.
+   */
+  readonly deleted = new Set<string>();
+
+  /** The `mcpServers` of a session request: Pheby's own server when it is offered. */
+  mcpServers(): McpServerSpec[] {
+    return this.mcpServer ? [this.mcpServer] : [];
+  }
 
   constructor(readonly options: AcpBackendOptions) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;

@@ -5,6 +5,7 @@
  * questions of the turns it was running.
  */
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import { mcpToolTimeoutMs, sessionOf } from "./mcp.js";
 import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
 import type { AcpState } from "./state.js";
@@ -128,7 +129,20 @@ export class Supervisor {
     }
     this.#proc = proc;
     this.lastInit = proc.init;
-    void proc.exited.then((reason) => this.#exited(proc, reason));
+    this.state.init = proc.init;
+    // Pheby's MCP server for this process: its sessions name it in session/new|load|resume. The
+    // grant (its token) ends with the process; a respawned agent gets a new one.
+    const toolTimeoutMs = mcpToolTimeoutMs(proc.agentName);
+    const grant = host.tools?.grant({
+      agent: proc.agentName,
+      ...(toolTimeoutMs === undefined ? {} : { toolTimeoutMs }),
+      sessionOf: (call) => sessionOf(this.state, (openIn) => openIn === proc, call),
+    });
+    this.state.mcpServer = grant?.server ?? null;
+    void proc.exited.then((reason) => {
+      grant?.revoke();
+      this.#exited(proc, reason);
+    });
     return proc;
   }
 
@@ -146,7 +160,7 @@ export class Supervisor {
 }
 
 /** The agent's environment: ours without Pheby's own settings (the shared secret among them), plus its own. */
-function agentEnv(options: AcpBackendOptions): NodeJS.ProcessEnv {
+export function agentEnv(options: AcpBackendOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PHEBY_")) env[k] = v;
   return Object.assign(env, options.env);

@@ -36,6 +36,8 @@ export class Turn {
   #release!: () => void;
   #released = false;
   private readonly tools = new Map<string, ToolState>();
+  /** Calls of Pheby's own tools the agent asked permission for (Qwen Code reports no other trace in time). */
+  private readonly phebyCalls: Array<{ name: string; args: Record<string, unknown> | undefined }> = [];
   private readonly questions = new Set<AbortController>();
   private readonly media: string[] = [];
   private readonly filter = new MediaLineFilter((path) => this.media.push(path));
@@ -104,6 +106,19 @@ export class Turn {
     tool.ended = true;
     if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed" });
     else this.sink.toolEnd({ toolCallId: id, status: "failed", error: this.#failureText(update) });
+  }
+
+  /** The tool calls this turn has shown so far, for telling apart which turn an MCP call came from. */
+  calls(): Array<{ name: string; args: Record<string, unknown> | undefined; ended: boolean }> {
+    return [
+      ...[...this.tools.values()].map(({ name, args, ended }) => ({ name, args, ended })),
+      ...this.phebyCalls.map((c) => ({ ...c, ended: false })),
+    ];
+  }
+
+  /** The agent is about to call one of Pheby's tools (it asked permission, answered by Pheby). */
+  notePhebyCall(name: string, args: Record<string, unknown> | undefined): void {
+    this.phebyCalls.push({ name, args });
   }
 
   private start(toolCallId: string, tool: ToolState): void {

@@ -5,6 +5,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import { stripMediaLines } from "./content.js";
+import { HERMES_NOTIFICATION_IDS_META, parseHermesNotification } from "./hermes.js";
 import { errorMessage } from "./process.js";
 import { setSettings } from "./session-settings.js";
 import type { AcpState, SessionState } from "./state.js";
@@ -82,4 +83,22 @@ export function flushUnsolicited(state: AcpState, session: SessionState): void {
   session.unsolicited = null;
   const text = stripMediaLines(pending.text);
   if (text.trim()) state.host.unsolicited({ sessionId: session.id, text });
+}
+
+/**
+ * Hermes's `_hermes/notification`: background work of an idle session finished, and `text` is
+ * what its CLI would prompt the agent with next. Pheby does the same, as a run nobody asked for
+ * (the agent's answer is the unsolicited output), and hands the notification's receipts back in
+ * that prompt's `_meta` so Hermes counts them delivered.
+ */
+export function hermesNotification(state: AcpState, params: unknown): void {
+  const n = parseHermesNotification(params);
+  if (!n || !state.sessions.has(n.sessionId) || state.deleted.has(n.sessionId)) {
+    state.host.log.debug({}, "a _hermes/notification for no known session ignored");
+    return;
+  }
+  const meta =
+    n.notificationIds.length > 0 ? { [HERMES_NOTIFICATION_IDS_META]: n.notificationIds } : undefined;
+  if (state.host.wake) state.host.wake({ sessionId: n.sessionId, text: n.text, ...(meta ? { meta } : {}) });
+  else state.host.unsolicited({ sessionId: n.sessionId, text: n.title || n.text });
 }

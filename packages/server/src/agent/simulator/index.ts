@@ -12,7 +12,7 @@ export interface SimulatorOptions {
   delayMs?: number;
   /** Delay before the unsolicited message of `/sim later`, in ms (default 2000). */
   laterDelayMs?: number;
-  /** Delay after which `/sim timeout` withdraws its approval, in ms (default 5000). */
+  /** Delay after which `/sim timeout` gives up on its approval (it expires), in ms (default 5000). */
   approvalTimeoutMs?: number;
   /**
    * Where `/sim file` and `/sim image` write their files, which they then
@@ -130,7 +130,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
   /**
    * `/sim approval` and `/sim timeout`: a shell tool paused on an approval.
    * once/session/always run it, deny fails it; with `timeoutMs` the agent
-   * withdraws the question after that delay. A session/always approval is
+   * gives up on the question after that delay, and says so (`expiresInMs`): the
+   * server withdraws it then, telling `expiry` clients. A session/always approval is
    * honoured by later runs without asking. With `offered` (`/sim approval
    * limited`) the agent offers fewer choices and applies the nearest one to
    * the user's, as a real agent backend must.
@@ -150,18 +151,13 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     if (earlier) {
       text = `I ran \`${command}\` without asking: you approved it for ${earlier === "always" ? "every conversation" : "this conversation"} earlier.`;
     } else {
-      const withdraw = new AbortController();
-      const timer = timeoutMs === undefined ? undefined : setTimeout(() => withdraw.abort(), timeoutMs);
-      const answer = await sink.askPermission(
-        {
-          toolCallId,
-          command,
-          description: "Destructive shell command (rm -rf), simulated",
-          choices: [...offered],
-        },
-        withdraw.signal,
-      );
-      clearTimeout(timer);
+      const answer = await sink.askPermission({
+        toolCallId,
+        command,
+        description: "Destructive shell command (rm -rf), simulated",
+        choices: [...offered],
+        ...(timeoutMs === undefined ? {} : { expiresInMs: timeoutMs }),
+      });
       if (signal.aborted) return cancelled;
       if (answer.outcome === "cancelled") {
         sink.toolEnd({ toolCallId, status: "failed", error: "Approval withdrawn: it timed out" });
