@@ -30,6 +30,12 @@ object Features {
     /** Pairing with a one-time code, a revocable secret per device; the owner's `pair.create`, `device.list`, `device.revoke`. */
     const val DEVICES: String = "devices"
 
+    /**
+     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
+     * [PUSH], [RESUME], [QUEUE]. Add to it for the others: `features = Features.DEFAULTS + Features.SCHEDULES`.
+     */
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE)
+
     /** Every name above, in `@pheby/protocol`'s order. */
     val ALL: List<String> = listOf(DELTA_APPEND, PUSH, RESUME, QUEUE, SCHEDULES, EXPIRY, DEVICES)
 }

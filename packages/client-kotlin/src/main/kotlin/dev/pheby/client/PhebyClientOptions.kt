@@ -20,7 +20,8 @@ import kotlin.time.Duration.Companion.seconds
  *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
  *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
  *   after a drop, retry-safe sends) and [Features.QUEUE] (`queue.changed` events). Names the client has
- *   no behaviour for are still asked for; their frames reach [PhebyClient.events] as they come.
+ *   no behaviour for are still asked for; their frames reach [PhebyClient.events] as they come. Add
+ *   [Features.SCHEDULES] or [Features.EXPIRY] with `Features.DEFAULTS + Features.SCHEDULES`.
  * @property requestTimeout How long a request waits for its reply, the handshake included.
  * @property reconnect Automatic reconnect after a drop; null disables it.
  * @property pingInterval WebSocket ping interval; a missed pong drops the connection (and so reconnects),
@@ -32,7 +33,7 @@ import kotlin.time.Duration.Companion.seconds
 data class PhebyClientOptions(
     val url: String,
     val secret: String,
-    val features: Set<String> = setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
+    val features: Set<String> = Features.DEFAULTS,
     val requestTimeout: Duration = 30.seconds,
     val reconnect: ReconnectPolicy? = ReconnectPolicy(),
     val pingInterval: Duration = 25.seconds,

@@ -104,6 +104,7 @@ class UnitsTest {
             setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
             PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
         )
+        assertEquals(PhebyClientOptions(url = "ws://h/ws", secret = "s").features, Features.DEFAULTS)
     }
 
     @Test
