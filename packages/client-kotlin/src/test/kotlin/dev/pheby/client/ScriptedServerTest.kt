@@ -1,8 +1,10 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ApprovalChoice
+import dev.pheby.protocol.ClarifyRequest
 import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.MessageDelta
+import dev.pheby.protocol.OptionalNullable
 import dev.pheby.protocol.PhebyJson
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunStatus
@@ -17,6 +19,7 @@ import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import mockwebserver3.MockResponse
@@ -26,6 +29,7 @@ import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import java.io.File
@@ -35,12 +39,13 @@ import java.util.concurrent.CompletableFuture
 import java.util.concurrent.LinkedBlockingQueue
 import java.util.concurrent.TimeUnit
 import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.minutes
 import kotlin.time.Duration.Companion.seconds
 
 /**
  * What the real server cannot be made to do: frames of a newer server, a malformed frame, a missed
  * append delta, a reply that never comes, the close code 4426 and an exact 4429 "retry after N s",
- * and an HTTP 429 with `Retry-After` only. A scripted WebSocket peer on 127.0.0.1 plays the server,
+ * an HTTP 429 with `Retry-After` only, and a question that expires. A scripted WebSocket peer on 127.0.0.1 plays the server,
  * with frames from `@pheby/protocol`'s fixtures.
  */
 class ScriptedServerTest {
@@ -158,6 +163,28 @@ class ScriptedServerTest {
             val id = peer.next().getValue("request_id").jsonPrimitive.content
             peer.send("""{"type":"pong","request_id":"$id"}""") // no ts
             assertEquals(PhebyException.INVALID_FRAME, (pinged.await() as PhebyException).code)
+        }
+    }
+
+    @Test
+    fun `expiry - a clarification's countdown is expires_at minus ts, and null when the server does not know`() = blocking {
+        // The simulator cannot ask a question that expires (only /sim timeout, an approval: ExpiryTest); Pheby's
+        // ask_user tool of a real ACP agent can. So the server's clarify.request is scripted, from the fixture.
+        val peer = peer()
+        val options = PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", features = setOf(Features.EXPIRY), reconnect = null)
+        PhebyClient(options).use { client ->
+            val connected = async { client.connect() }
+            assertEquals("""["expiry"]""", peer.accept().getValue("features").toString())
+            connected.await()
+            val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(2).toList() }
+            val unknown = PhebyJson.parseToJsonElement(fixture("valid/server/clarify.request.expiry.json")).jsonObject
+            peer.send(JsonObject(unknown + ("expires_at" to JsonPrimitive("2026-09-02T18:04:00Z"))).toString())
+            peer.send(unknown.toString())
+            val (known, notKnown) = events.await().map { it as ClarifyRequest }
+            assertEquals(OptionalNullable.Value("2026-09-02T18:04:00Z"), known.expiresAt)
+            assertEquals(4.minutes, known.expiresIn, "from ts (+00:00) to expires_at (Z), whatever the phone's clock says")
+            assertEquals(OptionalNullable.Value(null), notKnown.expiresAt)
+            assertNull(notKnown.expiresIn)
         }
     }
 
