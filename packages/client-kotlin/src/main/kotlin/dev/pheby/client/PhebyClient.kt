@@ -65,6 +65,8 @@ import kotlinx.coroutines.flow.asStateFlow
 import kotlinx.coroutines.flow.channelFlow
 import kotlinx.coroutines.flow.onSubscription
 import kotlinx.coroutines.launch
+import kotlinx.coroutines.sync.Mutex
+import kotlinx.coroutines.sync.withLock
 import kotlinx.coroutines.withTimeoutOrNull
 import kotlinx.serialization.SerializationException
 import kotlinx.serialization.json.JsonObject
@@ -79,6 +81,7 @@ import okio.ByteString
 import java.io.File
 import java.io.InputStream
 import java.io.OutputStream
+import java.util.Collections
 import java.util.concurrent.ConcurrentHashMap
 import java.util.concurrent.TimeUnit
 import java.util.concurrent.atomic.AtomicLong
@@ -109,9 +112,13 @@ import kotlin.time.Duration
  * draft so far (append deltas are stitched).
  *
  * **Reconnect**: after [connect] succeeded once, a dropped connection is reopened with jittered backoff
- * (never after a wrong secret or protocol version; after a lockout once it has expired), the
- * conversations passed to [follow] are re-opened, and their snapshots arrive in [events] and [resyncs].
- * [state] says where the connection stands.
+ * (never after a wrong secret or protocol version; after a lockout once it has expired) and the
+ * conversations passed to [follow] are re-opened: with `resume`, from the last `seq` handled, so only the
+ * missed frames arrive on [events], as if never missed; otherwise (or when the server can no longer
+ * replay) as snapshots on [events] and [resyncs]. With `resume`, sends (`chat.send`,
+ * `conversation.create`) carry a `client_message_id`, wait in an outbox while the connection is down,
+ * and a send whose reply was lost in a drop is sent again (the server answers a repeat with the first
+ * outcome). [state] says where the connection stands.
  *
  * Thread-safe. [close] it when done.
  */
@@ -127,9 +134,11 @@ class PhebyClient internal constructor(
     private val http: OkHttpClient = (options.httpClient ?: OkHttpClient()).newBuilder()
         .pingInterval(options.pingInterval.inWholeMilliseconds, TimeUnit.MILLISECONDS)
         .build()
-    private val attachments = Attachments(http, options.url, options.secret)
-    private val extensions: List<ClientExtension> =
-        options.features.mapNotNull { BUILT_IN_EXTENSIONS[it]?.invoke() } + extraExtensions
+    internal val routes = HttpRoutes(http, options.url, options.secret)
+    private val attachments = Attachments(routes)
+    internal val extensions: List<ClientExtension> =
+        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() } + extraExtensions
+    private val resume: Resume? = extension()
     private val helloFeatures: List<String> = (options.features + extraExtensions.map { it.feature }).toList()
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("pheby-client"))
 
@@ -140,15 +149,20 @@ class PhebyClient internal constructor(
     private val invalidFlow = MutableSharedFlow<InvalidFrame>(extraBufferCapacity = 64, onBufferOverflow = BufferOverflow.DROP_OLDEST)
     private val resyncFlow = MutableSharedFlow<Map<String, ConversationHistory>>(extraBufferCapacity = 16, onBufferOverflow = BufferOverflow.DROP_OLDEST)
 
-    private val pending = ConcurrentHashMap<String, Pending>()
-    private val followed = ConcurrentHashMap<String, Follow>()
+    /** Requests sent and waiting for their reply, by `request_id`. */
+    private val pending = ConcurrentHashMap<String, Outgoing>()
+    /** Re-opened after every reconnect, in the order they were followed. Synchronized on itself. */
+    private val followed: MutableMap<String, Follow> = Collections.synchronizedMap(LinkedHashMap())
     private val nextId = AtomicLong(1)
 
-    // Guarded by lock: the current connection, and what happens when it ends.
+    // Guarded by lock: the current connection, what happens when it ends, and the sends waiting for the
+    // next one (`resume`), in the order they were first made. While reconnectJob runs (reconnecting, then
+    // catching up the followed conversations), new sends join the outbox so they keep their order.
     private val lock = Any()
     private var link: Link? = null
     private var reconnectJob: Job? = null
     private var closed = false
+    private val outbox = ArrayList<Outgoing>()
 
     /** Where the connection stands; see [ConnectionState]. */
     val state: StateFlow<ConnectionState> = stateFlow.asStateFlow()
@@ -163,7 +177,11 @@ class PhebyClient internal constructor(
     /** Frames the server sent that the models cannot decode (malformed JSON, a known type missing a field); they are skipped. */
     val invalidFrames: SharedFlow<InvalidFrame> = invalidFlow.asSharedFlow()
 
-    /** After each reconnect, the fresh snapshots of the [follow]ed conversations, by conversation ID. */
+    /**
+     * After each reconnect, the fresh snapshots of the [follow]ed conversations, by conversation ID: replace
+     * their local state. With `resume`, a conversation the server resumed is not in it (its missed frames
+     * arrived on [events] after a `ConversationResumed`); one it could not (`resumed == false`) is.
+     */
     val resyncs: SharedFlow<Map<String, ConversationHistory>> = resyncFlow.asSharedFlow()
 
     /** The extensions the server enabled on the current connection (`ready.features`); empty when not connected. */
@@ -177,7 +195,10 @@ class PhebyClient internal constructor(
      * [PhebyException.CONNECTION_CLOSED] (with [PhebyException.status] if the upgrade was refused).
      * This first attempt is not retried; once it succeeded, drops are repaired automatically.
      */
-    suspend fun connect(): Ready {
+    suspend fun connect(): Ready = connect(::secretHello)
+
+    /** [connect] with another `hello` (a pairing one: [pairDevice]); reconnects say the secret's. */
+    internal suspend fun connect(hello: (requestId: String) -> Hello): Ready {
         val previous = synchronized(lock) {
             check(!closed) { "this PhebyClient is closed; create a new one" }
             reconnectJob?.cancel()
@@ -187,11 +208,12 @@ class PhebyClient internal constructor(
         previous?.cancel()
         stateFlow.value = ConnectionState.Connecting
         return try {
-            handshake()
+            handshake(hello, repairs = false).also { flushOutbox(thisJob = null) }
         } catch (e: PhebyException) {
             if (!synchronized(lock) { closed }) {
                 stateFlow.value = if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e)
             }
+            failOutbox(e)
             throw e
         }
     }
@@ -199,7 +221,8 @@ class PhebyClient internal constructor(
     /**
      * Drops the current connection and reconnects at once (e.g. when the device switched networks, so
      * the old path is dead but no ping has failed yet). Requests in flight fail with
-     * [PhebyException.CONNECTION_CLOSED]. Does nothing unless connected or reconnecting.
+     * [PhebyException.CONNECTION_CLOSED], except sends that `resume` makes safe to send again. Does
+     * nothing unless connected or reconnecting.
      */
     fun reconnect() {
         val dropped = synchronized(lock) {
@@ -223,10 +246,12 @@ class PhebyClient internal constructor(
             reconnectJob = null
             link.also { link = null }
         }
+        val failure = PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed")
         last?.let {
             it.close()
-            failPending(it, PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed"))
+            failPending(it, failure, retain = false)
         }
+        failOutbox(failure)
         stateFlow.value = ConnectionState.Closed(null)
         scope.cancel()
         if (ownsHttp) {
@@ -240,15 +265,30 @@ class PhebyClient internal constructor(
      * [message] has none. Throws [PhebyException] with the server's error code when the reply is an
      * `error`, [PhebyException.TIMEOUT] after [timeout], [PhebyException.CONNECTION_CLOSED] when not
      * connected or when the connection drops first. For a known message [reply] must be its reply type
-     * (`ChatSend` → `RunAccepted`, …); a [ClientMessage.Unknown] (an extension's request) may name any.
+     * (`ChatSend` → `RunAccepted`, …) or a supertype of it; a `ChatSend` with `queue` may also get
+     * `RunQueued` and a `ConversationOpen` with `sinceSeq` `ConversationResumed`, so ask for
+     * `ServerMessage` there. A [ClientMessage.Unknown] (an extension's request) may name any.
+     *
+     * With `resume` asked for ([PhebyClientOptions.features]), a `ChatSend` or `ConversationCreate`
+     * without `clientMessageId` gets one ([newClientMessageId]), and such a send is safe to repeat:
+     * while the client is reconnecting it waits in an outbox and goes out once the connection is back
+     * (after the followed conversations are caught up); when the connection drops before its reply, it
+     * is sent again on the next connection if that one enabled `resume` (the server answers a repeat
+     * with the first outcome, never a second run), and fails with [PhebyException.CONNECTION_CLOSED]
+     * otherwise. [timeout] counts from each time it is sent.
      */
     suspend fun <R : ServerMessage> request(message: ClientMessage, reply: KClass<R>, timeout: Duration = options.requestTimeout): R {
-        REPLY_TYPES[message::class]?.let { expected ->
-            require(expected == reply) { "the reply to ${message::class.simpleName} is ${expected.simpleName}, not ${reply.simpleName}" }
+        val out = outgoing(stamp(message), reply, timeout)
+        synchronized(lock) {
+            val current = link?.takeIf { it.ready }
+            val recovering = reconnectJob?.isActive == true
+            when {
+                current != null && !(out.retry && recovering) -> transmit(current, out)
+                out.retry && recovering && !closed -> outbox += out
+                else -> throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
+            }
         }
-        val current = synchronized(lock) { link?.takeIf { it.ready } }
-            ?: throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
-        return exchange(current, message, reply, timeout)
+        return await(out, reply)
     }
 
     /** [request] with the reply type as a type argument: `client.request<RunAccepted>(ChatSend(…))`. */
@@ -261,8 +301,12 @@ class PhebyClient internal constructor(
     /** `conversation.list`: every conversation. */
     suspend fun listConversations(): ConversationSnapshot = request(ConversationList())
 
-    /** `conversation.create`; every client also gets `conversation.updated`. */
-    suspend fun createConversation(name: String? = null): ConversationCreated = request(ConversationCreate(name = name))
+    /**
+     * `conversation.create`; every client also gets `conversation.updated`. With `resume` it carries
+     * [clientMessageId] (a new one when null), so a retry after a drop never creates a second one.
+     */
+    suspend fun createConversation(name: String? = null, clientMessageId: String? = null): ConversationCreated =
+        request(ConversationCreate(name = name, clientMessageId = clientMessageId))
 
     /**
      * `conversation.open`: the newest [limit] messages (default 200, at most 500) before
@@ -283,11 +327,23 @@ class PhebyClient internal constructor(
     /**
      * `chat.send`: starts a run and returns its `run.accepted`. The run's frames arrive in [events];
      * [chat] hands them over as one flow. Up to 10 [attachmentIds] of uploads to this conversation.
+     * With `resume` it carries [clientMessageId] (a new one when null; the user message in history
+     * carries it too) and is retried safely across a drop (see [request]). While a run is active it
+     * fails with `run_active`; [queueMessage] queues it instead.
      */
-    suspend fun sendMessage(conversationId: String, text: String, attachmentIds: List<String> = emptyList()): RunAccepted =
-        request(ChatSend(conversationId = conversationId, text = text, attachmentIds = attachmentIds.ifEmpty { null }))
+    suspend fun sendMessage(
+        conversationId: String,
+        text: String,
+        attachmentIds: List<String> = emptyList(),
+        clientMessageId: String? = null,
+    ): RunAccepted =
+        request(ChatSend(conversationId = conversationId, text = text, attachmentIds = attachmentIds.ifEmpty { null }, clientMessageId = clientMessageId))
 
-    /** `run.cancel`: returns the run's single `run.finished` (`cancelled`). A run no longer active: `not_found`. */
+    /**
+     * `run.cancel`: returns the run's single `run.finished` (`cancelled`). A run no longer active:
+     * `not_found`. With `queue`, a queued run's ID removes it from the queue (its `run.finished` is
+     * `cancelled` too; the other `queue` clients get `queue.changed`).
+     */
     suspend fun cancelRun(conversationId: String, runId: String): RunFinished =
         request(RunCancel(conversationId = conversationId, runId = runId))
 
@@ -330,39 +386,51 @@ class PhebyClient internal constructor(
      * `approval.request` / `clarify.request` and their `*.resolved`, `attachment.added`,
      * `message.complete` (notices included), and finally the run's `run.finished`.
      *
-     * Answer questions from the collector (`respondToApproval`, …). If the connection drops meanwhile,
-     * the flow goes on after the reconnect: it emits the conversation's fresh `conversation.history`,
-     * and completes right after it when the run is no longer active (it ended, or the server
-     * restarted); otherwise the run's frames continue. Throws [PhebyException] if `chat.send` is
-     * refused (e.g. `run_active`) or the connection fails for good. Cancelling the collection stops
-     * listening, not the run ([cancelRun] does that).
+     * With [queue] (the `queue` extension) a send during another run is queued: the flow first emits
+     * `run.queued` and the conversation's `queue.changed` while it waits, then the run as above once it
+     * starts (or its `run.finished` `cancelled`, when [cancelRun] removed it from the queue). [clientMessageId]
+     * is as in [sendMessage].
+     *
+     * Answer questions from the collector (`respondToApproval`, …). The conversation is [follow]ed while
+     * the flow runs, so a drop does not lose the run: after the reconnect, with `resume` the missed frames
+     * follow as if never missed (a send whose reply was lost is sent again first, without a second run);
+     * without, the flow emits the conversation's fresh `conversation.history` and completes right after it
+     * when the run is no longer active (it ended, or the server restarted), else the run's frames
+     * continue. Throws [PhebyException] if `chat.send` is refused (e.g. `run_active`) or the connection
+     * fails for good. Cancelling the collection stops listening, not the run ([cancelRun] does that).
      */
-    fun chat(conversationId: String, text: String, attachmentIds: List<String> = emptyList()): Flow<ServerMessage> = channelFlow {
-        val sendId = newRequestId()
-        val snapshotId = AtomicReference<String?>(null)
+    fun chat(
+        conversationId: String,
+        text: String,
+        attachmentIds: List<String> = emptyList(),
+        queue: Boolean = false,
+        clientMessageId: String? = null,
+    ): Flow<ServerMessage> = channelFlow {
+        val send = stamp(
+            ChatSend(
+                requestId = newRequestId(),
+                conversationId = conversationId,
+                text = text,
+                attachmentIds = attachmentIds.ifEmpty { null },
+                clientMessageId = clientMessageId,
+                queue = true.takeIf { queue },
+            ),
+        ) as ChatSend
+        val run = RunFrames(conversationId, send.requestId!!, send.clientMessageId)
+        // take() and learn() run on two coroutines; this keeps what they emit in order.
+        val emitting = Mutex()
         val subscribed = CompletableDeferred<Unit>()
         val done = CompletableDeferred<Unit>()
-        val run = RunFrames(conversationId, sendId)
-        launch(start = CoroutineStart.UNDISPATCHED) {
-            events.onSubscription { subscribed.complete(Unit) }.collect { message ->
-                val snapshot = message is ConversationHistory && message.requestId != null && message.requestId == snapshotId.get()
-                if (snapshot || run.accepts(message)) send(message)
-                if ((snapshot && !run.isActiveIn(message as ConversationHistory)) || run.finishedBy(message)) done.complete(Unit)
-            }
+        suspend fun emit(frames: List<ServerMessage>) {
+            for (frame in frames) send(frame)
+            if (run.finished) done.complete(Unit)
         }
-        // A new connection while the run streams: ask for the conversation's snapshot (see above).
-        val connection = (stateFlow.value as? ConnectionState.Open)?.ready
+        launch(start = CoroutineStart.UNDISPATCHED) {
+            events.onSubscription { subscribed.complete(Unit) }.collect { message -> emitting.withLock { emit(run.take(message)) } }
+        }
         launch {
             stateFlow.collect { state ->
                 when (state) {
-                    is ConnectionState.Open -> if (state.ready !== connection && run.runId != null) {
-                        val id = newRequestId().also(snapshotId::set)
-                        try {
-                            request(ConversationOpen(requestId = id, conversationId = conversationId), ConversationHistory::class)
-                        } catch (e: PhebyException) {
-                            if (e.code != PhebyException.CONNECTION_CLOSED) done.completeExceptionally(e)
-                        }
-                    }
                     is ConnectionState.Failed -> done.completeExceptionally(state.error)
                     is ConnectionState.Closed -> done.completeExceptionally(
                         state.error ?: PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed"),
@@ -371,16 +439,25 @@ class PhebyClient internal constructor(
                 }
             }
         }
-        subscribed.await()
-        request(ChatSend(requestId = sendId, conversationId = conversationId, text = text, attachmentIds = attachmentIds.ifEmpty { null }), RunAccepted::class)
-        done.await()
+        val following = Follow(null)
+        val added = followed.putIfAbsent(conversationId, following) == null
+        try {
+            subscribed.await()
+            val reply = request(send, ServerMessage::class)
+            emitting.withLock { emit(run.learn(reply)) }
+            done.await()
+        } finally {
+            if (added) followed.remove(conversationId, following)
+        }
         coroutineContext.cancelChildren()
     }
 
     /**
-     * Follow a conversation: after every reconnect it is re-opened (with [limit]) and its snapshot
-     * arrives in [events] and [resyncs], so the app can replace its local state (history,
-     * attachments, run, tools, pending decisions), as the protocol's reconnect procedure says.
+     * Follow a conversation: after every reconnect it is re-opened (with [limit]; in the order followed): with `resume` from the
+     * last `seq` handled, so its missed frames arrive on [events] as if never missed; otherwise, or when
+     * the server can no longer replay them, its snapshot arrives in [events] and [resyncs], so the app
+     * can replace its local state (history, attachments, run, tools, pending decisions), as the
+     * protocol's reconnect procedure says.
      */
     fun follow(conversationId: String, limit: Int? = null) {
         followed[conversationId] = Follow(limit?.toLong())
@@ -392,20 +469,39 @@ class PhebyClient internal constructor(
     }
 
     /**
-     * Re-opens every followed conversation now and returns the snapshots (also emitted on [resyncs]).
-     * A conversation deleted meanwhile is dropped from the followed set. Runs by itself after each reconnect.
+     * The last `seq` handled for a conversation (`resume`): where a re-open after a drop resumes from;
+     * null before any (or without `resume`).
+     */
+    fun position(conversationId: String): Long? = resume?.position(conversationId)
+
+    /**
+     * Re-opens every followed conversation now (with `resume`, from their last `seq`; their events are
+     * held back until each answer, whose replay carries them) and returns the snapshots, also emitted on
+     * [resyncs]; a resumed conversation is not among them (see [resyncs]). A conversation deleted
+     * meanwhile is dropped from the followed set. Runs by itself after each reconnect.
      */
     suspend fun resync(): Map<String, ConversationHistory> {
         val current = synchronized(lock) { link?.takeIf { it.ready } }
             ?: throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
+        val follows = synchronized(followed) { followed.mapValues { it.value.limit } }
+        val resyncId = { "$RESYNC_REQUEST_PREFIX${nextId.getAndIncrement()}" }
+        val reopens = if (current.resume && resume != null) {
+            resume.reopen(follows, resyncId)
+        } else {
+            follows.mapValues { (id, limit) -> ConversationOpen(requestId = resyncId(), conversationId = id, limit = limit) }
+        }
         val snapshots = LinkedHashMap<String, ConversationHistory>()
-        for ((conversationId, follow) in followed.toMap()) {
-            val reopen = current.extensions.firstNotNullOfOrNull { it.reopen(conversationId, follow.limit) }
-                ?: ConversationOpen(conversationId = conversationId, limit = follow.limit)
+        for ((conversationId, reopen) in reopens) {
             try {
-                snapshots[conversationId] = exchange(current, reopen, ConversationHistory::class, options.requestTimeout)
+                val answer = exchange(current, reopen, ServerMessage::class)
+                if (answer is ConversationHistory) snapshots[conversationId] = answer
             } catch (e: PhebyException) {
-                if (e.code == "conversation_not_found") followed.remove(conversationId) else throw e
+                resume?.synced(conversationId)
+                if (e.code != "conversation_not_found") {
+                    reopens.keys.forEach { resume?.synced(it) }
+                    throw e
+                }
+                followed.remove(conversationId)
             }
         }
         resyncFlow.emit(snapshots)
@@ -457,9 +553,17 @@ class PhebyClient internal constructor(
 
     private fun newRequestId(): String = "k${nextId.getAndIncrement()}"
 
-    /** Opens a connection and completes the handshake; on any failure the connection is closed again. */
-    private suspend fun handshake(): Ready {
-        val attempt = Link()
+    /** The `hello` of every connection but a pairing one. */
+    private fun secretHello(requestId: String) =
+        Hello(requestId = requestId, secret = options.secret, protocolVersion = 1, features = helloFeatures.ifEmpty { null })
+
+    /**
+     * Opens a connection and completes the handshake with [hello]; on any failure the connection is
+     * closed again. [repairs]: it replaces a dropped one (the reconnect loop), so with `resume` the
+     * followed conversations are caught up from its `ready` on.
+     */
+    private suspend fun handshake(hello: (requestId: String) -> Hello = ::secretHello, repairs: Boolean): Ready {
+        val attempt = Link(repairs)
         synchronized(lock) {
             if (closed) throw PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed")
             link = attempt
@@ -468,8 +572,7 @@ class PhebyClient internal constructor(
             attempt.socket = http.newWebSocket(Request.Builder().url(options.url).build(), attempt)
             withTimeoutOrNull(options.requestTimeout) { attempt.opened.await() }
                 ?: throw PhebyException(PhebyException.TIMEOUT, "the WebSocket to ${options.url} did not open within ${options.requestTimeout}")
-            val hello = Hello(requestId = attempt.helloId, secret = options.secret, protocolVersion = 1, features = helloFeatures.ifEmpty { null })
-            return exchange(attempt, hello, Ready::class, options.requestTimeout)
+            return exchange(attempt, hello(attempt.helloId), Ready::class)
         } catch (e: Throwable) {
             synchronized(lock) { if (link === attempt) link = null }
             attempt.cancel()
@@ -477,24 +580,110 @@ class PhebyClient internal constructor(
         }
     }
 
-    private suspend fun <R : ServerMessage> exchange(on: Link, message: ClientMessage, reply: KClass<R>, timeout: Duration): R {
+    /** With `resume` asked for, a send without `client_message_id` gets one. */
+    private fun stamp(message: ClientMessage): ClientMessage = when {
+        Features.RESUME !in options.features -> message
+        message is ChatSend && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
+        message is ConversationCreate && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
+        else -> message
+    }
+
+    /** [message] ready to send: its frame with a `request_id`, the replies it may get, and whether a drop may repeat it. */
+    private fun outgoing(message: ClientMessage, reply: KClass<out ServerMessage>, timeout: Duration): Outgoing {
+        val replies = repliesTo(message) ?: listOf(reply)
+        require(replies.all { reply.java.isAssignableFrom(it.java) }) {
+            "the reply to ${message::class.simpleName} is ${replies.joinToString(" or ") { it.simpleName.orEmpty() }}, not ${reply.simpleName}"
+        }
         val fields = PhebyJson.encodeToJsonElement(ClientMessage.serializer(), message).jsonObject
         val requestId = message.requestId ?: newRequestId()
-        val type = (fields["type"] as? JsonPrimitive)?.content
-        val waiter = Pending(on, reply)
-        require(pending.putIfAbsent(requestId, waiter) == null) { "request_id $requestId is already waiting for a reply" }
-        try {
-            // A connection that closed before the waiter was registered did not fail it: throw why it closed
-            // (e.g. rate_limited for a socket refused as soon as it opened). One that is closing cannot take
-            // the frame (send is false), and its close fails the waiter with that reason.
-            on.closedBy.get()?.let { throw it.forRequest(requestId) }
-            on.send(JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString())
-            val result = withTimeoutOrNull(timeout) { waiter.reply.await() }
-                ?: throw PhebyException(PhebyException.TIMEOUT, "no reply to $type within $timeout", requestId)
-            return reply.java.cast(result)
-        } finally {
-            pending.remove(requestId, waiter)
+        val idempotent = (message as? ChatSend)?.clientMessageId ?: (message as? ConversationCreate)?.clientMessageId
+        return Outgoing(
+            requestId = requestId,
+            frame = JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString(),
+            type = (fields["type"] as? JsonPrimitive)?.content,
+            replies = replies,
+            retry = idempotent != null && Features.RESUME in options.features,
+            timeout = timeout,
+        )
+    }
+
+    /** Sends [message] on [on] (never through the outbox: the handshake, the re-opens) and returns its reply. */
+    private suspend fun <R : ServerMessage> exchange(on: Link, message: ClientMessage, reply: KClass<R>): R {
+        val out = outgoing(message, reply, options.requestTimeout)
+        transmit(on, out)
+        return await(out, reply)
+    }
+
+    /** Sends [out] on [on] and starts its timeout. */
+    private fun transmit(on: Link, out: Outgoing) {
+        require(pending.putIfAbsent(out.requestId, out) == null) { "request_id ${out.requestId} is already waiting for a reply" }
+        out.link = on
+        out.sent = true
+        out.timer?.cancel()
+        out.timer = scope.launch {
+            delay(out.timeout)
+            if (pending.remove(out.requestId, out)) {
+                out.reply.completeExceptionally(PhebyException(PhebyException.TIMEOUT, "no reply to ${out.type} within ${out.timeout}", out.requestId))
+            }
         }
+        // A connection that closed before the request was registered did not see it when it failed its
+        // requests: handle it as that close would have (e.g. rate_limited for a socket refused as soon as
+        // it opened). One that is closing cannot take the frame (send is false), and its close handles it.
+        val closedBy = on.closedBy.get()
+        if (closedBy != null) dropped(out, closedBy, retain = on.resume && synchronized(lock) { reconnectJob?.isActive == true && !closed })
+        else on.send(out.frame)
+    }
+
+    /** Waits for the reply to [out]; whatever happens, it no longer waits afterwards. */
+    private suspend fun <R : ServerMessage> await(out: Outgoing, reply: KClass<R>): R = try {
+        reply.java.cast(out.reply.await())
+    } finally {
+        out.timer?.cancel()
+        pending.remove(out.requestId, out)
+        synchronized(lock) { outbox.remove(out) }
+    }
+
+    /** [out]'s connection ended before its reply: keep it for the next connection ([retain] and safe to repeat), else fail it. */
+    private fun dropped(out: Outgoing, failure: PhebyException, retain: Boolean) {
+        if (!pending.remove(out.requestId, out)) return
+        out.timer?.cancel()
+        if (retain && out.retry) {
+            synchronized(lock) {
+                outbox += out
+                outbox.sortBy { it.order }
+            }
+        } else {
+            out.reply.completeExceptionally(failure.forRequest(out.requestId))
+        }
+    }
+
+    private fun failPending(on: Link, failure: PhebyException, retain: Boolean) {
+        for (out in pending.values) if (out.link === on) dropped(out, failure, retain)
+    }
+
+    private fun failOutbox(failure: PhebyException) {
+        val waiting = synchronized(lock) { outbox.toList().also { outbox.clear() } }
+        for (out in waiting) out.reply.completeExceptionally(failure.forRequest(out.requestId))
+    }
+
+    /**
+     * Sends the outbox on the current connection, in order, and ends the recovery ([thisJob], the
+     * reconnect loop, when it called): sends made from now on go out directly. A send that already went
+     * out once is sent again only on a `resume` connection, which answers a repeat with its first
+     * outcome; any other server might handle it twice.
+     */
+    private fun flushOutbox(thisJob: Job?) {
+        val failed = ArrayList<Outgoing>()
+        synchronized(lock) {
+            val current = link?.takeIf { it.ready } ?: return // dropped again: the next connection flushes
+            if (thisJob != null && reconnectJob === thisJob) reconnectJob = null
+            for (out in outbox.toList()) {
+                if (out.sent && !current.resume) failed += out else transmit(current, out)
+            }
+            outbox.clear()
+        }
+        val failure = PhebyException(PhebyException.CONNECTION_CLOSED, "the connection dropped before the reply, and this server cannot say whether it was handled")
+        for (out in failed) out.reply.completeExceptionally(failure.forRequest(out.requestId))
     }
 
     /** One frame from the server, on the connection's reader thread: decode, extensions, reply, event. */
@@ -507,37 +696,43 @@ class PhebyClient internal constructor(
             return
         }
         val requestId = ((json as? JsonObject)?.get("request_id") as? JsonPrimitive)?.takeIf { it.isString }?.content
+        val waiter = requestId?.let(pending::get)?.takeIf { it.link === from }
         val decoded = try {
             PhebyJson.decodeFromJsonElement(ServerMessage.serializer(), json)
         } catch (e: IllegalArgumentException) {
             invalidFlow.tryEmit(InvalidFrame(text, e.message ?: "does not decode"))
             // A reply that does not decode still ends its request, rather than leaving it to time out.
-            val waiter = requestId?.let(pending::get)
-            waiter?.takeIf { it.on === from }?.reply?.completeExceptionally(
-                PhebyException(PhebyException.INVALID_FRAME, "the reply does not match the protocol: ${e.message}", requestId),
-            )
+            if (waiter != null && pending.remove(requestId, waiter)) {
+                waiter.timer?.cancel()
+                waiter.reply.completeExceptionally(
+                    PhebyException(PhebyException.INVALID_FRAME, "the reply does not match the protocol: ${e.message}", requestId),
+                )
+            }
             return
         }
+        val isReply = waiter != null && (decoded is ProtocolError || waiter.accepts(decoded))
         if (decoded is Ready && requestId == from.helloId) authenticated(from, decoded)
-        var message: ServerMessage = decoded
-        for (extension in from.extensions) message = extension.onFrame(message, from) ?: return
-        if (message is ProtocolError && requestId == null) from.lastError = message.toException()
+        var message: ServerMessage? = decoded
+        for (extension in from.extensions) message = message?.let { extension.onFrame(it, from, isReply, json as JsonObject) }
+        if (decoded is ProtocolError && requestId == null) from.lastError = decoded.toException()
         // Emitted before the request resumes: a collector that starts after a request returned never
-        // sees that request's reply as a fresh event.
-        eventFlow.tryEmit(message)
-        val waiter = requestId?.let(pending::get)?.takeIf { it.on === from }
-        when {
-            waiter == null -> Unit
-            message is ProtocolError -> waiter.reply.completeExceptionally(message.toException())
-            waiter.type.isInstance(message) -> waiter.reply.complete(message)
+        // sees that request's reply as a fresh event. An extension may keep a frame from the events
+        // (a repeat, a frame a replay brings again); its request still gets it.
+        message?.let(eventFlow::tryEmit)
+        if (isReply && pending.remove(requestId, waiter)) {
+            waiter!!.timer?.cancel()
+            if (decoded is ProtocolError) waiter.reply.completeExceptionally(decoded.toException()) else waiter.reply.complete(message ?: decoded)
         }
     }
 
     /** `ready` answered this connection's hello: enable its extensions before its next frame, then report it open. */
     private fun authenticated(on: Link, ready: Ready) {
         val enabled = ready.features.orEmpty().toSet()
+        on.resume = Features.RESUME in enabled
         on.extensions = extensions.filter { it.feature in enabled }
-        on.extensions.forEach { it.onConnected() }
+        // From now on the followed conversations' events wait for their re-open (resume's catch-up).
+        if (on.repairs && on.resume) resume?.catchUp(synchronized(followed) { followed.keys.toSet() })
+        on.extensions.forEach { it.onConnected(on) }
         on.ready = true
         stateFlow.value = ConnectionState.Open(ready, enabled)
     }
@@ -546,30 +741,29 @@ class PhebyClient internal constructor(
     private fun onLinkClosed(ended: Link, failure: PhebyException) {
         if (!ended.closedBy.compareAndSet(null, failure)) return
         ended.opened.completeExceptionally(failure)
-        failPending(ended, failure)
-        synchronized(lock) {
-            if (link !== ended) return
-            link = null
-            when {
-                !ended.ready -> Unit // a handshake: handshake() throws the failure
-                failure.isFinal -> stateFlow.value = ConnectionState.Failed(failure)
-                options.reconnect == null -> stateFlow.value = ConnectionState.Closed(failure)
-                else -> startReconnect(failure, immediately = false)
+        val reconnecting = synchronized(lock) {
+            if (link === ended) {
+                link = null
+                when {
+                    !ended.ready -> Unit // a handshake: handshake() throws the failure
+                    failure.isFinal -> stateFlow.value = ConnectionState.Failed(failure)
+                    options.reconnect == null -> stateFlow.value = ConnectionState.Closed(failure)
+                    else -> startReconnect(failure, immediately = false)
+                }
             }
+            !closed && reconnectJob?.isActive == true
         }
+        // Sends the server may have handled wait for the next connection when it can be asked again safely.
+        failPending(ended, failure, retain = reconnecting && ended.resume)
+        if (!reconnecting && ended.ready) failOutbox(failure)
     }
 
-    private fun failPending(on: Link, failure: PhebyException) {
-        for ((requestId, waiter) in pending) {
-            if (waiter.on === on) waiter.reply.completeExceptionally(failure.forRequest(requestId))
-        }
-    }
-
-    /** Reconnect until it works or fails for good: backoff, or the lockout's wait; then re-open what is followed. Under [lock]. */
+    /** Reconnect until it works or fails for good: backoff, or the lockout's wait; then catch up and send the outbox. Under [lock]. */
     private fun startReconnect(first: PhebyException, immediately: Boolean) {
         val policy = options.reconnect ?: ReconnectPolicy()
         reconnectJob?.cancel()
         reconnectJob = scope.launch {
+            val thisJob = coroutineContext[Job]
             var cause = first
             var attempt = 0
             var wait = if (immediately) Duration.ZERO else policy.delayAfter(cause, attempt)
@@ -577,10 +771,12 @@ class PhebyClient internal constructor(
                 stateFlow.value = ConnectionState.Reconnecting(attempt + 1, wait, cause)
                 delay(wait)
                 try {
-                    handshake()
+                    handshake(repairs = true)
                 } catch (e: PhebyException) {
                     if (e.isFinal) {
                         stateFlow.value = ConnectionState.Failed(e)
+                        synchronized(lock) { if (reconnectJob === thisJob) reconnectJob = null }
+                        failOutbox(e)
                         return@launch
                     }
                     cause = e
@@ -593,25 +789,32 @@ class PhebyClient internal constructor(
                 } catch (e: PhebyException) {
                     // The new connection dropped too; its close has started the next round.
                 }
+                flushOutbox(thisJob)
                 return@launch
             }
         }
     }
 
     /** One WebSocket connection and its listener (OkHttp calls it on the connection's reader thread). */
-    private inner class Link : WebSocketListener(), ExtensionLink {
+    private inner class Link(
+        /** It replaces a dropped connection (so `resume` catches up the followed conversations). */
+        val repairs: Boolean,
+    ) : WebSocketListener(), ExtensionLink {
         @Volatile var socket: WebSocket? = null
         val opened = CompletableDeferred<Unit>()
         val helloId = newRequestId()
 
         @Volatile var ready = false
 
+        /** The server enabled `resume` on it: a send it carried may be repeated on the next one. */
+        @Volatile var resume = false
+
         @Volatile var extensions: List<ClientExtension> = emptyList()
 
         /** The last `error` without a `request_id` (e.g. `rate_limited` before a 4429): it explains the close. */
         @Volatile var lastError: PhebyException? = null
 
-        /** Why the connection ended, once it has (set once, before its waiters are failed). */
+        /** Why the connection ended, once it has (set once, before its requests are failed). */
         val closedBy = AtomicReference<PhebyException?>(null)
 
         fun send(text: String): Boolean = socket?.send(text) ?: false
@@ -658,12 +861,37 @@ class PhebyClient internal constructor(
         }
     }
 
-    private class Pending(val on: Link, val type: KClass<out ServerMessage>) {
+    /** A request on its way: its frame, who waits for its reply, and what a drop does to it. */
+    private inner class Outgoing(
+        val requestId: String,
+        val frame: String,
+        val type: String?,
+        val replies: List<KClass<out ServerMessage>>,
+        /** A send with a `client_message_id`, `resume` asked for: safe to send again after a drop. */
+        val retry: Boolean,
+        val timeout: Duration,
+    ) {
+        /** Sends that wait for a connection go out in the order they were made. */
+        val order = nextId.getAndIncrement()
         val reply = CompletableDeferred<ServerMessage>()
+
+        /** The connection it was last sent on. */
+        @Volatile var link: Link? = null
+
+        /** Sent at least once (one made while disconnected is not, and is safe for any server). */
+        @Volatile var sent = false
+        @Volatile var timer: Job? = null
+
+        fun accepts(message: ServerMessage): Boolean = replies.any { it.isInstance(message) }
     }
 
     private class Follow(val limit: Long?)
 
+    /** The client's instance of a built-in extension, when [options] asked for its feature. */
+    internal inline fun <reified T : ClientExtension> extension(): T? = extensions.firstNotNullOfOrNull { it as? T }
+
+    /** What needs no client yet: [pairDevice] (a phone's first connection, with a pairing code). */
+    companion object
 }
 
 /** A frame the server sent that the models cannot decode: its [raw] text and why. */

@@ -1,6 +1,5 @@
 package dev.pheby.client
 
-import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.Ready
 import okhttp3.OkHttpClient
 import kotlin.math.pow
@@ -16,11 +15,13 @@ import kotlin.time.Duration.Companion.seconds
  *   attachment routes live next to it (the URL without its trailing `/ws`, as http(s)).
  * @property secret The server's shared secret. Sent in `hello` and as the `Authorization: Bearer` of file
  *   transfers; never logged ([toString] hides it).
- * @property features The Pheby extensions to ask for in `hello.features`; `ready.features` (see
- *   [ConnectionState.Open.features]) says which the server enabled. The client implements
- *   [FEATURE_DELTA_APPEND] itself (asked for by default; either way `message.delta` events carry the
- *   whole draft). Names it does not implement are still asked for; their frames reach
- *   [PhebyClient.events] as they come.
+ * @property features The Pheby extensions to ask for in `hello.features` ([Features]); `ready.features`
+ *   (see [ConnectionState.Open.features]) says which the server enabled. Asked for by default, as
+ *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
+ *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
+ *   after a drop, retry-safe sends) and [Features.QUEUE] (`queue.changed` events). Names the client has
+ *   no behaviour for are still asked for; their frames reach [PhebyClient.events] as they come. Add
+ *   [Features.SCHEDULES] or [Features.EXPIRY] with `Features.DEFAULTS + Features.SCHEDULES`.
  * @property requestTimeout How long a request waits for its reply, the handshake included.
  * @property reconnect Automatic reconnect after a drop; null disables it.
  * @property pingInterval WebSocket ping interval; a missed pong drops the connection (and so reconnects),
@@ -32,7 +33,7 @@ import kotlin.time.Duration.Companion.seconds
 data class PhebyClientOptions(
     val url: String,
     val secret: String,
-    val features: Set<String> = setOf(FEATURE_DELTA_APPEND),
+    val features: Set<String> = Features.DEFAULTS,
     val requestTimeout: Duration = 30.seconds,
     val reconnect: ReconnectPolicy? = ReconnectPolicy(),
     val pingInterval: Duration = 25.seconds,

@@ -15,6 +15,7 @@ import dev.pheby.protocol.ConversationList
 import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.ConversationRename
 import dev.pheby.protocol.ConversationRenamed
+import dev.pheby.protocol.ConversationResumed
 import dev.pheby.protocol.ConversationSnapshot
 import dev.pheby.protocol.DeviceList
 import dev.pheby.protocol.DeviceRevoke
@@ -47,6 +48,7 @@ import dev.pheby.protocol.ReasoningSnapshot
 import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.RunCancel
 import dev.pheby.protocol.RunFinished
+import dev.pheby.protocol.RunQueued
 import dev.pheby.protocol.ScheduleChanged
 import dev.pheby.protocol.ScheduleCreate
 import dev.pheby.protocol.ScheduleCreated
@@ -98,3 +100,24 @@ internal val REPLY_TYPES: Map<KClass<out ClientMessage>, KClass<out ServerMessag
     DeviceList::class to DeviceSnapshot::class,
     DeviceRevoke::class to DeviceRevoked::class,
 )
+
+/**
+ * The other direct reply two requests may get when they use an extension field, as
+ * `ALTERNATIVE_REPLY_TYPES` of `@pheby/protocol` says (a test compares them): `chat.send` with `queue`
+ * (`run.queued` while a run is active) and `conversation.open` with `since_seq` (`conversation.resumed`).
+ */
+internal val ALTERNATIVE_REPLY_TYPES: Map<KClass<out ClientMessage>, KClass<out ServerMessage>> = mapOf(
+    ChatSend::class to RunQueued::class,
+    ConversationOpen::class to ConversationResumed::class,
+)
+
+/** The replies [message] may get (besides `error`), or null for a type the client does not know. */
+internal fun repliesTo(message: ClientMessage): List<KClass<out ServerMessage>>? {
+    val reply = REPLY_TYPES[message::class] ?: return null
+    val alternative = when (message) {
+        is ChatSend -> message.queue == true
+        is ConversationOpen -> message.sinceSeq != null
+        else -> false
+    }
+    return listOfNotNull(reply, ALTERNATIVE_REPLY_TYPES[message::class]?.takeIf { alternative })
+}

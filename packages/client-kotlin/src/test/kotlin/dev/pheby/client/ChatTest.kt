@@ -41,13 +41,14 @@ import org.junit.jupiter.api.Test
 class ChatTest : ServerTest() {
 
     @Test
-    fun `hello asks for delta_append and the server enables it, a client that asks for nothing gets v1`() = blocking {
+    fun `hello asks for the default extensions and the server enables them, a client that asks for nothing gets v1`() = blocking {
         val state = client.state.value as ConnectionState.Open
-        assertEquals(setOf(FEATURE_DELTA_APPEND), state.features)
-        assertEquals(listOf(FEATURE_DELTA_APPEND), state.ready.features)
+        assertEquals(setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE), state.features)
+        assertEquals(setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE), state.ready.features.orEmpty().toSet())
         server.client { copy(features = emptySet()) }.use { v1 ->
             val ready = (v1.state.value as ConnectionState.Open).ready
             assertNull(ready.features, "ready carries no features when hello asked for none")
+            assertNull(ready.push, "nor the VAPID key")
             assertEquals(emptySet<String>(), v1.features)
         }
     }

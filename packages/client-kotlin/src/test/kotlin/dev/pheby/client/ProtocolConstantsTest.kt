@@ -5,6 +5,7 @@ import dev.pheby.protocol.PhebyJson
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.int
+import kotlinx.serialization.json.jsonArray
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import kotlinx.serialization.serializer
@@ -26,7 +27,7 @@ class ProtocolConstantsTest {
             import * as p from $url;
             import { readFileSync } from "node:fs";
             const { version } = JSON.parse(readFileSync(new URL("../package.json", $url), "utf8"));
-            console.log(JSON.stringify({ replies: p.REPLY_TYPES, close: p.CLOSE_CODES, append: p.FEATURE_DELTA_APPEND, version }));
+            console.log(JSON.stringify({ replies: p.REPLY_TYPES, alternatives: p.ALTERNATIVE_REPLY_TYPES, close: p.CLOSE_CODES, append: p.FEATURE_DELTA_APPEND, features: p.FEATURES, version }));
         """.trimIndent()
         val node = ProcessBuilder(System.getProperty("pheby.node") ?: "node", "--input-type=module", "-e", script)
             .redirectErrorStream(true).start()
@@ -41,6 +42,15 @@ class ProtocolConstantsTest {
             serializer(request.java).descriptor.serialName to serializer(reply.java).descriptor.serialName
         }
         val typescript = protocol.getValue("replies").jsonObject.mapValues { it.value.jsonPrimitive.content }
+        assertEquals(typescript, kotlin)
+    }
+
+    @Test
+    fun `the other replies of requests using an extension field are ALTERNATIVE_REPLY_TYPES`() {
+        val kotlin = ALTERNATIVE_REPLY_TYPES.entries.associate { (request, reply) ->
+            serializer(request.java).descriptor.serialName to serializer(reply.java).descriptor.serialName
+        }
+        val typescript = protocol.getValue("alternatives").jsonObject.mapValues { it.value.jsonPrimitive.content }
         assertEquals(typescript, kotlin)
     }
 
@@ -61,6 +71,11 @@ class ProtocolConstantsTest {
             close,
         )
         assertEquals(FEATURE_DELTA_APPEND, protocol.getValue("append").jsonPrimitive.content)
+    }
+
+    @Test
+    fun `the feature names are FEATURES`() {
+        assertEquals(protocol.getValue("features").jsonArray.map { it.jsonPrimitive.content }, Features.ALL)
     }
 
     @Test

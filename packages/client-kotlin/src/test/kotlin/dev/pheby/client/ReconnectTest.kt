@@ -1,6 +1,8 @@
 package dev.pheby.client
 
+import dev.pheby.protocol.ApprovalChoice
 import dev.pheby.protocol.ConversationHistory
+import dev.pheby.protocol.ConversationResumed
 import dev.pheby.protocol.MessageDelta
 import dev.pheby.protocol.MessageRole
 import dev.pheby.protocol.RunFinished
@@ -12,18 +14,22 @@ import kotlinx.coroutines.flow.onEach
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.fail
 import java.util.Collections
+import kotlin.time.Duration
 import kotlin.time.Duration.Companion.seconds
 
 /** Drops, restarts, a wrong secret and a lockout, against the real server: what the close-code table says. */
 class ReconnectTest {
     @Test
-    fun `a server restart mid-run - the client reconnects, re-opens what it follows, and the app's view recovers`() = blocking {
+    fun `without resume, a server restart mid-run - the client reconnects, re-opens what it follows as a snapshot, and the app's view recovers`() = blocking {
         PhebyServer().start().use { server ->
-            server.client().use { client ->
+            // v1's recovery (ResumeTest covers the same with resume): no resume, so the re-open is a snapshot.
+            server.client { copy(features = setOf(Features.DELTA_APPEND)) }.use { client ->
                 val states = Collections.synchronizedList(mutableListOf<ConnectionState>())
                 launch(start = CoroutineStart.UNDISPATCHED) { client.state.collect { states += it } }
                 val id = client.createConversation("Survives restarts").conversationId
@@ -83,9 +89,9 @@ class ReconnectTest {
     }
 
     @Test
-    fun `a lockout - the client waits the lockout out instead of hammering, then reconnects`() = blocking {
+    fun `a lockout - the client waits the seconds the server names instead of hammering, then reconnects`() = blocking {
         // Two failures lock the address for 4 s (long enough for a loaded machine to reconnect within it); the
-        // client's fallback wait, for a server that names no "retry after", is 5 s.
+        // client's fallback wait, for a server that names no "retry after", is 5 s, which this server never needs.
         val env = mapOf("PHEBY_LOCKOUT_MAX_FAILURES" to "2", "PHEBY_LOCKOUT_DURATION_SECONDS" to "4")
         PhebyServer(env).start().use { server ->
             val policy = ReconnectPolicy(lockedOutDelay = 5.seconds)
@@ -101,15 +107,43 @@ class ReconnectTest {
                     }
                 }
                 // The phone changes networks: the client reconnects at once and meets the lockout.
-                val resynced = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
+                val resumed = async(start = CoroutineStart.UNDISPATCHED) { client.events.firstOf<ConversationResumed> { it.conversationId == id } }
                 client.reconnect()
-                assertTrue(id in resynced.await())
+                assertEquals(client.position(id), resumed.await().fromSeq, "the followed conversation was resumed where it was")
 
                 val locked = states.filterIsInstance<ConnectionState.Reconnecting>().single { it.cause.code == "rate_limited" }
-                assertEquals(locked.cause.retryAfter ?: policy.lockedOutDelay, locked.delay, "it waits what the server said, else the fallback")
+                val told = locked.cause.retryAfter ?: fail("the server names the wait: ${locked.cause.message}")
+                assertTrue(told > Duration.ZERO && told <= 4.seconds, "$told")
+                assertEquals(told, locked.delay, "it waits what the server said")
                 // One refused connection (the server may log it twice: when it opens and at its hello), then a wait past the lockout.
                 assertEquals(1, server.connections("refused: address locked out"), "${server.log.filter { "refused" in it }} $states")
                 assertTrue(client.state.value is ConnectionState.Open)
+            }
+        }
+    }
+
+    @Test
+    fun `a locked-out address - connect and the HTTP routes say how long to wait, and the lockout is not final`() = blocking {
+        val env = mapOf("PHEBY_LOCKOUT_MAX_FAILURES" to "1", "PHEBY_LOCKOUT_DURATION_SECONDS" to "600")
+        PhebyServer(env).start().use { server ->
+            PhebyClient(PhebyClientOptions(url = server.url, secret = "guessing-the-secret-0000")).use { guess ->
+                expectPheby("unauthorized") { guess.connect() }
+            }
+            PhebyClient(PhebyClientOptions(url = server.url, secret = server.secret)).use { client ->
+                val refused = expectPheby("rate_limited") { client.connect() }
+                val wait = refused.retryAfter ?: fail("no wait in ${refused.message}")
+                assertTrue(wait > 590.seconds && wait <= 600.seconds, "$wait")
+                assertFalse(refused.isFinal)
+                val state = client.state.value
+                assertTrue(state is ConnectionState.Closed && state.error?.code == "rate_limited", "not Failed: connect() again after the wait: $state")
+
+                // The HTTP routes: 429, the wait in the message and in Retry-After.
+                val http = expectPheby("rate_limited") { client.answerApproval("any", ApprovalChoice.ONCE) }
+                assertEquals(429, http.status)
+                assertTrue(http.retryAfter?.let { it in 590.seconds..600.seconds } == true, "${http.retryAfter}")
+                val upload = expectPheby("rate_limited") { client.upload("any", "a.txt", "a".byteInputStream(), 1) }
+                assertEquals(429, upload.status)
+                assertTrue(upload.retryAfter != null, upload.message)
             }
         }
     }

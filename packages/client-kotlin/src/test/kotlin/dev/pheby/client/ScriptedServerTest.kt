@@ -1,7 +1,10 @@
 package dev.pheby.client
 
+import dev.pheby.protocol.ApprovalChoice
+import dev.pheby.protocol.ClarifyRequest
 import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.MessageDelta
+import dev.pheby.protocol.OptionalNullable
 import dev.pheby.protocol.PhebyJson
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunStatus
@@ -16,6 +19,7 @@ import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import kotlinx.serialization.json.JsonObject
+import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import mockwebserver3.MockResponse
@@ -25,6 +29,7 @@ import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
 import java.io.File
@@ -34,12 +39,13 @@ import java.util.concurrent.CompletableFuture
 import java.util.concurrent.LinkedBlockingQueue
 import java.util.concurrent.TimeUnit
 import kotlin.time.Duration.Companion.milliseconds
+import kotlin.time.Duration.Companion.minutes
 import kotlin.time.Duration.Companion.seconds
 
 /**
- * What the real server cannot be made to do (yet): frames of a newer server, a malformed frame, a
- * missed append delta, a reply that never comes, and the close codes 4429 with "retry after N s"
- * (soon sent by the server) and 4426. A scripted WebSocket peer on 127.0.0.1 plays the server,
+ * What the real server cannot be made to do: frames of a newer server, a malformed frame, a missed
+ * append delta, a reply that never comes, the close code 4426 and an exact 4429 "retry after N s",
+ * an HTTP 429 with `Retry-After` only, and a question that expires. A scripted WebSocket peer on 127.0.0.1 plays the server,
  * with frames from `@pheby/protocol`'s fixtures.
  */
 class ScriptedServerTest {
@@ -108,7 +114,7 @@ class ScriptedServerTest {
             val connected = async { client.connect() }
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
-            assertEquals("[\"delta.append\"]", hello.getValue("features").toString())
+            assertEquals("""["delta.append","push","resume","queue"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
@@ -161,6 +167,28 @@ class ScriptedServerTest {
     }
 
     @Test
+    fun `expiry - a clarification's countdown is expires_at minus ts, and null when the server does not know`() = blocking {
+        // The simulator cannot ask a question that expires (only /sim timeout, an approval: ExpiryTest); Pheby's
+        // ask_user tool of a real ACP agent can. So the server's clarify.request is scripted, from the fixture.
+        val peer = peer()
+        val options = PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", features = setOf(Features.EXPIRY), reconnect = null)
+        PhebyClient(options).use { client ->
+            val connected = async { client.connect() }
+            assertEquals("""["expiry"]""", peer.accept().getValue("features").toString())
+            connected.await()
+            val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(2).toList() }
+            val unknown = PhebyJson.parseToJsonElement(fixture("valid/server/clarify.request.expiry.json")).jsonObject
+            peer.send(JsonObject(unknown + ("expires_at" to JsonPrimitive("2026-09-02T18:04:00Z"))).toString())
+            peer.send(unknown.toString())
+            val (known, notKnown) = events.await().map { it as ClarifyRequest }
+            assertEquals(OptionalNullable.Value("2026-09-02T18:04:00Z"), known.expiresAt)
+            assertEquals(4.minutes, known.expiresIn, "from ts (+00:00) to expires_at (Z), whatever the phone's clock says")
+            assertEquals(OptionalNullable.Value(null), notKnown.expiresAt)
+            assertNull(notKnown.expiresIn)
+        }
+    }
+
+    @Test
     fun `4429 with retry after N s - the client waits exactly that long, then reconnects`() = blocking {
         val first = peer()
         val locked = peer()
@@ -179,6 +207,22 @@ class ScriptedServerTest {
             val wait = states.filterIsInstance<ConnectionState.Reconnecting>().single { it.cause.code == "rate_limited" }
             assertEquals(1.seconds, wait.delay)
             assertEquals(1.seconds, wait.cause.retryAfter)
+        }
+    }
+
+    @Test
+    fun `an HTTP 429 whose message names no wait - Retry-After does, and the answer route gets the secret and the body`() = blocking {
+        val body = """{"error":{"code":"rate_limited","message":"Too many failed attempts"}}"""
+        server.enqueue(MockResponse.Builder().code(429).addHeader("Retry-After", "7").body(body).build())
+        client().use { client ->
+            val e = expectPheby("rate_limited") { client.answerApproval("a/1", ApprovalChoice.DENY, "not now") }
+            assertEquals(429, e.status)
+            assertEquals(7.seconds, e.retryAfter)
+            val request = server.takeRequest(30, TimeUnit.SECONDS)!!
+            assertEquals("POST", request.method)
+            assertEquals("/approvals/a%2F1", request.url.encodedPath, "the ID is one path segment")
+            assertEquals("Bearer s3cret", request.headers["Authorization"])
+            assertEquals("""{"choice":"deny","reason":"not now"}""", request.body?.utf8())
         }
     }
 

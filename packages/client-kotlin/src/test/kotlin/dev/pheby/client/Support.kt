@@ -79,10 +79,10 @@ fun checkRun(frames: List<ServerMessage>, status: RunStatus = RunStatus.COMPLETE
     return text
 }
 
-/** A test class with one server (started once for the class) and one connected client of it. */
+/** A test class with one server (started once for the class, with [env] on top of the defaults) and one connected client of it. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
-abstract class ServerTest {
-    protected val server = PhebyServer().start()
+abstract class ServerTest(env: Map<String, String> = emptyMap()) {
+    protected val server = PhebyServer(env).start()
     protected val client = runBlocking { server.client() }
 
     /** A new conversation of [client]. */

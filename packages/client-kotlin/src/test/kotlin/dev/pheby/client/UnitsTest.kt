@@ -1,11 +1,15 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ErrorCode
+import dev.pheby.protocol.PairCreated
+import dev.pheby.protocol.decodeServerMessage
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
+import org.junit.jupiter.api.assertThrows
+import java.io.File
 import kotlin.random.Random
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.milliseconds
@@ -65,6 +69,42 @@ class UnitsTest {
         assertEquals("auth_timeout", CloseCodes.failure(CloseCodes.AUTH_TIMEOUT, "", null).code)
         assertEquals(ErrorCode.RATE_LIMITED, locked.errorCode)
         assertEquals(ErrorCode.of("timeout"), PhebyException(PhebyException.TIMEOUT, "t").errorCode)
+    }
+
+    @Test
+    fun `a pairing URI is parsed with its percent-encoded URL, and anything else is refused`() {
+        val fixture = File(repoRoot, "packages/protocol/fixtures/valid/server/pair.created.json").readText()
+        val created = decodeServerMessage(fixture) as PairCreated
+        assertEquals(PairingUri("wss://pheby.example.com/ws", created.code), PairingUri.parse(created.uri))
+        val code = "Qx7pZ2mK9vR4tW8yB3nD6f"
+        // A URL with its own query and a path prefix survives the encoding; only the first value of a name counts.
+        assertEquals(
+            PairingUri("wss://h.example/pheby/ws?a=1&b=2", code),
+            PairingUri.parse("pheby://pair?url=wss%3A%2F%2Fh.example%2Fpheby%2Fws%3Fa%3D1%26b%3D2&code=$code&code=other"),
+        )
+        assertEquals(PairingUri("ws://127.0.0.1:8620/ws", code), PairingUri.parse(" pheby://pair?code=$code&url=ws%3A%2F%2F127.0.0.1%3A8620%2Fws\n"))
+        for (bad in listOf(
+            "https://pheby.example.com/ws",
+            "pheby://other?url=wss%3A%2F%2Fh%2Fws&code=$code",
+            "pheby://pair?url=https%3A%2F%2Fh%2Fws&code=$code",
+            "pheby://pair?url=wss%3A%2F%2Fh%2Fws",
+            "pheby://pair?url=wss%3A%2F%2Fh%2Fws&code=short",
+            "pheby://pair?url=wss%3A%2F%2Fh%2Fws&code=${code}%2F",
+            "not a uri at all",
+        )) {
+            assertThrows<IllegalArgumentException>(bad) { PairingUri.parse(bad) }
+            assertNull(PairingUri.parseOrNull(bad), bad)
+        }
+        assertFalse(code in PairingUri("wss://h/ws", code).toString())
+    }
+
+    @Test
+    fun `the client asks for append deltas, push, resume and queue by default, as @pheby-client does`() {
+        assertEquals(
+            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
+            PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
+        )
+        assertEquals(PhebyClientOptions(url = "ws://h/ws", secret = "s").features, Features.DEFAULTS)
     }
 
     @Test
