@@ -9,7 +9,7 @@
 //   installed package, so the READMEs users read cannot rot): the server example serves, the client
 //   example chats with it, the conformance example passes against it;
 // - run the installed `pheby` CLI: a chat and `pheby conformance`.
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import {
   copyFileSync,
@@ -254,7 +254,11 @@ await step("the installed pheby CLI chats and runs pheby conformance", () => {
 if (server && server.exitCode === null) {
   await step("the server example stops cleanly on SIGTERM", async () => {
     const code =
-      server.exitCode ?? (await new Promise((r) => (server.once("exit", r), server.kill("SIGTERM"))));
+      server.exitCode ??
+      (await new Promise((r) => {
+        server.once("exit", r);
+        server.kill("SIGTERM");
+      }));
     if (code !== 0) throw new Error(`exit ${code}`);
   });
 }
