@@ -116,6 +116,8 @@ class ReconnectTest {
                 assertTrue(told > Duration.ZERO && told <= 4.seconds, "$told")
                 assertEquals(told, locked.delay, "it waits what the server said")
                 // One refused connection (the server may log it twice: when it opens and at its hello), then a wait past the lockout.
+                // The log is read on another thread: wait until the refusal has been read before counting.
+                server.awaitLog("refused: address locked out")
                 assertEquals(1, server.connections("refused: address locked out"), "${server.log.filter { "refused" in it }} $states")
                 assertTrue(client.state.value is ConnectionState.Open)
             }
