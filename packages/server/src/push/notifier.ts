@@ -80,10 +80,11 @@ export class PushNotifier implements Outbox {
     const msg: ServerMessage = event.message;
     switch (msg.type) {
       case "run.accepted":
-        // A client's chat.send is the reply-to of its run.accepted; a run the agent started has none.
+        // A client's chat.send is the reply-to of its run.accepted (a queued one says byClient); a run
+        // the agent or a schedule started has neither.
         this.#runs.set(msg.run_id, {
           conversationId: msg.conversation_id,
-          solicited: event.replyTo?.peer !== undefined,
+          solicited: event.replyTo?.peer !== undefined || event.replyTo?.byClient === true,
           text: "",
         });
         return;

@@ -151,8 +151,11 @@ export class RunQueue {
     const conv = store.getConversation(conversationId);
     const queued = conv ? store.queue.shift(conversationId) : undefined;
     if (!conv || !queued) return;
+    // A follow-up a client queued is its own run (a run_finished push); a scheduled prompt that
+    // joined the queue (one this process waits for) is the server's.
+    const origin = this.#waiting.has(queued.runId) ? {} : { byClient: true };
     try {
-      runs.send(conv, queued.text, {}, (messageId) => attachments.takeQueued(queued.runId, messageId), {
+      runs.send(conv, queued.text, origin, (messageId) => attachments.takeQueued(queued.runId, messageId), {
         runId: queued.runId,
         clientMessageId: queued.clientMessageId ?? undefined,
       });

@@ -223,6 +223,41 @@ describe("each kind arrives and decrypts", () => {
     expect(text).not.toContain(vapid.privateKey);
   });
 
+  it("a follow-up queued from the phone is the user's run: run_finished, also after the app closed", async () => {
+    const { ts, receiver } = await setup();
+    const { client } = await connect(ts, ["push", "queue"]);
+    const phone = receiver.endpoint("phone");
+    await subscribe(client, phone, { events: ["approval", "run_finished", "message"] });
+    const conv = await createConversation(client, "Queued");
+
+    // The active run waits on an approval; the follow-up queues behind it; then the app closes.
+    const first = await send(client, conv, "/sim approval");
+    const asked = await client.next("approval.request");
+    const queued = await client.ok(
+      { type: "chat.send", conversation_id: conv, text: "and then this", queue: true },
+      "run.queued",
+    );
+    expect((await phone.next()).payload).toMatchObject({ kind: "approval", approval_id: asked.approval_id });
+    client.close();
+
+    // Answered from the notification: the active run ends, the queued one runs with nobody connected.
+    const answered = await http(ts.url, "POST", `/approvals/${asked.approval_id}`, {
+      headers: { "content-type": "application/json" },
+      body: Buffer.from(JSON.stringify({ choice: "once" })),
+    });
+    expect(answered.status).toBe(200);
+    const pushes: Record<string, unknown>[] = [];
+    while (pushes.length < 2) {
+      const { payload } = await phone.next();
+      if (payload.kind !== "resolved") pushes.push(payload);
+    }
+    expect(pushes.map((p) => [p.kind, p.run_id])).toEqual([
+      ["run_finished", first],
+      ["run_finished", queued.run_id],
+    ]);
+    expect(pushes[1]).toMatchObject({ status: "completed", conversation_id: conv });
+  });
+
   it("re-subscribing the same endpoint updates it; events narrow what is pushed", async () => {
     const { ts, receiver } = await setup();
     const { client } = await connect(ts);
