@@ -1,23 +1,11 @@
-import {
-  FEATURE_DELTA_APPEND,
-  FEATURE_DEVICES,
-  FEATURE_EXPIRY,
-  FEATURE_PUSH,
-  FEATURE_QUEUE,
-  FEATURE_RESUME,
-  FEATURE_SCHEDULES,
-} from "@pheby/protocol";
+import { FEATURES } from "@pheby/protocol";
 
-/** The `hello.features` this server can enable (Pheby extensions of v1; others are ignored). */
-export const SERVER_FEATURES: readonly string[] = [
-  FEATURE_DELTA_APPEND,
-  FEATURE_DEVICES,
-  FEATURE_PUSH,
-  FEATURE_RESUME,
-  FEATURE_QUEUE,
-  FEATURE_SCHEDULES,
-  FEATURE_EXPIRY,
-];
+/**
+ * The `hello.features` this server can enable: every extension of v1 that
+ * `@pheby/protocol` defines (others are ignored). Order does not matter:
+ * {@link negotiate} answers in the order asked.
+ */
+export const SERVER_FEATURES: readonly string[] = FEATURES;
 
 /**
  * The features enabled for a hello that asked for `asked`: those this server
