@@ -77,16 +77,6 @@ export type Handler<T extends ClientMessageType> = (
 /** Handlers by request type; one module per domain contributes a table. */
 export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };
 
-/**
- * One domain's handlers. With `feature`, they are an extension's: a peer that
- * did not enable it gets `unknown_type` for them, exactly as if the server did
- * not know the type (so it sees v1, byte for byte).
- */
-export interface HandlerModule {
-  feature?: string;
-  handlers: HandlerTable;
-}
-
 /** A live conversation, or `conversation_not_found`. */
 export function requireConversation(ctx: ServerContext, id: string): ConversationRow {
   const conv = ctx.store.getConversation(id);
