@@ -43,8 +43,8 @@ export interface ServerContext {
   history: HistoryRefresh;
   /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
   historyPageBytes: number;
-  /** The `push` extension (subscriptions, presence); undefined when the server does not offer it. */
-  push?: PushService;
+  /** The `push` extension (subscriptions, presence, the VAPID key); the server always has one. */
+  push: PushService;
 }
 
 /** One decoded request of an authenticated peer. */

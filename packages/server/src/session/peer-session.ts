@@ -294,7 +294,7 @@ export class PeerSession implements Peer {
       server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
-      ...(this.features.has(FEATURE_PUSH) && this.deps.ctx.push
+      ...(this.features.has(FEATURE_PUSH)
         ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
         : {}),
       ...(device === undefined ? {} : { device }),
