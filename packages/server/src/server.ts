@@ -418,7 +418,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     backend,
     clock,
     log,
-    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
+    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.busy(id) }),
     historyPageBytes,
     push,
   };
