@@ -3,7 +3,7 @@
 // peers which enabled them get (every other peer keeps v1, byte for byte). (A request of a feature a
 // peer did not enable never reaches the dispatcher: the session's decoder answers unknown_type, which
 // the push, schedules and devices server tests check end to end.)
-import { FEATURE_DELTA_APPEND, type ServerMessage } from "@pheby/protocol";
+import { FEATURE_DELTA_APPEND, FEATURE_QUEUE, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ServerContext } from "../src/handlers/context.js";
 import { Dispatcher } from "../src/handlers/index.js";
@@ -49,6 +49,14 @@ describe("Fanout", () => {
     fanoutWith(v1, push).publish({ message: accepted, conversationId: "c1", feature: "push" });
     expect(v1.frames).toEqual([]);
     expect(push.frames).toEqual([V1_ACCEPTED]);
+  });
+
+  it("an extension's message type reaches only the peers that enabled it, without a hand-set feature", () => {
+    const [v1, queue] = [new FakePeer(), new FakePeer([FEATURE_QUEUE])];
+    const changed: ServerMessage = { type: "queue.changed", conversation_id: "c1", queued: [] };
+    fanoutWith(v1, queue).publish(eventOf(changed, { peer: v1, requestId: "q1" }));
+    expect(v1.frames).toEqual([]);
+    expect(queue.frames).toEqual(['{"type":"queue.changed","conversation_id":"c1","queued":[]}']);
   });
 
   it("extension fields go only to peers that enabled them, after the v1 fields and a reply's request_id", () => {

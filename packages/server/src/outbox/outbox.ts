@@ -60,7 +60,10 @@ export interface OutboxEvent {
   conversationId: string | null;
   /** The event is also the reply to this request: only `replyTo.peer`'s copy carries `replyTo.requestId`. */
   replyTo?: Origin;
-  /** Deliver only to peers that enabled this extension (an extension's own event). */
+  /**
+   * Deliver only to peers that enabled this extension. An extension's own message type needs no
+   * such field (the Fanout restricts it by its type); set it to narrow a v1 type (e.g. `expiry`'s notice).
+   */
   feature?: string;
   /** Not to this peer: it got another message as its reply (`schedule.created` vs the others' `schedule.changed`). */
   except?: Peer;
