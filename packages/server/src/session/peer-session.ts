@@ -20,7 +20,7 @@ import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
 import type { Peer, SendHint } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate, SERVER_FEATURES } from "./features.js";
+import { negotiate, type SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
 /** What every session needs, whatever its transport. */
@@ -30,8 +30,8 @@ export interface SessionSettings {
   lockout: Lockout;
   authTimeoutMs: number;
   serverName: string;
-  /** The extensions this server offers (default {@link SERVER_FEATURES}; an operator may turn one off). */
-  features?: readonly string[];
+  /** The extensions this server offers: {@link SERVER_FEATURES}, less any the operator turned off. */
+  features: readonly string[];
 }
 
 /** The services sessions work with. */
@@ -120,8 +120,9 @@ export class PeerSession implements Peer {
     }
     // Extension requests and fields count only when this connection enabled their feature (for the
     // hello, which negotiates them, those this server supports): the decoder gates and strips them.
-    const supported = this.deps.settings.features ?? SERVER_FEATURES;
-    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : supported });
+    const decoded = decodeClientFrame(data, {
+      features: this.principal ? this.features : this.deps.settings.features,
+    });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
@@ -279,9 +280,7 @@ export class PeerSession implements Peer {
     this.deps.settings.lockout.succeed(this.link.address);
     this.principal = principal;
     const features =
-      msg.features === undefined
-        ? undefined
-        : negotiate(msg.features, this.deps.settings.features ?? SERVER_FEATURES);
+      msg.features === undefined ? undefined : negotiate(msg.features, this.deps.settings.features);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);
