@@ -500,7 +500,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
-    ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
       authenticate: (secret) => credentials.resolve(secret),
       lockout,

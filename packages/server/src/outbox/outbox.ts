@@ -85,3 +85,18 @@ export function eventOf(message: ServerMessage, replyTo?: Origin): OutboxEvent {
   const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : null;
   return replyTo === undefined ? { message, conversationId } : { message, conversationId, replyTo };
 }
+
+/**
+ * Send a reply that is `peer`'s alone: the message, the request's `request_id`, then any extension
+ * `fields` (resume's `seq`), in that order. The session and the resume outbox both reply through it,
+ * so a direct reply has one byte layout.
+ */
+export function sendReply(
+  peer: Peer,
+  requestId: string | undefined,
+  message: ServerMessage,
+  fields?: Readonly<Record<string, unknown>>,
+): void {
+  const frame = { ...message, ...(requestId === undefined ? {} : { request_id: requestId }), ...fields };
+  peer.send(JSON.stringify(frame), { type: message.type });
+}

@@ -18,7 +18,7 @@ import { type Authenticate, type Principal, principalLog } from "../auth/princip
 import type { ServerContext } from "../handlers/context.js";
 import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
-import type { Peer, SendHint } from "../outbox/outbox.js";
+import { type Peer, type SendHint, sendReply } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
 import { negotiate, type SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
@@ -42,11 +42,6 @@ export interface SessionDeps {
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
   settings: SessionSettings;
-  /**
-   * Extension fields a direct reply gets on this peer (resume's `seq`), appended after its
-   * `request_id`; undefined (every v1 peer) leaves the reply as it is.
-   */
-  replyFields?: (peer: Peer, reply: ServerMessage) => Record<string, unknown> | undefined;
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -170,12 +165,10 @@ export class PeerSession implements Peer {
       return;
     }
     if (answer.reply) {
-      const extra = this.deps.replyFields?.(this, answer.reply);
-      this.sendMessage({
-        ...answer.reply,
-        ...(requestId === undefined ? {} : { request_id: requestId }),
-        ...extra,
-      } as ServerMessage);
+      // With `resume`, its outbox adds the reply's extension fields (`seq`); without, the v1 reply.
+      const { replay } = this.deps.ctx;
+      if (replay) replay.reply(this, requestId, answer.reply);
+      else sendReply(this, requestId, answer.reply);
     }
     if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
   }
