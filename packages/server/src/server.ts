@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
-import { FEATURE_RESUME, FEATURE_SCHEDULES } from "@pheby/protocol";
+import { FEATURE_RESUME } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -385,7 +385,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       outbox.publish({
         message: { type: "schedule.changed", schedule: scheduleView(schedule), deleted },
         conversationId: null,
-        feature: FEATURE_SCHEDULES,
         ...(created ? (from?.peer ? { except: from.peer } : {}) : from ? { replyTo: from } : {}),
       });
     },
@@ -418,7 +417,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     backend,
     clock,
     log,
-    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.state(id) !== null }),
+    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.busy(id) }),
     historyPageBytes,
     push,
   };
@@ -501,7 +500,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
-    ...(replay ? { replyFields: (peer, reply) => replay.replyFields(peer, reply) } : {}),
     settings: {
       authenticate: (secret) => credentials.resolve(secret),
       lockout,

@@ -1,8 +1,9 @@
 // The Outbox seam with fake peers: the Fanout serialises once per variant, only the requester's copy
 // of a reply-event carries its request_id, and extensions can add events and fields that only the
-// peers which enabled them get (every other peer keeps v1, byte for byte). The dispatcher answers
-// a feature's requests with unknown_type to a peer that did not enable it.
-import { FEATURE_DELTA_APPEND, type ServerMessage } from "@pheby/protocol";
+// peers which enabled them get (every other peer keeps v1, byte for byte). (A request of a feature a
+// peer did not enable never reaches the dispatcher: the session's decoder answers unknown_type, which
+// the push, schedules and devices server tests check end to end.)
+import { FEATURE_DELTA_APPEND, FEATURE_QUEUE, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ServerContext } from "../src/handlers/context.js";
 import { Dispatcher } from "../src/handlers/index.js";
@@ -48,6 +49,14 @@ describe("Fanout", () => {
     fanoutWith(v1, push).publish({ message: accepted, conversationId: "c1", feature: "push" });
     expect(v1.frames).toEqual([]);
     expect(push.frames).toEqual([V1_ACCEPTED]);
+  });
+
+  it("an extension's message type reaches only the peers that enabled it, without a hand-set feature", () => {
+    const [v1, queue] = [new FakePeer(), new FakePeer([FEATURE_QUEUE])];
+    const changed: ServerMessage = { type: "queue.changed", conversation_id: "c1", queued: [] };
+    fanoutWith(v1, queue).publish(eventOf(changed, { peer: v1, requestId: "q1" }));
+    expect(v1.frames).toEqual([]);
+    expect(queue.frames).toEqual(['{"type":"queue.changed","conversation_id":"c1","queued":[]}']);
   });
 
   it("extension fields go only to peers that enabled them, after the v1 fields and a reply's request_id", () => {
@@ -115,23 +124,15 @@ describe("Fanout", () => {
   });
 });
 
-describe("Dispatcher: feature-gated requests", () => {
+describe("Dispatcher", () => {
   const ctx = { log: { error() {} } } as unknown as ServerContext;
-  const dispatcher = new Dispatcher([
-    { feature: "queue", handlers: { ping: () => ({ reply: { type: "pong", ts: "t" } }) } },
-  ]);
+  const dispatcher = new Dispatcher([{ ping: () => ({ reply: { type: "pong", ts: "t" } }) }]);
 
-  it("answers a gated request with unknown_type, as the decoder does, unless the peer enabled the feature", async () => {
+  it("routes a request to its table's handler; a type no table handles is not_implemented; a second hello is bad_request", async () => {
     expect(await dispatcher.dispatch(ctx, new FakePeer(), { type: "ping" })).toEqual({
-      error: { code: "unknown_type", message: "unknown message type" },
-    });
-    expect(await dispatcher.dispatch(ctx, new FakePeer(["queue"]), { type: "ping" })).toEqual({
       reply: { type: "pong", ts: "t" },
     });
-  });
-
-  it("a type no module handles is not_implemented; a second hello is bad_request", async () => {
-    expect(await dispatcher.dispatch(ctx, new FakePeer(["queue"]), { type: "models.list" })).toEqual({
+    expect(await dispatcher.dispatch(ctx, new FakePeer(), { type: "models.list" })).toEqual({
       error: { code: "not_implemented", message: "models.list is not implemented yet" },
     });
     const hello = { type: "hello", secret: "s", protocol_version: 1 } as const;

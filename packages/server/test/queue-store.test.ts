@@ -1,5 +1,6 @@
+import { LIMITS } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_QUEUED_RUNS, type QueuedRun, QueueStore } from "../src/store/queue.js";
+import { type QueuedRun, QueueStore } from "../src/store/queue.js";
 import type { Store } from "../src/store/store.js";
 import { useTempDirs } from "./helpers.js";
 import { addConversation, openStore } from "./resume-db.js";
@@ -61,14 +62,14 @@ describe("queue store", () => {
     expect(queue.conversations()).toEqual([]);
   });
 
-  it(`accepts ${MAX_QUEUED_RUNS} runs per conversation and refuses one more`, () => {
+  it(`accepts ${LIMITS.queuedRunsPerConversation} runs per conversation and refuses one more`, () => {
     const { queue } = open(dir());
-    for (let i = 1; i <= MAX_QUEUED_RUNS; i++) expect(queue.enqueue(run(`r${i}`))).toBe(i);
+    for (let i = 1; i <= LIMITS.queuedRunsPerConversation; i++) expect(queue.enqueue(run(`r${i}`))).toBe(i);
     expect(queue.enqueue(run("one-too-many"))).toBeNull();
-    expect(queue.list(C)).toHaveLength(MAX_QUEUED_RUNS);
+    expect(queue.list(C)).toHaveLength(LIMITS.queuedRunsPerConversation);
     expect(queue.enqueue(run("elsewhere", D))).toBe(1);
     queue.remove(C, "r7");
-    expect(queue.enqueue(run("fits-again"))).toBe(MAX_QUEUED_RUNS);
+    expect(queue.enqueue(run("fits-again"))).toBe(LIMITS.queuedRunsPerConversation);
   });
 
   it("removes one queued run of its own conversation only", () => {

@@ -1,5 +1,5 @@
 import type { ServerMessage } from "@pheby/protocol";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { ProtocolError } from "../src/errors.js";
 import { IdempotentRequests } from "../src/resume/idempotency.js";
 import { SENT_REQUEST_TTL_MS, type SentKey, SentRequests } from "../src/store/sent-requests.js";
@@ -80,14 +80,9 @@ describe("idempotent requests", () => {
     const { requests } = open(dir());
     let calls = 0;
     const work = () => accepted(`run-${++calls}`);
-    expect(await requests.once(send("m1"), work)).toEqual({
-      outcome: { reply: accepted("run-1") },
-      repeat: false,
-    });
-    expect(await requests.once(send("m1"), work)).toEqual({
-      outcome: { reply: accepted("run-1") },
-      repeat: true,
-    });
+    expect(await requests.once(send("m1"), work)).toEqual({ reply: accepted("run-1") });
+    expect(calls).toBe(1);
+    expect(await requests.once(send("m1"), work)).toEqual({ reply: accepted("run-1") });
     expect(calls).toBe(1);
     // Another ID, or the same ID in another conversation, is another request.
     await requests.once(send("m2"), work);
@@ -103,8 +98,9 @@ describe("idempotent requests", () => {
       throw new ProtocolError("bad_request", "attachment_ids are not uploads of this conversation");
     };
     const error = { code: "bad_request", message: "attachment_ids are not uploads of this conversation" };
-    expect(await requests.once(send("m1"), work)).toEqual({ outcome: { error }, repeat: false });
-    expect(await requests.once(send("m1"), work)).toEqual({ outcome: { error }, repeat: true });
+    expect(await requests.once(send("m1"), work)).toEqual({ error });
+    expect(calls).toBe(1);
+    expect(await requests.once(send("m1"), work)).toEqual({ error });
     expect(calls).toBe(1);
   });
 
@@ -116,10 +112,9 @@ describe("idempotent requests", () => {
         throw new ProtocolError(code, "not now");
       };
       await expect(requests.once(send("m1"), refuse)).rejects.toMatchObject({ code });
-      expect(await requests.once(send("m1"), () => accepted("r1"))).toEqual({
-        outcome: { reply: accepted("r1") },
-        repeat: false,
-      });
+      const retry = vi.fn(() => accepted("r1"));
+      expect(await requests.once(send("m1"), retry)).toEqual({ reply: accepted("r1") });
+      expect(retry).toHaveBeenCalledOnce();
     },
   );
 
@@ -131,7 +126,9 @@ describe("idempotent requests", () => {
         throw fault;
       }),
     ).rejects.toBe(fault);
-    expect((await requests.once(send("m1"), () => accepted("r1"))).repeat).toBe(false);
+    const retry = vi.fn(() => accepted("r1"));
+    expect(await requests.once(send("m1"), retry)).toEqual({ reply: accepted("r1") });
+    expect(retry).toHaveBeenCalledOnce();
   });
 
   it("a repeat that arrives while the first is still running waits for it instead of doing the work again", async () => {
@@ -149,8 +146,8 @@ describe("idempotent requests", () => {
     const first = requests.once(send("m1"), work);
     const second = requests.once(send("m1"), work);
     release();
-    expect(await first).toEqual({ outcome: { reply: accepted("r1") }, repeat: false });
-    expect(await second).toEqual({ outcome: { reply: accepted("r1") }, repeat: true });
+    expect(await first).toEqual({ reply: accepted("r1") });
+    expect(await second).toEqual({ reply: accepted("r1") });
     expect(calls).toBe(1);
   });
 
@@ -164,10 +161,12 @@ describe("idempotent requests", () => {
       await gate;
       throw new ProtocolError("run_active", "busy");
     });
-    const second = requests.once(send("m1"), () => accepted("r2"));
+    const retry = vi.fn(() => accepted("r2"));
+    const second = requests.once(send("m1"), retry);
     release();
     await expect(first).rejects.toMatchObject({ code: "run_active" });
-    expect(await second).toEqual({ outcome: { reply: accepted("r2") }, repeat: false });
+    expect(await second).toEqual({ reply: accepted("r2") });
+    expect(retry).toHaveBeenCalledOnce();
   });
 
   it("a retry after a restart gets the outcome from before it", async () => {
@@ -176,9 +175,8 @@ describe("idempotent requests", () => {
     await first.requests.once(send("m1"), () => accepted("r1"));
     first.store.close();
     const { requests } = open(path);
-    expect(await requests.once(send("m1"), () => accepted("r2"))).toEqual({
-      outcome: { reply: accepted("r1") },
-      repeat: true,
-    });
+    const retry = vi.fn(() => accepted("r2"));
+    expect(await requests.once(send("m1"), retry)).toEqual({ reply: accepted("r1") });
+    expect(retry).not.toHaveBeenCalled();
   });
 });

@@ -43,8 +43,8 @@ export interface ServerContext {
   history: HistoryRefresh;
   /** Bound on the message text of one `conversation.history` page, in UTF-8 bytes. */
   historyPageBytes: number;
-  /** The `push` extension (subscriptions, presence); undefined when the server does not offer it. */
-  push?: PushService;
+  /** The `push` extension (subscriptions, presence, the VAPID key); the server always has one. */
+  push: PushService;
 }
 
 /** One decoded request of an authenticated peer. */
@@ -76,16 +76,6 @@ export type Handler<T extends ClientMessageType> = (
 
 /** Handlers by request type; one module per domain contributes a table. */
 export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };
-
-/**
- * One domain's handlers. With `feature`, they are an extension's: a peer that
- * did not enable it gets `unknown_type` for them, exactly as if the server did
- * not know the type (so it sees v1, byte for byte).
- */
-export interface HandlerModule {
-  feature?: string;
-  handlers: HandlerTable;
-}
 
 /** A live conversation, or `conversation_not_found`. */
 export function requireConversation(ctx: ServerContext, id: string): ConversationRow {

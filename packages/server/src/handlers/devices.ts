@@ -1,4 +1,3 @@
-import { FEATURE_DEVICES } from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import type { HandlerTable } from "./context.js";
@@ -9,7 +8,7 @@ function requireOwner(peer: Peer, what: string): void {
     throw new ProtocolError("bad_request", `only the owner (the master secret) may ${what}`);
 }
 
-/** The `devices` extension's requests (registered with `feature: FEATURE_DEVICES`). */
+/** The `devices` extension's requests (a peer that did not enable it gets `unknown_type` from the decoder). */
 export const deviceHandlers: HandlerTable = {
   "pair.create": (ctx, req) => {
     requireOwner(req.peer, "pair devices");
@@ -30,7 +29,6 @@ export const deviceHandlers: HandlerTable = {
       broadcast: {
         message: { type: "device.revoked", device_id },
         conversationId: null,
-        feature: FEATURE_DEVICES,
         replyTo: {
           peer: req.peer,
           ...(req.msg.request_id === undefined ? {} : { requestId: req.msg.request_id }),

@@ -28,8 +28,6 @@ export async function once(
     first = handled.outcome;
     return handled.reply;
   });
-  if ("error" in settled.outcome) {
-    throw new ProtocolError(settled.outcome.error.code, settled.outcome.error.message);
-  }
-  return first ?? { reply: settled.outcome.reply };
+  if ("error" in settled) throw new ProtocolError(settled.error.code, settled.error.message);
+  return first ?? { reply: settled.reply };
 }

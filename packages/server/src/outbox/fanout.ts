@@ -1,4 +1,4 @@
-import { deltaOffset, FEATURE_DELTA_APPEND, type ServerMessageOf } from "@pheby/protocol";
+import { deltaOffset, FEATURE_DELTA_APPEND, featureOfType, type ServerMessageOf } from "@pheby/protocol";
 import type { Outbox, OutboxEvent, Peer, SendHint } from "./outbox.js";
 
 /** What the fanout remembers of a draft being streamed with `delta.append`. */
@@ -55,7 +55,9 @@ export class Fanout implements Outbox {
    * draft (offset 0) for an append peer.
    */
   publish(event: OutboxEvent, only?: Peer): void {
-    const { message, replyTo, feature, except } = event;
+    const { message, replyTo, except } = event;
+    // An extension's own message type goes only to peers that enabled it, whoever published it.
+    const feature = event.feature ?? featureOfType(message.type);
     const frames = new Map<string, string>();
     const delta = message.type === "message.delta" && !only ? this.#draft(message) : undefined;
     let offset: number | undefined;

@@ -60,7 +60,10 @@ export interface OutboxEvent {
   conversationId: string | null;
   /** The event is also the reply to this request: only `replyTo.peer`'s copy carries `replyTo.requestId`. */
   replyTo?: Origin;
-  /** Deliver only to peers that enabled this extension (an extension's own event). */
+  /**
+   * Deliver only to peers that enabled this extension. An extension's own message type needs no
+   * such field (the Fanout restricts it by its type); set it to narrow a v1 type (e.g. `expiry`'s notice).
+   */
   feature?: string;
   /** Not to this peer: it got another message as its reply (`schedule.created` vs the others' `schedule.changed`). */
   except?: Peer;
@@ -81,4 +84,19 @@ export interface Outbox {
 export function eventOf(message: ServerMessage, replyTo?: Origin): OutboxEvent {
   const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : null;
   return replyTo === undefined ? { message, conversationId } : { message, conversationId, replyTo };
+}
+
+/**
+ * Send a reply that is `peer`'s alone: the message, the request's `request_id`, then any extension
+ * `fields` (resume's `seq`), in that order. The session and the resume outbox both reply through it,
+ * so a direct reply has one byte layout.
+ */
+export function sendReply(
+  peer: Peer,
+  requestId: string | undefined,
+  message: ServerMessage,
+  fields?: Readonly<Record<string, unknown>>,
+): void {
+  const frame = { ...message, ...(requestId === undefined ? {} : { request_id: requestId }), ...fields };
+  peer.send(JSON.stringify(frame), { type: message.type });
 }

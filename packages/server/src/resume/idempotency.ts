@@ -11,13 +11,6 @@ export const TRANSIENT_ERRORS: ReadonlySet<ErrorCode> = new Set([
   "internal_error",
 ]);
 
-/** What {@link IdempotentRequests.once} settled on, and whether it is an earlier request's outcome. */
-export interface Settled {
-  outcome: SentOutcome;
-  /** True when the work was not done now: the outcome is the first request's, for the retrying connection only. */
-  repeat: boolean;
-}
-
 /**
  * Requests made idempotent by their `client_message_id`: the work runs once
  * per key, and a repeat (a retry after a lost reply) gets the first outcome
@@ -38,11 +31,11 @@ export class IdempotentRequests {
    * `code` to refuse. Transient refusals and errors without such a code
    * (internal faults) are rethrown unremembered.
    */
-  async once(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<Settled> {
+  async once(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<SentOutcome> {
     const id = `${key.kind}\u0000${key.scope}\u0000${key.clientMessageId}`;
     for (;;) {
       const remembered = this.sent.recall(key);
-      if (remembered) return { outcome: remembered, repeat: true };
+      if (remembered) return remembered;
       const running = this.#inFlight.get(id);
       if (running === undefined) break;
       // Whatever the first try ends with, look again: it is remembered now, or this one runs.
@@ -57,7 +50,7 @@ export class IdempotentRequests {
     }
   }
 
-  async #settle(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<Settled> {
+  async #settle(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<SentOutcome> {
     let outcome: SentOutcome;
     try {
       outcome = { reply: await work() };
@@ -67,7 +60,7 @@ export class IdempotentRequests {
       outcome = { error: { code, message: (err as Error).message } };
     }
     this.sent.remember(key, outcome);
-    return { outcome, repeat: false };
+    return outcome;
   }
 }
 

@@ -1,6 +1,6 @@
 import { FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
 import type { Fanout } from "../outbox/fanout.js";
-import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import { type Outbox, type OutboxEvent, type Peer, sendReply } from "../outbox/outbox.js";
 import type { ExtensionFields, LoggedEvent, ReplayLog, ReplayWindow } from "../store/replay-log.js";
 
 /**
@@ -82,9 +82,7 @@ export class ResumeOutbox implements Outbox {
 
   /** Send a reply that is this peer's alone, `request_id` echoed, `resume` fields after it. */
   reply(peer: Peer, requestId: string | undefined, message: ServerMessage): void {
-    const extra = this.replyFields(peer, message);
-    const frame = { ...message, ...(requestId === undefined ? {} : { request_id: requestId }), ...extra };
-    peer.send(JSON.stringify(frame), { type: message.type });
+    sendReply(peer, requestId, message, this.replyFields(peer, message));
   }
 }
 

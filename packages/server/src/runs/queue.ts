@@ -1,5 +1,4 @@
 import {
-  FEATURE_QUEUE,
   FEATURE_RESUME,
   LIMITS,
   type QueuedRun as QueuedRunWire,
@@ -181,7 +180,6 @@ export class RunQueue {
     return {
       message: { type: "queue.changed", conversation_id: conversationId, queued: wire(queued, false) },
       conversationId,
-      feature: FEATURE_QUEUE,
       fields: { [FEATURE_RESUME]: { queued: wire(queued, true) } },
     };
   }

@@ -18,9 +18,9 @@ import { type Authenticate, type Principal, principalLog } from "../auth/princip
 import type { ServerContext } from "../handlers/context.js";
 import type { Dispatcher } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
-import type { Peer, SendHint } from "../outbox/outbox.js";
+import { type Peer, type SendHint, sendReply } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate, SERVER_FEATURES } from "./features.js";
+import { negotiate, type SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
 /** What every session needs, whatever its transport. */
@@ -30,8 +30,8 @@ export interface SessionSettings {
   lockout: Lockout;
   authTimeoutMs: number;
   serverName: string;
-  /** The extensions this server offers (default {@link SERVER_FEATURES}; an operator may turn one off). */
-  features?: readonly string[];
+  /** The extensions this server offers: {@link SERVER_FEATURES}, less any the operator turned off. */
+  features: readonly string[];
 }
 
 /** The services sessions work with. */
@@ -42,11 +42,6 @@ export interface SessionDeps {
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
   settings: SessionSettings;
-  /**
-   * Extension fields a direct reply gets on this peer (resume's `seq`), appended after its
-   * `request_id`; undefined (every v1 peer) leaves the reply as it is.
-   */
-  replyFields?: (peer: Peer, reply: ServerMessage) => Record<string, unknown> | undefined;
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -120,8 +115,9 @@ export class PeerSession implements Peer {
     }
     // Extension requests and fields count only when this connection enabled their feature (for the
     // hello, which negotiates them, those this server supports): the decoder gates and strips them.
-    const supported = this.deps.settings.features ?? SERVER_FEATURES;
-    const decoded = decodeClientFrame(data, { features: this.principal ? this.features : supported });
+    const decoded = decodeClientFrame(data, {
+      features: this.principal ? this.features : this.deps.settings.features,
+    });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
@@ -169,12 +165,10 @@ export class PeerSession implements Peer {
       return;
     }
     if (answer.reply) {
-      const extra = this.deps.replyFields?.(this, answer.reply);
-      this.sendMessage({
-        ...answer.reply,
-        ...(requestId === undefined ? {} : { request_id: requestId }),
-        ...extra,
-      } as ServerMessage);
+      // With `resume`, its outbox adds the reply's extension fields (`seq`); without, the v1 reply.
+      const { replay } = this.deps.ctx;
+      if (replay) replay.reply(this, requestId, answer.reply);
+      else sendReply(this, requestId, answer.reply);
     }
     if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
   }
@@ -279,9 +273,7 @@ export class PeerSession implements Peer {
     this.deps.settings.lockout.succeed(this.link.address);
     this.principal = principal;
     const features =
-      msg.features === undefined
-        ? undefined
-        : negotiate(msg.features, this.deps.settings.features ?? SERVER_FEATURES);
+      msg.features === undefined ? undefined : negotiate(msg.features, this.deps.settings.features);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);
@@ -294,7 +286,7 @@ export class PeerSession implements Peer {
       server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
-      ...(this.features.has(FEATURE_PUSH) && this.deps.ctx.push
+      ...(this.features.has(FEATURE_PUSH)
         ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
         : {}),
       ...(device === undefined ? {} : { device }),

@@ -1,8 +1,8 @@
 import type Database from "better-sqlite3";
 
 /**
- * Migration step of the push subscriptions table (issue 20), appended to `MIGRATIONS` at merge
- * time. `created_by` is the credential that subscribed: `"owner"` (the master secret) or a paired
+ * Migration step of the push subscriptions table (issue 20): v5 of `MIGRATIONS`
+ * (store/migrations.ts). `created_by` is the credential that subscribed: `"owner"` (the master secret) or a paired
  * device's id (issue 24).
  */
 export const PUSH_MIGRATION = `

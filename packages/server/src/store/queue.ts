@@ -1,7 +1,5 @@
+import { LIMITS } from "@pheby/protocol";
 import type Database from "better-sqlite3";
-
-/** At most this many runs wait in one conversation's queue. */
-export const MAX_QUEUED_RUNS = 20;
 
 /** A follow-up waiting for the conversation's active run to end. */
 export interface QueuedRun {
@@ -25,7 +23,7 @@ interface Row {
 
 /**
  * The persisted queues of the `queue` extension: per conversation, in the
- * order they were queued, at most {@link MAX_QUEUED_RUNS}. Kept in SQLite so a
+ * order they were queued, at most {@link LIMITS.queuedRunsPerConversation}. Kept in SQLite so a
  * queue survives a restart (its runs start once the server is back).
  */
 export class QueueStore {
@@ -58,7 +56,7 @@ export class QueueStore {
   }
 
   /** Append a run to its conversation's queue; its 1-based position, or null when the queue is full. */
-  enqueue(run: QueuedRun, max = MAX_QUEUED_RUNS): number | null {
+  enqueue(run: QueuedRun, max = LIMITS.queuedRunsPerConversation): number | null {
     return this.#enqueue(run, max);
   }
 

@@ -1,6 +1,6 @@
 /**
- * Schema of the `resume` and `queue` extensions (issue 21), one migration step
- * to append to `MIGRATIONS` (its position is decided when branches merge).
+ * Schema of the `resume` and `queue` extensions (issue 21): migration step v6
+ * of `MIGRATIONS` (store/migrations.ts); a shipped step never moves or changes.
  *
  * - `replay_counters` / `replay_events`: the per-conversation replay log
  *   ({@link ReplayLog}). The counter row has no foreign key and outlives its
