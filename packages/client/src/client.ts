@@ -19,11 +19,11 @@ import {
 } from "@pheby/protocol";
 import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backoff.js";
 import { Emitter } from "./emitter.js";
-import { PhebyError, retryAfterMs } from "./errors.js";
+import { PhebyError } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { newClientMessageId, Positions } from "./resume.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
-import { type TransportFailure, transportFailure } from "./transport.js";
+import { frameText, lockoutError, type TransportFailure, transportFailure } from "./transport.js";
 
 /** Connection lifecycle states. `auth_failed` is final until {@link PhebyClient.connect} is called again. */
 export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "auth_failed" | "closed";
@@ -496,8 +496,7 @@ export class PhebyClient {
       });
       socket.addEventListener("close", (event) => {
         closed = { code: event.code, reason: event.reason };
-        if (event.code === CLOSE_CODES.lockedOut)
-          this.lockedOutFor = retryAfterMs(event.reason) ?? this.lockedOutFor;
+        this.lockedOutFor = lockoutError(closed)?.retryAfterMs ?? this.lockedOutFor;
         reject(
           failure ??
             (transport
@@ -546,12 +545,7 @@ export class PhebyClient {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
       // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
       // answered: that close is the answer.
-      if (failure.code === "connection_closed" && closed?.code === CLOSE_CODES.lockedOut) {
-        const wait = retryAfterMs(closed.reason);
-        failure = new PhebyError("rate_limited", `locked out: ${closed.reason || "no wait given"}`, {
-          ...(wait === undefined ? {} : { retryAfterMs: wait }),
-        });
-      }
+      if (failure.code === "connection_closed" && closed) failure = lockoutError(closed) ?? failure;
       // Before the close, this is what the next reconnect waits (the close reason may repeat it).
       if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
       if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
@@ -662,7 +656,7 @@ export class PhebyClient {
 
   private onMessage(socket: WebSocketLike, data: unknown): void {
     if (socket !== this.socket) return;
-    const raw = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
+    const raw = frameText(data);
     const decoded = decodeServerFrame(raw);
     if (!decoded.ok) {
       this.lifecycle.emit("invalidFrame", { raw, error: decoded.error });
@@ -687,14 +681,7 @@ export class PhebyClient {
       this.pending.delete(requestId!);
       clearTimeout(pending.timer);
       if (message.type === "error") {
-        const { code, message: text } = message.error;
-        const wait = code === "rate_limited" ? retryAfterMs(text) : undefined;
-        pending.reject(
-          new PhebyError(code, text, {
-            requestId: requestId!,
-            ...(wait === undefined ? {} : { retryAfterMs: wait }),
-          }),
-        );
+        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
       } else {
         pending.resolve(message);
       }
