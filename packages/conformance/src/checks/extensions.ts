@@ -287,15 +287,27 @@ export const extensionChecks: Check[] = [
         "approval.request of /sim timeout carries no expires_at after its ts",
         asked,
       );
-      const notice = probe.frames.find(
-        (m) => m.type === "message.complete" && m.kind === "notice" && m.conversation_id === conversation,
+      // Withdrawn: failed closed, as if denied, without anyone answering it.
+      const withdrawn = await probe.waitFor(
+        (m) => m.type === "approval.resolved" && m.approval_id === asked.approval_id,
+        "approval.resolved withdrawing the expired approval",
       );
       expect(
-        notice !== undefined,
-        "no notice told the conversation the approval expired",
-        probe.frames.at(-1),
+        withdrawn.type === "approval.resolved" && !withdrawn.accepted,
+        "the expired approval was resolved as accepted",
+        withdrawn,
+      );
+      // The notice follows the withdrawal, in the question's conversation.
+      await probe.waitFor(
+        (m) => m.type === "message.complete" && m.kind === "notice" && m.conversation_id === conversation,
+        "notice in the conversation, after the withdrawal, that the approval expired",
+        { from: probe.frames.indexOf(withdrawn) + 1 },
       );
       await plain.ping();
+      const v1Notice = plain.frames.find(
+        (m) => m.type === "message.complete" && m.kind === "notice" && m.conversation_id === conversation,
+      );
+      expect(v1Notice === undefined, "a v1 connection got the expiry notice", v1Notice);
     },
   },
   {
