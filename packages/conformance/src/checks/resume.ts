@@ -12,7 +12,7 @@ import type { Check } from "../types.js";
 const SECTION = "Pheby extensions: resume";
 
 /** A frame's `seq`, or undefined. */
-export const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;
+const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;
 const conversationOf = (m: ServerMessage): string | undefined =>
   (m as { conversation_id?: string }).conversation_id;
 
@@ -30,7 +30,7 @@ function asV1(m: ServerMessage): ServerMessage {
 }
 
 /** Open a connection that asks for `resume` (and `extra`); skip the check when the server does not enable it. */
-export async function withResume(ctx: CheckContext, label: string, extra: string[] = []): Promise<Probe> {
+async function withResume(ctx: CheckContext, label: string, extra: string[] = []): Promise<Probe> {
   const probe = await ctx.raw(label);
   const ready = await probe.hello(ctx.options.secret, [FEATURE_RESUME, ...extra]);
   if (!ready.features?.includes(FEATURE_RESUME)) ctx.skip("the server does not offer resume");
@@ -38,7 +38,7 @@ export async function withResume(ctx: CheckContext, label: string, extra: string
 }
 
 /** `conversation.open` (with `since_seq` when given): its reply, whichever of the two it is. */
-export async function open(probe: Probe, conversationId: string, sinceSeq?: number): Promise<ServerMessage> {
+async function open(probe: Probe, conversationId: string, sinceSeq?: number): Promise<ServerMessage> {
   const request_id = probe.requestId();
   probe.send({
     type: "conversation.open",
@@ -85,7 +85,7 @@ function eventsSeen(
  * order, except that a message's superseded `message.delta`s may be left out
  * (collapsed into a later delta, or the `message.complete`, of that message).
  */
-export function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMessage[]): void {
+function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMessage[]): void {
   let i = 0;
   for (const frame of replayed) {
     const json = JSON.stringify(frame);
