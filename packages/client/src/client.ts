@@ -197,7 +197,6 @@ export class PhebyClient {
   private everConnected = false;
   /** The wait the server asked for at its last lockout (`rate_limited`, 4429), until the next attempt. */
   private lockedOutFor: number | undefined;
-  private lastCloseCode: number | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -739,7 +738,6 @@ export class PhebyClient {
   private onClose(socket: WebSocketLike, code: number): void {
     if (socket !== this.socket) return;
     this.socket = undefined;
-    this.lastCloseCode = code;
     const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
     // A send the server may have handled is kept for the next connection when it can ask again safely.
     const retain = !final && this.featuresValue.includes(FEATURE_RESUME) && this.willReconnect();
@@ -748,14 +746,15 @@ export class PhebyClient {
       if (!final && !this.userClosed) this.setState("closed");
       return;
     }
-    this.scheduleReconnect();
+    this.scheduleReconnect(code);
   }
 
-  private scheduleReconnect(): void {
+  /** Reconnect after the backoff, or after the lockout's wait when the close (`closeCode`) was one. */
+  private scheduleReconnect(closeCode: number): void {
     this.setState("reconnecting");
     const backoff = this.options.reconnect || {};
     let delay = backoffDelay(this.attempt++, backoff);
-    if (this.lockedOutFor !== undefined || this.lastCloseCode === CLOSE_CODES.lockedOut) {
+    if (this.lockedOutFor !== undefined || closeCode === CLOSE_CODES.lockedOut) {
       // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
       // earlier only gets another 4429.
       delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);
