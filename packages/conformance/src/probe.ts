@@ -39,6 +39,8 @@ export class Probe {
   private readonly waiters = new Set<Waiter>();
   private closeInfo: CloseInfo | undefined;
   private nextId = 1;
+  /** The server's `ready`, once the handshake is done. */
+  ready: Extract<ServerMessage, { type: "ready" }> | undefined;
   /** The features `ready` enabled (none for a v1 hello); undefined before the handshake. */
   private enabled: ReadonlySet<string> | undefined;
 
@@ -207,6 +209,7 @@ export class Probe {
       { type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) },
       "ready",
     );
+    this.ready = ready;
     this.enabled = new Set(ready.features ?? []);
     // `ready` itself arrived before the features were known: hold it to the ones it lists (a v1
     // connection's ready carries no push or device).

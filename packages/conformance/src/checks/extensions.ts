@@ -273,9 +273,7 @@ export const extensionChecks: Check[] = [
     needs: { simulator: true },
     async run(ctx) {
       const plain = await ctx.connect("v1");
-      const probe = await ctx.raw("expiry");
-      const ready = await probe.hello(ctx.options.secret, [FEATURE_EXPIRY]);
-      if (!(ready.features ?? []).includes(FEATURE_EXPIRY)) ctx.skip("the server does not offer expiry");
+      const probe = await ctx.connectWith("expiry", [FEATURE_EXPIRY]);
       const conversation = await ctx.createConversation(probe, "conformance expiry");
       const trace = await ctx.chat(probe, conversation, "/sim timeout", { timeoutMs: 60_000 });
       expectFinished(trace, "completed");
@@ -318,10 +316,11 @@ export const extensionChecks: Check[] = [
     async run(ctx) {
       const observer = await ctx.raw("v1");
       await observer.hello(ctx.options.secret);
-      const owner = await ctx.raw("owner");
-      const ready = await owner.hello(ctx.options.secret, [FEATURE_DEVICES]);
-      if (!(ready.features ?? []).includes(FEATURE_DEVICES))
-        ctx.skip("the server does not offer devices (a v1 server may ignore hello.features)");
+      const owner = await ctx.connectWith(
+        "owner",
+        [FEATURE_DEVICES],
+        "a v1 server may ignore hello.features",
+      );
       const request_id = owner.requestId();
       owner.send({ type: "pair.create", name: "conformance", request_id });
       const answer = await owner.reply(request_id, "pair.create");
@@ -416,11 +415,9 @@ export const extensionChecks: Check[] = [
       "push: ready.push carries a VAPID key; push.subscribe/list/test/unsubscribe work; a local receiver gets approval, resolved and run_finished pushes it can decrypt, signed with that key; POST /approvals/{id} answers; a connection without push gets unknown_type",
     needs: { simulator: true },
     async run(ctx) {
-      const pushy = await ctx.raw("push");
-      const ready = await pushy.hello(ctx.options.secret, [FEATURE_PUSH]);
-      if (!(ready.features ?? []).includes(FEATURE_PUSH)) ctx.skip("the server does not offer push");
-      const vapidKey = ready.push?.vapid_public_key;
-      expect(vapidKey !== undefined, "ready.push is missing on a push connection", ready);
+      const pushy = await ctx.connectWith("push", [FEATURE_PUSH]);
+      const vapidKey = pushy.ready?.push?.vapid_public_key;
+      expect(vapidKey !== undefined, "ready.push is missing on a push connection", pushy.ready);
       const plain = await ctx.connect("v1");
       await plain.expectError({ type: "push.list" }, "unknown_type", "push.list without the push feature");
 
@@ -500,11 +497,8 @@ export const extensionChecks: Check[] = [
 /** A v1 connection and two `schedules` connections (skips when the server does not offer schedules). */
 async function scheduleConnections(ctx: CheckContext): Promise<{ plain: Probe; a: Probe; b: Probe }> {
   const plain = await ctx.connect("v1");
-  const a = await ctx.raw("schedules-a");
-  const ready = await a.hello(ctx.options.secret, [FEATURE_SCHEDULES]);
-  if (!(ready.features ?? []).includes(FEATURE_SCHEDULES)) ctx.skip("the server does not offer schedules");
-  const b = await ctx.raw("schedules-b");
-  await b.hello(ctx.options.secret, [FEATURE_SCHEDULES]);
+  const a = await ctx.connectWith("schedules-a", [FEATURE_SCHEDULES]);
+  const b = await ctx.connectWith("schedules-b", [FEATURE_SCHEDULES]);
   return { plain, a, b };
 }
 
