@@ -120,8 +120,9 @@ export class SchedulesPanel {
 
   private async remove(id: string): Promise<void> {
     try {
-      const { schedule, deleted } = await this.client.request({ type: "schedule.delete", schedule_id: id });
-      this.changed(schedule, deleted);
+      // The reply is a schedule.changed, which @pheby/client also hands to on() handlers: main.ts's
+      // applies it (add's reply, schedule.created, reaches no such handler, so add applies its own).
+      await this.client.request({ type: "schedule.delete", schedule_id: id });
     } catch (err) {
       this.report(`Could not delete the schedule: ${(err as Error).message}`);
     }

@@ -19,11 +19,11 @@ import {
 } from "@pheby/protocol";
 import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backoff.js";
 import { Emitter } from "./emitter.js";
-import { PhebyError, retryAfterMs } from "./errors.js";
+import { PhebyError } from "./errors.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { newClientMessageId, Positions } from "./resume.js";
 import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
-import { type TransportFailure, transportFailure } from "./transport.js";
+import { frameText, lockoutError, type TransportFailure, transportFailure } from "./transport.js";
 
 /** Connection lifecycle states. `auth_failed` is final until {@link PhebyClient.connect} is called again. */
 export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "auth_failed" | "closed";
@@ -197,7 +197,6 @@ export class PhebyClient {
   private everConnected = false;
   /** The wait the server asked for at its last lockout (`rate_limited`, 4429), until the next attempt. */
   private lockedOutFor: number | undefined;
-  private lastCloseCode: number | undefined;
   private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
   private pingTimer: ReturnType<typeof setInterval> | undefined;
 
@@ -496,8 +495,7 @@ export class PhebyClient {
       });
       socket.addEventListener("close", (event) => {
         closed = { code: event.code, reason: event.reason };
-        if (event.code === CLOSE_CODES.lockedOut)
-          this.lockedOutFor = retryAfterMs(event.reason) ?? this.lockedOutFor;
+        this.lockedOutFor = lockoutError(closed)?.retryAfterMs ?? this.lockedOutFor;
         reject(
           failure ??
             (transport
@@ -546,12 +544,7 @@ export class PhebyClient {
       failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
       // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
       // answered: that close is the answer.
-      if (failure.code === "connection_closed" && closed?.code === CLOSE_CODES.lockedOut) {
-        const wait = retryAfterMs(closed.reason);
-        failure = new PhebyError("rate_limited", `locked out: ${closed.reason || "no wait given"}`, {
-          ...(wait === undefined ? {} : { retryAfterMs: wait }),
-        });
-      }
+      if (failure.code === "connection_closed" && closed) failure = lockoutError(closed) ?? failure;
       // Before the close, this is what the next reconnect waits (the close reason may repeat it).
       if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
       if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
@@ -662,7 +655,7 @@ export class PhebyClient {
 
   private onMessage(socket: WebSocketLike, data: unknown): void {
     if (socket !== this.socket) return;
-    const raw = typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
+    const raw = frameText(data);
     const decoded = decodeServerFrame(raw);
     if (!decoded.ok) {
       this.lifecycle.emit("invalidFrame", { raw, error: decoded.error });
@@ -687,14 +680,7 @@ export class PhebyClient {
       this.pending.delete(requestId!);
       clearTimeout(pending.timer);
       if (message.type === "error") {
-        const { code, message: text } = message.error;
-        const wait = code === "rate_limited" ? retryAfterMs(text) : undefined;
-        pending.reject(
-          new PhebyError(code, text, {
-            requestId: requestId!,
-            ...(wait === undefined ? {} : { retryAfterMs: wait }),
-          }),
-        );
+        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
       } else {
         pending.resolve(message);
       }
@@ -752,7 +738,6 @@ export class PhebyClient {
   private onClose(socket: WebSocketLike, code: number): void {
     if (socket !== this.socket) return;
     this.socket = undefined;
-    this.lastCloseCode = code;
     const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
     // A send the server may have handled is kept for the next connection when it can ask again safely.
     const retain = !final && this.featuresValue.includes(FEATURE_RESUME) && this.willReconnect();
@@ -761,14 +746,15 @@ export class PhebyClient {
       if (!final && !this.userClosed) this.setState("closed");
       return;
     }
-    this.scheduleReconnect();
+    this.scheduleReconnect(code);
   }
 
-  private scheduleReconnect(): void {
+  /** Reconnect after the backoff, or after the lockout's wait when the close (`closeCode`) was one. */
+  private scheduleReconnect(closeCode: number): void {
     this.setState("reconnecting");
     const backoff = this.options.reconnect || {};
     let delay = backoffDelay(this.attempt++, backoff);
-    if (this.lockedOutFor !== undefined || this.lastCloseCode === CLOSE_CODES.lockedOut) {
+    if (this.lockedOutFor !== undefined || closeCode === CLOSE_CODES.lockedOut) {
       // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
       // earlier only gets another 4429.
       delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);

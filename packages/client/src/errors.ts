@@ -14,14 +14,15 @@ export class PhebyError extends Error {
   readonly requestId?: string;
   /**
    * For `rate_limited`: how long the server asked the client to wait before trying again (from the
-   * `retry after N s` its message or close reason carries), when it said.
+   * `retry after N s` its message or close reason carries, or HTTP `Retry-After`), when it said.
    */
   readonly retryAfterMs?: number;
 
   /**
    * @param extra `status`: HTTP status (of a file request, or of a refused WebSocket upgrade);
    * `cause`: the runtime's underlying error (e.g. Node's `ECONNREFUSED`), when known;
-   * `retryAfterMs`: the wait a `rate_limited` answer asked for.
+   * `retryAfterMs`: the wait an answer asked for; a `rate_limited` error without it takes the wait its
+   * message names (`retry after N s`).
    */
   constructor(
     code: PhebyErrorCode,
@@ -32,7 +33,9 @@ export class PhebyError extends Error {
     this.code = code;
     if (extra.status !== undefined) this.status = extra.status;
     if (extra.requestId !== undefined) this.requestId = extra.requestId;
-    if (extra.retryAfterMs !== undefined) this.retryAfterMs = extra.retryAfterMs;
+    // Parsed here once, so every way a lockout reaches the caller (reply, close, HTTP) carries its wait.
+    const wait = extra.retryAfterMs ?? (code === "rate_limited" ? retryAfterMs(message) : undefined);
+    if (wait !== undefined) this.retryAfterMs = wait;
   }
 }
 

@@ -1,5 +1,5 @@
 import { type AttachmentDescriptor, ErrorBody, type ErrorCode, UploadResponse } from "@pheby/protocol";
-import { PhebyError, retryAfterMs } from "./errors.js";
+import { PhebyError } from "./errors.js";
 import { describeFailure } from "./transport.js";
 import { hasXhr, xhrPost } from "./xhr.js";
 
@@ -107,11 +107,11 @@ async function httpError(response: Response): Promise<PhebyError> {
   } catch {
     /* not JSON */
   }
+  // A `rate_limited` message's own `retry after N s` is read by PhebyError; the header is HTTP's way.
   const header = response.headers.get("retry-after");
-  const wait = retryAfterMs(message) ?? (header && /^\d+$/.test(header) ? Number(header) * 1000 : undefined);
   return new PhebyError(code, message, {
     status: response.status,
-    ...(wait === undefined ? {} : { retryAfterMs: wait }),
+    ...(header && /^\d+$/.test(header) ? { retryAfterMs: Number(header) * 1000 } : {}),
   });
 }
 

@@ -1,7 +1,7 @@
 import { decodeServerFrame, FEATURE_DEVICES, PROTOCOL_VERSION } from "@pheby/protocol";
 import { PhebyError } from "./errors.js";
 import { defaultWebSocket, type WebSocketConstructor } from "./socket.js";
-import { transportFailure } from "./transport.js";
+import { frameText, lockoutError, transportFailure } from "./transport.js";
 
 /** What a `pheby://pair?url=…&code=…` URI holds. */
 export interface PairingUri {
@@ -84,9 +84,7 @@ export async function pairDevice(uri: string, options: PairDeviceOptions = {}): 
       ),
     );
     socket.addEventListener("message", (event) => {
-      const raw =
-        typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data as ArrayBuffer);
-      const decoded = decodeServerFrame(raw);
+      const decoded = decodeServerFrame(frameText(event.data));
       if (!decoded.ok) return finish(new PhebyError("invalid_frame", decoded.error.message));
       const message = decoded.message;
       if (message.type === "error") return finish(new PhebyError(message.error.code, message.error.message));
@@ -107,7 +105,9 @@ export async function pairDevice(uri: string, options: PairDeviceOptions = {}): 
     });
     socket.addEventListener("close", (event) =>
       finish(
-        failure ?? new PhebyError("connection_closed", `closed (${event.code}) before the pairing finished`),
+        failure ??
+          lockoutError(event) ??
+          new PhebyError("connection_closed", `closed (${event.code}) before the pairing finished`),
       ),
     );
   });

@@ -45,12 +45,6 @@ export class Positions {
     this.#syncing.delete(conversationId);
   }
 
-  /** Forget everything (a new server or a fresh start). */
-  clear(): void {
-    this.#seq.clear();
-    this.#syncing.clear();
-  }
-
   /**
    * Account for one frame. Returns false when it must not reach handlers: an
    * event of a conversation being caught up (`isReply` false), or a repeat of

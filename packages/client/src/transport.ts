@@ -1,8 +1,11 @@
 // Why a server could not be reached: from a WebSocket's 'error' event, or a failed fetch. Node's
 // `ws` puts the underlying error on the event (errno codes, TLS failures, and
 // "Unexpected server response: <status>" for a refused upgrade); browsers
-// deliberately give no detail, so there this finds nothing. Only property reads:
-// safe to bundle for browsers.
+// deliberately give no detail, so there this finds nothing. Also what PhebyClient
+// and pairDevice both read off a raw socket (a frame's text, a lockout close).
+// Only property reads: safe to bundle for browsers.
+import { CLOSE_CODES } from "@pheby/protocol";
+import { PhebyError } from "./errors.js";
 
 /** A failed connection attempt, described for people. */
 export interface TransportFailure {
@@ -58,4 +61,18 @@ export function describeFailure(cause: Error, url: string): TransportFailure {
     return { message: `TLS handshake with ${host} failed: ${detail}${code ? ` (${code})` : ""}`, cause };
   const suffix = code !== undefined && !detail.includes(code) ? ` (${code})` : "";
   return { message: `cannot reach ${host}: ${detail}${suffix}`, cause };
+}
+
+/** A WebSocket message's text: runtimes hand text frames over as strings, some as bytes. */
+export function frameText(data: unknown): string {
+  return typeof data === "string" ? data : new TextDecoder().decode(data as ArrayBuffer);
+}
+
+/**
+ * The error a close means when it is the server's only answer: a lockout (4429) is `rate_limited`,
+ * with the wait its reason names (docs/protocol.md, close codes). Undefined for any other close.
+ */
+export function lockoutError(close: { code: number; reason: string }): PhebyError | undefined {
+  if (close.code !== CLOSE_CODES.lockedOut) return undefined;
+  return new PhebyError("rate_limited", `locked out: ${close.reason || "no wait given"}`);
 }

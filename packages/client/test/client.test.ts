@@ -5,6 +5,7 @@ import {
   httpBase,
   PhebyClient,
   PhebyError,
+  pairDevice,
   type WebSocketConstructor,
 } from "../src/index.js";
 import { refusingUpgrades, ScriptedPeer, TS } from "./peer.js";
@@ -401,6 +402,31 @@ describe("PhebyClient close codes (docs/protocol.md, close codes)", () => {
   });
 });
 
+describe("pairDevice under a lockout", () => {
+  const uri = () => `pheby://pair?url=${encodeURIComponent(peer.url)}&code=123456`;
+
+  it("a rate_limited answer to the pairing hello: rejects with rate_limited and the wait its message names", async () => {
+    refuseHellos(
+      4429,
+      { code: "rate_limited", message: "Too many failed hellos from this address; retry after 287 s" },
+      "locked out; retry after 287 s",
+    );
+    const err = await pairDevice(uri()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err).toMatchObject({ code: "rate_limited", retryAfterMs: 287_000 });
+  });
+
+  it("only the 4429 close (no error frame): rate_limited with the wait its reason names, not connection_closed", async () => {
+    peer.handler = (frame, conn) => {
+      if (frame.type === "hello") conn.socket.close(4429, "locked out; retry after 3 s");
+      return undefined;
+    };
+    const err = await pairDevice(uri()).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(PhebyError);
+    expect(err).toMatchObject({ code: "rate_limited", retryAfterMs: 3_000 });
+  });
+});
+
 describe("helpers", () => {
   it("backoffDelay grows exponentially up to the cap, with full jitter", () => {
     const max = () => 1;
@@ -408,6 +434,15 @@ describe("helpers", () => {
       [0, 1, 2, 3, 10].map((a) => backoffDelay(a, { initialDelayMs: 100, maxDelayMs: 1000 }, max)),
     ).toEqual([100, 200, 400, 800, 1000]);
     expect(backoffDelay(5, {}, () => 0)).toBe(0);
+  });
+
+  it("PhebyError: a rate_limited error takes the wait its message names unless given one; other codes do not", () => {
+    expect(new PhebyError("rate_limited", "locked out; retry after 5 s").retryAfterMs).toBe(5_000);
+    expect(
+      new PhebyError("rate_limited", "locked out; retry after 5 s", { retryAfterMs: 7_000 }).retryAfterMs,
+    ).toBe(7_000);
+    expect(new PhebyError("rate_limited", "locked out").retryAfterMs).toBeUndefined();
+    expect(new PhebyError("bad_request", "retry after 5 s").retryAfterMs).toBeUndefined();
   });
 
   it("httpBase derives the HTTP origin from the WebSocket URL", () => {

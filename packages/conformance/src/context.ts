@@ -78,6 +78,19 @@ export class CheckContext {
     return probe;
   }
 
+  /**
+   * Open a connection whose hello asks for `features`, and skip the check unless `ready` enables
+   * them all (v1 allows a server to ignore `hello.features`); `skipNote` adds to the skip's reason.
+   */
+  async connectWith(label: string, features: string[], skipNote?: string): Promise<Probe> {
+    const probe = await this.raw(label);
+    const ready = await probe.hello(this.options.secret, features);
+    const missing = features.filter((f) => !(ready.features ?? []).includes(f));
+    if (missing.length > 0)
+      this.skip(`the server does not offer ${missing.join(", ")}${skipNote ? ` (${skipNote})` : ""}`);
+    return probe;
+  }
+
   /** Create a conversation and return its ID. */
   async createConversation(probe: Probe, name = "conformance"): Promise<string> {
     const created = await probe.request({ type: "conversation.create", name }, "conversation.created");

@@ -3,7 +3,7 @@
 // authenticated, against the extensions the connection enabled), and lets a
 // check wait for frames by predicate. Raw (not @pheby/client) on purpose: the
 // suite must send malformed input and observe close codes.
-import { decodeServerFrame, PROTOCOL_VERSION, type ServerMessage } from "@pheby/protocol";
+import { checkFeatures, decodeServerFrame, PROTOCOL_VERSION, type ServerMessage } from "@pheby/protocol";
 import WebSocket from "ws";
 import { CheckFailure } from "./failure.js";
 
@@ -39,14 +39,16 @@ export class Probe {
   private readonly waiters = new Set<Waiter>();
   private closeInfo: CloseInfo | undefined;
   private nextId = 1;
+  /** The server's `ready`, once the handshake is done. */
+  ready: Extract<ServerMessage, { type: "ready" }> | undefined;
   /** The features `ready` enabled (none for a v1 hello); undefined before the handshake. */
-  private enabled: readonly string[] | undefined;
+  private enabled: ReadonlySet<string> | undefined;
 
   private constructor(
     readonly label: string,
     private readonly socket: WebSocket,
     private readonly timeoutMs: number,
-    onInvalid: (frame: InvalidFrame) => void,
+    private readonly onInvalid: (frame: InvalidFrame) => void,
   ) {
     this.closed = new Promise((resolve) => {
       socket.on("close", (code, reason) => {
@@ -70,8 +72,7 @@ export class Probe {
           raw,
           error: decoded ? `${decoded.error.code}: ${decoded.error.message}` : "binary frame",
         };
-        this.invalid.push(frame);
-        onInvalid(frame);
+        this.reject(frame);
         return;
       }
       this.frames.push(decoded.message);
@@ -208,8 +209,24 @@ export class Probe {
       { type: "hello", secret, protocol_version: PROTOCOL_VERSION, ...(features ? { features } : {}) },
       "ready",
     );
-    this.enabled = ready.features ?? [];
+    this.ready = ready;
+    this.enabled = new Set(ready.features ?? []);
+    // `ready` itself arrived before the features were known: hold it to the ones it lists (a v1
+    // connection's ready carries no push or device).
+    const misfit = checkFeatures(ready, this.enabled);
+    if (misfit)
+      this.reject({
+        connection: this.label,
+        raw: JSON.stringify(ready),
+        error: `${misfit.code}: ${misfit.message}`,
+      });
     return ready;
+  }
+
+  /** Record a frame that fails validation. */
+  private reject(frame: InvalidFrame): void {
+    this.invalid.push(frame);
+    this.onInvalid(frame);
   }
 
   /** Wait for the server to close the connection. */

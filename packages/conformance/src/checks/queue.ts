@@ -1,18 +1,9 @@
 import { FEATURE_QUEUE, LIMITS, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
-import type { CheckContext } from "../context.js";
 import { CheckFailure, expect } from "../failure.js";
 import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
 
 const SECTION = "Pheby extensions: queue";
-
-/** Open a connection that asks for `queue`; skip the check when the server does not enable it. */
-async function withQueue(ctx: CheckContext, label: string): Promise<Probe> {
-  const probe = await ctx.raw(label);
-  const ready = await probe.hello(ctx.options.secret, [FEATURE_QUEUE]);
-  if (!ready.features?.includes(FEATURE_QUEUE)) ctx.skip("the server does not offer queue");
-  return probe;
-}
 
 /** `chat.send { queue: true }`: its reply, `run.queued` or `run.accepted` (or an error). */
 async function queueSend(probe: Probe, conversationId: string, text: string): Promise<ServerMessage> {
@@ -47,7 +38,7 @@ export const queueChecks: Check[] = [
       "queue: chat.send { queue: true } during a run gets run.queued; queue connections get queue.changed; a cancelled queued run is the canceller's run.finished only; the rest start in order when the run ends, as ordinary runs a v1 connection sees from run.accepted on",
     needs: { simulator: true },
     async run(ctx) {
-      const phone = await withQueue(ctx, "queue");
+      const phone = await ctx.connectWith("queue", [FEATURE_QUEUE]);
       const v1 = await ctx.connect("v1");
       const id = await ctx.createConversation(phone);
       const idle = await queueSend(phone, id, "hello");
@@ -129,7 +120,7 @@ export const queueChecks: Check[] = [
     title: `queue: ${LIMITS.queuedRunsPerConversation} runs may wait in a conversation; one more gets bad_request`,
     needs: { simulator: true },
     async run(ctx) {
-      const phone = await withQueue(ctx, "queue");
+      const phone = await ctx.connectWith("queue", [FEATURE_QUEUE]);
       const id = await ctx.createConversation(phone);
       await slowRun(phone, id);
       for (let i = 1; i <= LIMITS.queuedRunsPerConversation; i++) await queued(phone, id, `waiting ${i}`);

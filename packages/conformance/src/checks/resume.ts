@@ -4,7 +4,6 @@ import {
   type ServerMessageOf,
   stripDisabledFields,
 } from "@pheby/protocol";
-import type { CheckContext } from "../context.js";
 import { CheckFailure, expect } from "../failure.js";
 import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
@@ -12,7 +11,7 @@ import type { Check } from "../types.js";
 const SECTION = "Pheby extensions: resume";
 
 /** A frame's `seq`, or undefined. */
-export const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;
+const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;
 const conversationOf = (m: ServerMessage): string | undefined =>
   (m as { conversation_id?: string }).conversation_id;
 
@@ -29,16 +28,8 @@ function asV1(m: ServerMessage): ServerMessage {
   return v1;
 }
 
-/** Open a connection that asks for `resume` (and `extra`); skip the check when the server does not enable it. */
-export async function withResume(ctx: CheckContext, label: string, extra: string[] = []): Promise<Probe> {
-  const probe = await ctx.raw(label);
-  const ready = await probe.hello(ctx.options.secret, [FEATURE_RESUME, ...extra]);
-  if (!ready.features?.includes(FEATURE_RESUME)) ctx.skip("the server does not offer resume");
-  return probe;
-}
-
 /** `conversation.open` (with `since_seq` when given): its reply, whichever of the two it is. */
-export async function open(probe: Probe, conversationId: string, sinceSeq?: number): Promise<ServerMessage> {
+async function open(probe: Probe, conversationId: string, sinceSeq?: number): Promise<ServerMessage> {
   const request_id = probe.requestId();
   probe.send({
     type: "conversation.open",
@@ -85,7 +76,7 @@ function eventsSeen(
  * order, except that a message's superseded `message.delta`s may be left out
  * (collapsed into a later delta, or the `message.complete`, of that message).
  */
-export function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMessage[]): void {
+function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMessage[]): void {
   let i = 0;
   for (const frame of replayed) {
     const json = JSON.stringify(frame);
@@ -118,7 +109,7 @@ export const resumeChecks: Check[] = [
       "resume: every conversation frame carries seq, growing; the snapshot carries the position; a v1 connection gets the same frames without seq, byte for byte",
     needs: { simulator: true },
     async run(ctx) {
-      const phone = await withResume(ctx, "resume");
+      const phone = await ctx.connectWith("resume", [FEATURE_RESUME]);
       const v1 = await ctx.connect("v1");
       const id = await ctx.createConversation(phone);
       const trace = await ctx.chat(phone, id, "/sim tools");
@@ -152,9 +143,9 @@ export const resumeChecks: Check[] = [
       "resume: conversation.open { since_seq } after a drop answers conversation.resumed, then exactly what a connected observer saw meanwhile, in order, without its request_ids (superseded deltas may be collapsed), then live events",
     needs: { simulator: true },
     async run(ctx) {
-      const observer = await withResume(ctx, "observer");
+      const observer = await ctx.connectWith("observer", [FEATURE_RESUME]);
       const id = await ctx.createConversation(observer);
-      const phone = await withResume(ctx, "phone");
+      const phone = await ctx.connectWith("phone", [FEATURE_RESUME]);
       const since = await position(phone, id);
       phone.close();
       await phone.closed;
@@ -166,7 +157,7 @@ export const resumeChecks: Check[] = [
       await observer.ping();
       const seen = eventsSeen(observer.frames, id, since);
 
-      const back = await withResume(ctx, "back");
+      const back = await ctx.connectWith("back", [FEATURE_RESUME]);
       const reply = await open(back, id, since);
       if (reply.type !== "conversation.resumed")
         throw new CheckFailure("a since_seq the server just issued was not resumed", reply);
@@ -198,7 +189,7 @@ export const resumeChecks: Check[] = [
       "resume: a since_seq the server cannot replay from (here: one it never issued) gets the conversation.history snapshot with resumed: false and the current seq",
     needs: { simulator: true },
     async run(ctx) {
-      const phone = await withResume(ctx, "phone");
+      const phone = await ctx.connectWith("phone", [FEATURE_RESUME]);
       const id = await ctx.createConversation(phone);
       await ctx.chat(phone, id, "hello");
       const now = await position(phone, id);
@@ -217,7 +208,7 @@ export const resumeChecks: Check[] = [
       "resume: a repeated client_message_id gets the first outcome, to the retrying connection only: conversation.create the same conversation, chat.send the same run.accepted (also after the run); history shows the user message's client_message_id",
     needs: { simulator: true },
     async run(ctx) {
-      const phone = await withResume(ctx, "phone");
+      const phone = await ctx.connectWith("phone", [FEATURE_RESUME]);
       const v1 = await ctx.connect("v1");
       const createId = `conformance-${Date.now()}-${Math.random().toString(36).slice(2)}`;
       const create = { type: "conversation.create", name: "idempotent", client_message_id: createId };
