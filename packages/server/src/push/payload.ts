@@ -7,6 +7,7 @@ import {
   type PushPayloadKind,
 } from "@pheby/protocol";
 import { redactText } from "../util/redact.js";
+import { iso } from "../util/time.js";
 import type { Urgency } from "./sender.js";
 
 /** Event kinds a subscription can choose (`push.subscribe.events`). */
@@ -69,8 +70,6 @@ export function pushTopic(conversationId: string, kind: string): string {
 function decisionTtl(expiresAt: number | undefined, now: number): number {
   return expiresAt === undefined ? DECISION_TTL_SECONDS : Math.max(0, Math.ceil((expiresAt - now) / 1000));
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A payload text: at most `LIMITS.pushTextChars` code points (never a split surrogate pair). */
 export function clip(text: string, max: number = LIMITS.pushTextChars): string {
