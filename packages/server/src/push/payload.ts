@@ -1,21 +1,8 @@
 import { createHash } from "node:crypto";
-import {
-  type ApprovalChoice,
-  LIMITS,
-  PUSH_EVENT_KINDS,
-  type PushEventKind,
-  type PushPayloadKind,
-} from "@pheby/protocol";
+import { type ApprovalChoice, LIMITS, type PushEventKind, type PushPayloadKind } from "@pheby/protocol";
 import { redactText } from "../util/redact.js";
 import { iso } from "../util/time.js";
 import type { Urgency } from "./sender.js";
-
-/** Event kinds a subscription can choose (`push.subscribe.events`). */
-export const PUSH_EVENTS = PUSH_EVENT_KINDS;
-export type PushEvent = PushEventKind;
-
-/** Every payload kind: the subscribable events, the replacing `resolved`, and `push.test`'s `test`. */
-export type PushKind = PushPayloadKind;
 
 /** Version of the payload format (`v`). */
 export const PAYLOAD_VERSION = 1;
@@ -43,9 +30,9 @@ export const TEST_TTL_SECONDS = 60;
  * the user-visible text, left out with previews off or after a 413. Both are flat JSON.
  */
 export interface PushNotification {
-  kind: PushKind;
+  kind: PushPayloadKind;
   /** The subscribable event a subscription must have chosen to get this (test: none, always sent). */
-  event: PushEvent | undefined;
+  event: PushEventKind | undefined;
   conversationId: string | undefined;
   /** When it happened (ISO-8601): the payload's `ts`. */
   ts: string;
