@@ -4,7 +4,7 @@
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
 import { delimiter, resolve } from "node:path";
-import { AGENT_TOOL_NAMES, isPublicWebSocketUrl } from "@pheby/server";
+import { AGENT_TOOL_NAMES, checkTimezone, isPublicWebSocketUrl } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -46,10 +46,11 @@ const AgentMcpConfig = z
   })
   .strict();
 
+/** The server's own rule (schedules/rules.ts), so configuration refuses exactly what a schedule would. */
 function isTimezone(value: string): boolean {
   try {
-    new Intl.DateTimeFormat("en-US", { timeZone: value });
-    return /^[A-Za-z]/.test(value);
+    checkTimezone(value);
+    return true;
   } catch {
     return false;
   }

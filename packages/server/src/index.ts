@@ -15,6 +15,7 @@ export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 export type { Resolve } from "./push/address.js";
 export type { RetryPolicy } from "./push/delivery.js";
 export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
+export { checkTimezone } from "./schedules/rules.js";
 export {
   createPhebyServer,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,

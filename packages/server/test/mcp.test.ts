@@ -9,9 +9,9 @@ import { createConnection } from "node:net";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ClarifyAnswer, ClarifyQuestion } from "../src/agent/port.js";
+import type { ClarifyAnswer, ClarifyQuestion, McpServerSpec } from "../src/agent/port.js";
 import { type AgentToolDeps, agentTools } from "../src/mcp/agent-tools.js";
-import { McpBridge, type McpGrant, type McpServerEntry, ToolError } from "../src/mcp/bridge.js";
+import { McpBridge, type McpGrant, ToolError } from "../src/mcp/bridge.js";
 import { callPheby, MAX_REQUEST_BYTES } from "../src/mcp/channel.js";
 import { AGENT_TOOL_NAMES, type AgentToolName } from "../src/mcp/tools.js";
 import { Scheduler } from "../src/schedules/scheduler.js";
@@ -126,7 +126,7 @@ describe("Pheby's MCP server", () => {
   }
 
   /** Launch the MCP server exactly as an agent does from its `mcpServers` entry. */
-  async function connect(entry: McpServerEntry): Promise<Client> {
+  async function connect(entry: McpServerSpec): Promise<Client> {
     const client = new Client({ name: "test-agent", version: "1" });
     const env = Object.fromEntries(entry.env.map((e) => [e.name, e.value]));
     await client.connect(

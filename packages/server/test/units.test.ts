@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { nearestChoice } from "../src/agent/nearest.js";
 import { longText } from "../src/agent/simulator/index.js";
 import { clientAddress, isLoopback, lockoutKey } from "../src/auth/address.js";
+import { CredentialResolver } from "../src/auth/credentials.js";
 import { Lockout, retryAfter } from "../src/auth/lockout.js";
-import { createSecretCheck } from "../src/auth/secret.js";
 import { REDACTED, redactArgs, truncate } from "../src/util/redact.js";
 
 describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost entry)", () => {
@@ -138,7 +138,8 @@ describe("Lockout", () => {
 
 describe("secret check", () => {
   it("accepts only the exact secret, any length compared safely", () => {
-    const check = createSecretCheck("s3cret");
+    const resolver = new CredentialResolver("s3cret", { credentials: () => [], seen: () => {} });
+    const check = (candidate: string) => resolver.resolve(candidate) !== undefined;
     expect(check("s3cret")).toBe(true);
     expect(check("s3cre")).toBe(false);
     expect(check("s3cret ")).toBe(false);

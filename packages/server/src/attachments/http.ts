@@ -2,7 +2,7 @@ import type { ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import type { HttpBindings } from "@hono/node-server";
 import { RESPONSE_ALREADY_SENT } from "@hono/node-server/utils/response";
-import { type ErrorCode, LIMITS } from "@pheby/protocol";
+import { LIMITS } from "@pheby/protocol";
 import type { Context, Hono } from "hono";
 import type { Logger } from "pino";
 import { authenticateHttp, type HttpAuthDeps, httpError } from "../auth/http.js";
@@ -25,9 +25,6 @@ type Env = { Bindings: HttpBindings };
 /** The spec's exact body for an unknown, expired or malformed attachment ID. */
 export const UNAVAILABLE = { error: { code: "not_found", message: "Attachment unavailable" } } as const;
 
-const fail = (c: Context<Env>, status: 400 | 401 | 408 | 413 | 429 | 507, code: ErrorCode, message: string) =>
-  httpError(c, status, code, message);
-
 /**
  * The filesystem (or the database on it) has no room left: `ENOSPC`, a quota (`EDQUOT`), or
  * SQLite's `SQLITE_FULL` when the index row cannot be written.
@@ -45,13 +42,13 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
     const { incoming } = c.env;
     const conversationId = c.req.query("conversation_id");
     if (!conversationId || !deps.store.getConversation(conversationId)) {
-      return fail(c, 400, "bad_request", "conversation_id: unknown conversation");
+      return httpError(c, 400, "bad_request", "conversation_id: unknown conversation");
     }
     const filename = sanitiseFilename(c.req.query("filename"));
-    if (filename === undefined) return fail(c, 400, "bad_request", "filename: missing or empty");
+    if (filename === undefined) return httpError(c, 400, "bad_request", "filename: missing or empty");
     const declared = Number(incoming.headers["content-length"] ?? Number.NaN);
     if (declared > LIMITS.uploadBytes) return tooLarge(c);
-    if (declared === 0) return fail(c, 400, "bad_request", "empty body");
+    if (declared === 0) return httpError(c, 400, "bad_request", "empty body");
     // An idle timeout, not a total one: a slow but steady upload (a phone link) takes as long as it
     // needs; one that sends nothing for idleTimeoutMs is abandoned. The socket's timeout is re-armed
     // by every byte; a listener on the request keeps Node from destroying the socket, so we can answer.
@@ -70,19 +67,19 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
       return c.json({ attachment: deps.attachments.descriptor(row) }, 201);
     } catch (err) {
       if (err instanceof AttachmentRejected) {
-        return err.reason === "too_large" ? tooLarge(c) : fail(c, 400, "bad_request", "empty body");
+        return err.reason === "too_large" ? tooLarge(c) : httpError(c, 400, "bad_request", "empty body");
       }
       if (stalled.signal.aborted) {
         deps.log.info({ conversation: conversationId }, "upload stalled; partial file removed");
         c.header("Connection", "close");
         const seconds = deps.idleTimeoutMs / 1000;
-        return fail(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
+        return httpError(c, 408, "bad_request", `No upload data for ${seconds} s; the upload was abandoned`);
       }
       if (diskFull(err)) {
         // The store removed what it wrote; the rest of the body is not read, so close after answering.
         deps.log.error({ conversation: conversationId }, "upload refused: the server's disk is full");
         c.header("Connection", "close");
-        return fail(c, 507, "internal_error", "The server's disk is full; the file was not stored");
+        return httpError(c, 507, "internal_error", "The server's disk is full; the file was not stored");
       }
       if (incoming.errored || incoming.destroyed) {
         deps.log.debug(
@@ -134,7 +131,7 @@ export function attachmentRoutes(app: Hono<Env>, deps: AttachmentRouteDeps): voi
 function tooLarge(c: Context<Env>): Response {
   // The rest of the body is not read: close the connection after the answer.
   c.header("Connection", "close");
-  return fail(c, 413, "too_large", `Attachment exceeds ${LIMITS.uploadBytes} bytes`);
+  return httpError(c, 413, "too_large", `Attachment exceeds ${LIMITS.uploadBytes} bytes`);
 }
 
 /**

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { OWNER } from "../store/push.js";
 import { DB_FILE, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import { systemClock } from "../util/time.js";
@@ -17,7 +18,7 @@ export interface DeviceSummary {
 /** The device registry of a data directory, for `pheby-server devices …` (see {@link openDeviceAdmin}). */
 export interface DeviceAdmin {
   list(): DeviceSummary[];
-  /** Revoke every device; returns their IDs. */
+  /** Revoke every device and remove the push subscriptions they made; returns their IDs. */
   revokeAll(): string[];
   close(): void;
 }
@@ -27,7 +28,9 @@ export interface DeviceAdmin {
  * holds no database (a wrong `PHEBY_DATA_DIR` must not create an empty one). It works with the
  * server stopped or running (SQLite WAL): a running server reads device hashes at every
  * authentication, so a revoked secret is refused from the next hello or HTTP request on, but the
- * revoked devices' open connections stay until they close or the server restarts.
+ * revoked devices' open connections stay until they close or the server restarts. Their push
+ * subscriptions go in the same transaction: a running server reads them at every notification, so a
+ * revoked phone gets no push from then on (a live server only sweeps orphans when it starts).
  */
 export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): DeviceAdmin | undefined {
   if (!existsSync(join(dataDir, DB_FILE))) return undefined;
@@ -41,7 +44,12 @@ export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): De
         createdAt: d.created_at,
         lastSeenAt: d.last_seen_at,
       })),
-    revokeAll: () => registry.revokeAll(),
+    revokeAll: () =>
+      store.transaction(() => {
+        const ids = registry.revokeAll();
+        store.push.removeOrphans(OWNER);
+        return ids;
+      }),
     close: () => store.close(),
   };
 }

@@ -52,9 +52,6 @@ export interface McpGrant {
   conversationOf(call: { tool: AgentToolName; args: Record<string, unknown> }): Promise<string | null>;
 }
 
-/** An ACP `mcpServers` entry for a stdio server. */
-export type McpServerEntry = McpServerSpec;
-
 /** Options of {@link McpBridge.open}. */
 export interface McpBridgeOptions {
   /** Pheby's data directory; the socket lives in `<dataDir>/mcp/` (or a private temp dir when that path is too long). */
@@ -124,7 +121,7 @@ export class McpBridge {
    * Let one agent process call: returns the `mcpServers` entry to hand it in ACP session
    * requests (its env carries a fresh random token), and `revoke` for when the process is gone.
    */
-  grant(grant: McpGrant): { server: McpServerEntry; revoke(): void } {
+  grant(grant: McpGrant): { server: McpServerSpec; revoke(): void } {
     const token = randomBytes(32).toString("hex");
     const key = hash(token);
     this.#grants.set(key, grant);

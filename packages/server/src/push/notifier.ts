@@ -36,6 +36,8 @@ interface RunInfo {
   text: string;
   /** The tool most recently seen running, named by an approval push. */
   tool?: string;
+  /** The run's answer, from its `message.start` (the engine's id format is its own business). */
+  messageId?: string;
 }
 
 interface Asked {
@@ -58,6 +60,8 @@ interface Asked {
  */
 export class PushNotifier implements Outbox {
   readonly #runs = new Map<string, RunInfo>();
+  /** The run of each message in flight, from its `message.start` to its run's `run.finished`. */
+  readonly #messageRuns = new Map<string, string>();
   /** Questions pushed and still open, by approval_id / clarify_id. */
   readonly #asked = new Map<string, Asked>();
 
@@ -93,8 +97,16 @@ export class PushNotifier implements Outbox {
         if (run && msg.status === "running") run.tool = msg.tool_name;
         return;
       }
+      case "message.start": {
+        const run = this.#runs.get(msg.run_id);
+        if (!run) return;
+        run.messageId = msg.message_id;
+        this.#messageRuns.set(msg.message_id, msg.run_id);
+        return;
+      }
       case "message.complete": {
-        const run = this.#runs.get(msg.message_id.replace(/^draft-/, ""));
+        const runId = this.#messageRuns.get(msg.message_id);
+        const run = runId === undefined ? undefined : this.#runs.get(runId);
         if (run && msg.kind !== "notice") run.text = msg.text;
         return;
       }
@@ -159,6 +171,7 @@ export class PushNotifier implements Outbox {
     const run = this.#runs.get(runId);
     if (!run) return;
     this.#runs.delete(runId);
+    if (run.messageId !== undefined) this.#messageRuns.delete(run.messageId);
     if (status === "cancelled") return; // the owner cancelled it: they know
     const name = this.deps.conversationName(run.conversationId);
     if (name === undefined) return;

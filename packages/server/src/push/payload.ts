@@ -1,20 +1,8 @@
 import { createHash } from "node:crypto";
-import {
-  type ApprovalChoice,
-  LIMITS,
-  PUSH_EVENT_KINDS,
-  type PushEventKind,
-  type PushPayloadKind,
-} from "@pheby/protocol";
+import { type ApprovalChoice, LIMITS, type PushEventKind, type PushPayloadKind } from "@pheby/protocol";
 import { redactText } from "../util/redact.js";
+import { iso } from "../util/time.js";
 import type { Urgency } from "./sender.js";
-
-/** Event kinds a subscription can choose (`push.subscribe.events`). */
-export const PUSH_EVENTS = PUSH_EVENT_KINDS;
-export type PushEvent = PushEventKind;
-
-/** Every payload kind: the subscribable events, the replacing `resolved`, and `push.test`'s `test`. */
-export type PushKind = PushPayloadKind;
 
 /** Version of the payload format (`v`). */
 export const PAYLOAD_VERSION = 1;
@@ -42,9 +30,9 @@ export const TEST_TTL_SECONDS = 60;
  * the user-visible text, left out with previews off or after a 413. Both are flat JSON.
  */
 export interface PushNotification {
-  kind: PushKind;
+  kind: PushPayloadKind;
   /** The subscribable event a subscription must have chosen to get this (test: none, always sent). */
-  event: PushEvent | undefined;
+  event: PushEventKind | undefined;
   conversationId: string | undefined;
   /** When it happened (ISO-8601): the payload's `ts`. */
   ts: string;
@@ -69,8 +57,6 @@ export function pushTopic(conversationId: string, kind: string): string {
 function decisionTtl(expiresAt: number | undefined, now: number): number {
   return expiresAt === undefined ? DECISION_TTL_SECONDS : Math.max(0, Math.ceil((expiresAt - now) / 1000));
 }
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** A payload text: at most `LIMITS.pushTextChars` code points (never a split surrogate pair). */
 export function clip(text: string, max: number = LIMITS.pushTextChars): string {

@@ -3,6 +3,7 @@
  * or one `at` time (ISO-8601 with an offset). Cron arithmetic, time zones and DST are croner's;
  * what is a valid schedule, and the words of each refusal, are ours.
  */
+import { codePointLength } from "@pheby/protocol";
 import { Cron } from "croner";
 import { MAX_NAME_CHARS, MAX_PROMPT_CHARS } from "./limits.js";
 
@@ -35,7 +36,14 @@ export function serverTimezone(): string {
 /** IANA names only: `Area/Location`, `UTC`, `Etc/GMT+5`; not offsets, not abbreviations. */
 const IANA_NAME = /^[A-Za-z][A-Za-z0-9_+-]*(\/[A-Za-z0-9_+-]+)*$/;
 
-/** Check an IANA time zone name; returns it unchanged. */
+/**
+ * Check an IANA time zone name (`Europe/Berlin`, `UTC`, `Etc/GMT+5`; not an offset such as `+02:00`)
+ * that this Node.js knows; returns it unchanged. The rule `schedules.create`/`schedules.update` and
+ * the server's default schedule time zone are held to, exported so configuration can refuse exactly
+ * what the server would.
+ *
+ * @throws Error when the name is not such a time zone; the message does not echo the value.
+ */
 export function checkTimezone(timezone: string): string {
   if (IANA_NAME.test(timezone)) {
     try {
@@ -124,16 +132,10 @@ export function latestOccurrence(
 }
 
 /** Code points, as every protocol length limit counts them. */
-function codePoints(text: string): number {
-  let n = 0;
-  for (const _ of text) n++;
-  return n;
-}
-
 /** Check a prompt: non-blank, at most {@link MAX_PROMPT_CHARS} code points. */
 export function checkPrompt(prompt: string): string {
   if (prompt.trim() === "") throw bad("prompt must not be blank");
-  if (codePoints(prompt) > MAX_PROMPT_CHARS) {
+  if (codePointLength(prompt) > MAX_PROMPT_CHARS) {
     throw bad(`prompt must be at most ${MAX_PROMPT_CHARS} characters`);
   }
   return prompt;
@@ -143,6 +145,7 @@ export function checkPrompt(prompt: string): string {
 export function checkName(name: string): string {
   const trimmed = name.trim();
   if (trimmed === "") throw bad("name must not be blank");
-  if (codePoints(trimmed) > MAX_NAME_CHARS) throw bad(`name must be at most ${MAX_NAME_CHARS} characters`);
+  if (codePointLength(trimmed) > MAX_NAME_CHARS)
+    throw bad(`name must be at most ${MAX_NAME_CHARS} characters`);
   return trimmed;
 }

@@ -14,7 +14,7 @@
 
 import type { ScheduleChange, ScheduleRow, ScheduleStore } from "../store/schedules.js";
 import { newId } from "../util/ids.js";
-import type { Clock } from "../util/time.js";
+import { type Clock, iso } from "../util/time.js";
 import {
   checkAt,
   checkCron,
@@ -228,7 +228,7 @@ export class Scheduler {
       // The trigger as it will be, checked as a whole: the one given replaces both, else the current one.
       const given = patch.cron !== undefined || patch.at !== undefined;
       const cron = given ? (patch.cron ?? null) : current.cron;
-      const at = given ? (patch.at ?? null) : current.at === null ? null : new Date(current.at).toISOString();
+      const at = given ? (patch.at ?? null) : current.at === null ? null : iso(current.at);
       // A disabled schedule may keep a time in the past; enabling it needs a future one.
       Object.assign(change, this.#when(cron, at, timezone, enabled ? now : Number.NEGATIVE_INFINITY));
     }

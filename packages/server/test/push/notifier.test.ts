@@ -38,14 +38,22 @@ function notifier(r: Rig, presence = new Presence(() => live)) {
     const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : CONV;
     n.publish({ message, conversationId, ...extra });
   };
-  /** A run accepted: a client's chat.send is its reply-to; the agent's own run has none. */
-  const runStarted = (runId: string, solicited: boolean) =>
+  /**
+   * A run accepted, then its answer started (as the engine sends them): a client's chat.send is the
+   * reply-to; the agent's own run has none. The answer's id is opaque: the notifier must not parse it.
+   */
+  const runStarted = (runId: string, solicited: boolean) => {
     observe(
       { type: "run.accepted", conversation_id: CONV, run_id: runId },
       solicited ? { replyTo: { peer: { id: 1 } as never, requestId: "r1" } } : {},
     );
+    observe({ type: "message.start", conversation_id: CONV, run_id: runId, message_id: answerId(runId) });
+  };
   return { n, presence, observe, runStarted };
 }
+
+/** The message id of a run's answer in these tests: deliberately not the engine's format. */
+const answerId = (runId: string) => `answer-of-${runId}`;
 
 const approvalRequest = (id = "a1", conversation_id = CONV) => ({
   type: "approval.request",
@@ -64,7 +72,7 @@ function finishRun(
   status: "completed" | "failed" | "cancelled",
   text: string,
 ) {
-  observe({ type: "message.complete", conversation_id: CONV, message_id: `draft-${RUN}`, text, ts: TS });
+  observe({ type: "message.complete", conversation_id: CONV, message_id: answerId(RUN), text, ts: TS });
   observe({
     type: "run.finished",
     conversation_id: CONV,

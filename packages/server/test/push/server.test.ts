@@ -9,6 +9,7 @@ import {
   type ReceiverEndpoint,
   startReceiver,
 } from "../../../conformance/src/push-receiver.js";
+import { openDeviceAdmin } from "../../src/devices/admin.js";
 import {
   captureLogs,
   createConversation,
@@ -577,7 +578,8 @@ describe("subscriptions and paired devices", () => {
     return { id: ready.device!.device_id, secret: ready.device!.device_secret };
   }
 
-  it("records the device that subscribed: a device sees and removes its own, the owner all; revoking removes them", async () => {
+  /** A server, the owner's connection (push, devices), and a paired device's connection (push). */
+  async function ownerAndPairedPhone() {
     const { ts, receiver } = await setup({ publicUrl: "wss://pheby.example.com/ws" });
     const owner = await RawClient.open(ts.wsUrl);
     owner.send({ type: "hello", secret: SECRET, protocol_version: 1, features: ["push", "devices"] });
@@ -588,6 +590,11 @@ describe("subscriptions and paired devices", () => {
     phone.send({ type: "hello", secret: device.secret, protocol_version: 1, features: ["push"] });
     await phone.next("ready");
     cleanups.push(() => phone.close());
+    return { ts, receiver, owner, device, phone };
+  }
+
+  it("records the device that subscribed: a device sees and removes its own, the owner all; revoking removes them", async () => {
+    const { receiver, owner, device, phone } = await ownerAndPairedPhone();
 
     const ownerSub = await subscribe(owner, receiver.endpoint("owner-browser"));
     const phoneSub = await subscribe(phone, receiver.endpoint("phone"));
@@ -605,5 +612,24 @@ describe("subscriptions and paired devices", () => {
     await owner.ok({ type: "device.revoke", device_id: device.id }, "device.revoked");
     const left = await owner.ok({ type: "push.list" }, "push.subscriptions");
     expect(left.subscriptions.map((s) => s.subscription_id)).toEqual([ownerSub]);
+  });
+
+  it("the operator's revoke-all (another process, server running) removes the devices' subscriptions at once", async () => {
+    const { ts, receiver, owner, device, phone } = await ownerAndPairedPhone();
+    const phoneSub = await subscribe(phone, receiver.endpoint("phone"));
+    const before = await owner.ok({ type: "push.list" }, "push.subscriptions");
+    expect(before.subscriptions.map((s) => s.subscription_id)).toEqual([phoneSub]);
+
+    const admin = openDeviceAdmin(ts.dataDir);
+    if (!admin) throw new Error("no database in the data directory");
+    try {
+      expect(admin.revokeAll()).toEqual([device.id]);
+    } finally {
+      admin.close();
+    }
+    const after = await owner.ok({ type: "push.list" }, "push.subscriptions");
+    expect(after.subscriptions).toEqual([]);
+    const test = await owner.request({ type: "push.test", subscription_id: phoneSub }, "push.tested");
+    expect(test).toMatchObject({ type: "error", error: { code: "not_found" } });
   });
 });
