@@ -14,6 +14,7 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.async
+import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
@@ -135,18 +136,31 @@ class ScriptedServerTest {
     }
 
     @Test
-    fun `a missed append delta is dropped and the conversation re-opened, whose run text resets the draft`() = blocking {
+    fun `a missed append delta is dropped and the conversation re-opened once, whose run text resets the draft`() = blocking {
         val peer = peer()
         client().use { client ->
             val connected = async { client.connect() }
             peer.accept()
             connected.await()
-            // An offset beyond the (empty) draft: a delta went missing.
-            peer.send(fixture("valid/server/message.delta.append.json"))
+            val stitched = async(start = CoroutineStart.UNDISPATCHED) { client.events.filterIsInstance<MessageDelta>().first() }
+            // Offsets beyond the (empty) draft: a delta went missing, so every later one misses too.
+            val append = fixture("valid/server/message.delta.append.json")
+            peer.send(append)
+            peer.send(append)
             val reopen = peer.next()
             assertEquals("conversation.open", reopen.type)
-            val delta = decodeServerMessage(fixture("valid/server/message.delta.append.json")) as MessageDelta
+            val delta = decodeServerMessage(append) as MessageDelta
             assertEquals(delta.conversationId, reopen.getValue("conversation_id").jsonPrimitive.content)
+            // The snapshot's run carries the draft so far; the next append delta continues it.
+            val history = PhebyJson.parseToJsonElement(fixture("valid/server/conversation.history.active-run.json")).jsonObject
+            val run = JsonObject(history.getValue("run").jsonObject + ("text" to JsonPrimitive("It's currently ")))
+            peer.send(JsonObject(history + ("run" to run)).toString())
+            peer.send(append)
+            assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched.await())
+            // The second missed delta sent no second open: the client's next frame is this ping.
+            val pinged = async { runCatching { client.ping() } }
+            assertEquals("ping", peer.next().type)
+            pinged.cancel()
         }
     }
 
