@@ -62,11 +62,13 @@ internal class HttpRoutes(val http: OkHttpClient, url: String, private val secre
     /**
      * A failed request as a [PhebyException]: the error body's code and message (else a code derived
      * from the status), and for a 429 the wait: `retry after N s` in the message, else `Retry-After`.
+     * The body is read off the caller's thread, as in [decode] (blocking I/O; Android's main thread forbids it).
      */
-    fun httpError(response: Response): PhebyException {
+    suspend fun httpError(response: Response): PhebyException {
         val status = response.code
         val body = try {
-            PhebyJson.decodeFromString(ErrorBody.serializer(), response.body.string()).error
+            val text = withContext(Dispatchers.IO) { response.body.string() }
+            PhebyJson.decodeFromString(ErrorBody.serializer(), text).error
         } catch (e: IllegalArgumentException) {
             null
         } catch (e: IOException) {
