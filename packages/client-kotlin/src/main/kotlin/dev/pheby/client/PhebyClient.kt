@@ -122,13 +122,10 @@ import kotlin.time.Duration
  *
  * Thread-safe. [close] it when done.
  */
-class PhebyClient internal constructor(
-    /** The settings this client was made with. */
+class PhebyClient(
+    /** The settings this client was made with; nothing happens until [connect]. */
     val options: PhebyClientOptions,
-    extraExtensions: List<ClientExtension>,
 ) : AutoCloseable {
-    /** A client with [options]; nothing happens until [connect]. */
-    constructor(options: PhebyClientOptions) : this(options, emptyList())
 
     private val ownsHttp = options.httpClient == null
     private val http: OkHttpClient = (options.httpClient ?: OkHttpClient()).newBuilder()
@@ -137,9 +134,9 @@ class PhebyClient internal constructor(
     internal val routes = HttpRoutes(http, options.url, options.secret)
     private val attachments = Attachments(routes)
     internal val extensions: List<ClientExtension> =
-        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() } + extraExtensions
+        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() }
     private val resume: Resume? = extension()
-    private val helloFeatures: List<String> = (options.features + extraExtensions.map { it.feature }).toList()
+    private val helloFeatures: List<String> = options.features.toList()
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("pheby-client"))
 
     private val stateFlow = MutableStateFlow<ConnectionState>(ConnectionState.Idle)
