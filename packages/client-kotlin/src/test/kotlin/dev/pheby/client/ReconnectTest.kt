@@ -73,6 +73,8 @@ class ReconnectTest {
                 assertTrue(e.isFinal)
                 assertEquals(ConnectionState.Failed(e), it.state.value)
             }
+            // The log is read on another thread: wait until the refusal has been read before counting.
+            server.awaitLog("rejected: wrong secret")
             assertEquals(1, server.count("rejected: wrong secret"))
 
             // Connected, then the operator changes the secret: the reconnect is refused once, for good.
