@@ -161,6 +161,9 @@ class PhebyClient(
     private var closed = false
     private val outbox = ArrayList<Outgoing>()
 
+    /** A reconnect loop is running (reconnecting, or catching up after it); false once it ended or failed for good. */
+    internal val reconnecting: Boolean get() = synchronized(lock) { reconnectJob?.isActive == true }
+
     /** Where the connection stands; see [ConnectionState]. */
     val state: StateFlow<ConnectionState> = stateFlow.asStateFlow()
 
@@ -771,8 +774,9 @@ class PhebyClient(
                     handshake(repairs = true)
                 } catch (e: PhebyException) {
                     if (e.isFinal) {
-                        stateFlow.value = ConnectionState.Failed(e)
+                        // The loop ends before Failed is published: whoever sees Failed sees no reconnect pending.
                         synchronized(lock) { if (reconnectJob === thisJob) reconnectJob = null }
+                        stateFlow.value = ConnectionState.Failed(e)
                         failOutbox(e)
                         return@launch
                     }

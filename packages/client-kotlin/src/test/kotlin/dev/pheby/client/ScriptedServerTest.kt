@@ -30,6 +30,7 @@ import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
@@ -254,6 +255,8 @@ class ScriptedServerTest {
                 refused.refuse(code, "no", closeCode, code)
                 val failed = client.state.first { it is ConnectionState.Failed } as ConnectionState.Failed
                 assertEquals(code, failed.error.code)
+                // The reconnect loop has ended, so no later connection can come either.
+                assertFalse(client.reconnecting)
                 assertEquals(before + 1, server.requestCount)
             }
         }
