@@ -480,7 +480,15 @@ class PhebyClient(
      * [resyncs]; a resumed conversation is not among them (see [resyncs]). A conversation deleted
      * meanwhile is dropped from the followed set. Runs by itself after each reconnect.
      */
-    suspend fun resync(): Map<String, ConversationHistory> {
+    suspend fun resync(): Map<String, ConversationHistory> = resync(recovering = false)
+
+    /**
+     * [resync]; [recovering]: the reconnect loop's catch-up. When a re-open fails on a live connection
+     * (a timeout, a reply that does not decode, a server error), that connection is cancelled before the
+     * conversations stop being held back, so the next round catches them up from where they were instead
+     * of leaving a silent gap.
+     */
+    private suspend fun resync(recovering: Boolean): Map<String, ConversationHistory> {
         val current = synchronized(lock) { link?.takeIf { it.ready } }
             ?: throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
         val follows = synchronized(followed) { followed.mapValues { it.value.limit } }
@@ -496,6 +504,7 @@ class PhebyClient(
                 val answer = exchange(current, reopen, ServerMessage::class)
                 if (answer is ConversationHistory) snapshots[conversationId] = answer
             } catch (e: PhebyException) {
+                if (recovering && e.code != "conversation_not_found" && e.code != PhebyException.CONNECTION_CLOSED) current.cancel()
                 resume?.synced(conversationId)
                 if (e.code != "conversation_not_found") {
                     reopens.keys.forEach { resume?.synced(it) }
@@ -786,9 +795,11 @@ class PhebyClient(
                     continue
                 }
                 try {
-                    resync()
+                    resync(recovering = true)
                 } catch (e: PhebyException) {
-                    // The new connection dropped too; its close has started the next round.
+                    // The new connection dropped (or resync cancelled it): its close starts the next round,
+                    // which catches up and sends the outbox.
+                    return@launch
                 }
                 flushOutbox(thisJob)
                 return@launch

@@ -242,6 +242,35 @@ class ScriptedServerTest {
     }
 
     @Test
+    fun `a re-open the server refuses after a reconnect drops that connection, and the next one catches up`() = blocking {
+        val first = peer()
+        val refusing = peer()
+        val third = peer()
+        client().use { client ->
+            val connected = async { client.connect() }
+            first.accept()
+            connected.await()
+            val conversation = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+            client.follow(conversation)
+            val resynced = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
+            first.close(CloseCodes.GOING_AWAY)
+            refusing.accept()
+            val refused = refusing.next()
+            assertEquals("conversation.open", refused.type)
+            val id = refused.getValue("request_id").jsonPrimitive.content
+            refusing.send("""{"type":"error","request_id":"$id","error":{"code":"internal_error","message":"boom"},"ts":"2026-09-02T18:00:00+00:00"}""")
+            // Not a silent gap: that connection is dropped and the next round re-opens the conversation.
+            third.accept()
+            val reopen = third.next()
+            assertEquals("conversation.open", reopen.type)
+            assertEquals(conversation, reopen.getValue("conversation_id").jsonPrimitive.content)
+            val history = PhebyJson.parseToJsonElement(fixture("valid/server/conversation.history.json")).jsonObject
+            third.send(JsonObject(history + ("request_id" to reopen.getValue("request_id"))).toString())
+            assertEquals(setOf(conversation), resynced.await().keys)
+        }
+    }
+
+    @Test
     fun `4426 and 4401 are final - no further connection is attempted`() = blocking {
         for ((code, closeCode) in listOf("version_mismatch" to CloseCodes.VERSION_MISMATCH, "unauthorized" to CloseCodes.UNAUTHORIZED)) {
             val first = peer()
