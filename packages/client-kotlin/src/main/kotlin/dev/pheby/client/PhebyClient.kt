@@ -44,6 +44,7 @@ import dev.pheby.protocol.YoloCurrent
 import dev.pheby.protocol.YoloSet
 import dev.pheby.protocol.YoloSnapshot
 import dev.pheby.protocol.toJson
+import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineName
 import kotlinx.coroutines.CoroutineScope
@@ -206,14 +207,16 @@ class PhebyClient(
             link.also { link = null }
         }
         previous?.cancel()
-        stateFlow.value = ConnectionState.Connecting
+        publish(ConnectionState.Connecting)
         return try {
             handshake(hello, repairs = false).also { flushOutbox(thisJob = null) }
         } catch (e: PhebyException) {
-            if (!synchronized(lock) { closed }) {
-                stateFlow.value = if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e)
-            }
+            publish(if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e))
             failOutbox(e)
+            throw e
+        } catch (e: CancellationException) {
+            // The caller gave up: not left Connecting (handshake() has cancelled the attempt).
+            publish(ConnectionState.Closed(null))
             throw e
         }
     }
@@ -244,6 +247,8 @@ class PhebyClient(
             closed = true
             reconnectJob?.cancel()
             reconnectJob = null
+            // Under the lock, so no reconnect or reader publishing at the same time overwrites it (see publish).
+            stateFlow.value = ConnectionState.Closed(null)
             link.also { link = null }
         }
         val failure = PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed")
@@ -252,7 +257,6 @@ class PhebyClient(
             failPending(it, failure, retain = false)
         }
         failOutbox(failure)
-        stateFlow.value = ConnectionState.Closed(null)
         scope.cancel()
         if (ownsHttp) {
             http.dispatcher.executorService.shutdown()
@@ -743,7 +747,12 @@ class PhebyClient(
         if (on.repairs && on.resume) resume?.catchUp(synchronized(followed) { followed.keys.toSet() })
         on.extensions.forEach { it.onConnected(on) }
         on.ready = true
-        stateFlow.value = ConnectionState.Open(ready, enabled)
+        publish(ConnectionState.Open(ready, enabled))
+    }
+
+    /** Sets [state], unless the client is closed: [close]'s `Closed` is the last state, whoever publishes after it. */
+    private fun publish(state: ConnectionState) {
+        synchronized(lock) { if (!closed) stateFlow.value = state }
     }
 
     /** A connection ended (closed by either side, or broken). Called once per connection. */
@@ -755,8 +764,8 @@ class PhebyClient(
                 link = null
                 when {
                     !ended.ready -> Unit // a handshake: handshake() throws the failure
-                    failure.isFinal -> stateFlow.value = ConnectionState.Failed(failure)
-                    options.reconnect == null -> stateFlow.value = ConnectionState.Closed(failure)
+                    failure.isFinal -> publish(ConnectionState.Failed(failure))
+                    options.reconnect == null -> publish(ConnectionState.Closed(failure))
                     else -> startReconnect(failure, immediately = false)
                 }
             }
@@ -777,7 +786,7 @@ class PhebyClient(
             var attempt = 0
             var wait = if (immediately) Duration.ZERO else policy.delayAfter(cause, attempt)
             while (true) {
-                stateFlow.value = ConnectionState.Reconnecting(attempt + 1, wait, cause)
+                publish(ConnectionState.Reconnecting(attempt + 1, wait, cause))
                 delay(wait)
                 try {
                     handshake(repairs = true)
@@ -785,7 +794,7 @@ class PhebyClient(
                     if (e.isFinal) {
                         // The loop ends before Failed is published: whoever sees Failed sees no reconnect pending.
                         synchronized(lock) { if (reconnectJob === thisJob) reconnectJob = null }
-                        stateFlow.value = ConnectionState.Failed(e)
+                        publish(ConnectionState.Failed(e))
                         failOutbox(e)
                         return@launch
                     }

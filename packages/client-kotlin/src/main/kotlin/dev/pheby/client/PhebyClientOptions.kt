@@ -101,6 +101,6 @@ sealed interface ConnectionState {
      */
     data class Failed(val error: PhebyException) : ConnectionState
 
-    /** Closed by [PhebyClient.close] (`error` null), by a failed [PhebyClient.connect], or by a drop with reconnect off. */
+    /** Closed by [PhebyClient.close] or a cancelled [PhebyClient.connect] (`error` null), by a failed [PhebyClient.connect], or by a drop with reconnect off. */
     data class Closed(val error: PhebyException?) : ConnectionState
 }

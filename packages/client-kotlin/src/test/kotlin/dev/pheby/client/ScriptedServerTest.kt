@@ -271,6 +271,18 @@ class ScriptedServerTest {
     }
 
     @Test
+    fun `a cancelled connect leaves the state Closed, not Connecting`() = blocking {
+        val peer = peer()
+        client().use { client ->
+            val connecting = launch { client.connect() }
+            assertEquals("hello", peer.next().type) // and never answered
+            connecting.cancel()
+            connecting.join()
+            assertEquals(ConnectionState.Closed(null), client.state.value)
+        }
+    }
+
+    @Test
     fun `4426 and 4401 are final - no further connection is attempted`() = blocking {
         for ((code, closeCode) in listOf("version_mismatch" to CloseCodes.VERSION_MISMATCH, "unauthorized" to CloseCodes.UNAUTHORIZED)) {
             val first = peer()
