@@ -43,6 +43,7 @@ import dev.pheby.protocol.YoloChanged
 import dev.pheby.protocol.YoloCurrent
 import dev.pheby.protocol.YoloSet
 import dev.pheby.protocol.YoloSnapshot
+import dev.pheby.protocol.stringOrNull
 import dev.pheby.protocol.toJson
 import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
@@ -708,7 +709,7 @@ class PhebyClient(
             invalidFlow.tryEmit(InvalidFrame(text, e.message ?: "not JSON"))
             return
         }
-        val requestId = ((json as? JsonObject)?.get("request_id") as? JsonPrimitive)?.takeIf { it.isString }?.content
+        val requestId = (json as? JsonObject)?.stringOrNull("request_id")
         val waiter = requestId?.let(pending::get)?.takeIf { it.link === from }
         val decoded = try {
             PhebyJson.decodeFromJsonElement(ServerMessage.serializer(), json)
