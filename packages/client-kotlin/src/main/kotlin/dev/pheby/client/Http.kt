@@ -1,6 +1,7 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ErrorBody
+import dev.pheby.protocol.ErrorCode
 import dev.pheby.protocol.PhebyJson
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.suspendCancellableCoroutine
@@ -75,11 +76,11 @@ internal class HttpRoutes(val http: OkHttpClient, url: String, private val secre
             null
         }
         val code = body?.code?.value ?: when (status) {
-            401 -> "unauthorized"
-            404 -> "not_found"
-            413 -> "too_large"
-            429 -> "rate_limited"
-            else -> "bad_request"
+            401 -> ErrorCode.UNAUTHORIZED.value
+            404 -> ErrorCode.NOT_FOUND.value
+            413 -> ErrorCode.TOO_LARGE.value
+            429 -> ErrorCode.RATE_LIMITED.value
+            else -> ErrorCode.BAD_REQUEST.value
         }
         val retryAfter = CloseCodes.retryAfter(body?.message) ?: response.header("Retry-After")?.trim()?.toLongOrNull()?.seconds
         return PhebyException(code, body?.message ?: "HTTP $status", status = status, retryAfter = retryAfter)
