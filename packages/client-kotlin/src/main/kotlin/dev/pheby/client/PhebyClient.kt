@@ -596,11 +596,19 @@ class PhebyClient(
 
     /** With `resume` asked for, a send without `client_message_id` gets one. */
     private fun stamp(message: ClientMessage): ClientMessage = when {
-        Features.RESUME !in options.features -> message
-        message is ChatSend && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
-        message is ConversationCreate && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
+        Features.RESUME !in options.features || message.sendKey != null -> message
+        message is ChatSend -> message.copy(clientMessageId = newClientMessageId())
+        message is ConversationCreate -> message.copy(clientMessageId = newClientMessageId())
         else -> message
     }
+
+    /** The `client_message_id` of a send that may carry one (`chat.send`, `conversation.create`), if it does. */
+    private val ClientMessage.sendKey: String?
+        get() = when (this) {
+            is ChatSend -> clientMessageId
+            is ConversationCreate -> clientMessageId
+            else -> null
+        }
 
     /** [message] ready to send: its frame with a `request_id`, the replies it may get, and whether a drop may repeat it. */
     private fun outgoing(message: ClientMessage, reply: KClass<out ServerMessage>, timeout: Duration): Outgoing {
@@ -610,13 +618,12 @@ class PhebyClient(
         }
         val fields = PhebyJson.encodeToJsonElement(ClientMessage.serializer(), message).jsonObject
         val requestId = message.requestId ?: newRequestId()
-        val idempotent = (message as? ChatSend)?.clientMessageId ?: (message as? ConversationCreate)?.clientMessageId
         return Outgoing(
             requestId = requestId,
             frame = JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString(),
             type = (fields["type"] as? JsonPrimitive)?.content,
             replies = replies,
-            retry = idempotent != null && Features.RESUME in options.features,
+            retry = message.sendKey != null && Features.RESUME in options.features,
             timeout = timeout,
         )
     }
