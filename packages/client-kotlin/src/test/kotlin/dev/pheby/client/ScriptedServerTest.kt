@@ -14,6 +14,7 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.async
+import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.take
@@ -104,6 +105,13 @@ class ScriptedServerTest {
         }
     }
 
+    /** Connects [client] to [peer], which accepts its hello. */
+    private suspend fun connect(client: PhebyClient, peer: Peer) = coroutineScope {
+        val connected = async { client.connect() }
+        peer.accept()
+        connected.await()
+    }
+
     private fun peer() = Peer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
 
     private fun client(policy: ReconnectPolicy? = ReconnectPolicy(initialDelay = 50.milliseconds)) =
@@ -140,9 +148,7 @@ class ScriptedServerTest {
     fun `a missed append delta is dropped and the conversation re-opened once, whose run text resets the draft`() = blocking {
         val peer = peer()
         client().use { client ->
-            val connected = async { client.connect() }
-            peer.accept()
-            connected.await()
+            connect(client, peer)
             val stitched = async(start = CoroutineStart.UNDISPATCHED) { client.events.filterIsInstance<MessageDelta>().first() }
             // Offsets beyond the (empty) draft: a delta went missing, so every later one misses too.
             val append = fixture("valid/server/message.delta.append.json")
@@ -169,9 +175,7 @@ class ScriptedServerTest {
     fun `a request without a reply times out, and a reply that does not decode fails its request`() = blocking {
         val peer = peer()
         client().use { client ->
-            val connected = async { client.connect() }
-            peer.accept()
-            connected.await()
+            connect(client, peer)
             expectPheby(PhebyException.TIMEOUT) { client.request<dev.pheby.protocol.Pong>(dev.pheby.protocol.Ping(), timeout = 200.milliseconds) }
             assertEquals("ping", peer.next().type)
             val pinged = async { runCatching { client.ping() }.exceptionOrNull() }
@@ -211,9 +215,7 @@ class ScriptedServerTest {
         client().use { client ->
             val states = Collections.synchronizedList(mutableListOf<ConnectionState>())
             launch(start = CoroutineStart.UNDISPATCHED) { client.state.collect { states += it } }
-            val connected = async { client.connect() }
-            first.accept()
-            connected.await()
+            connect(client, first)
             val reconnected = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
             first.close(CloseCodes.GOING_AWAY)
             locked.refuse("rate_limited", "Too many failed hellos from this address; retry after 1 s", CloseCodes.LOCKED_OUT, "retry after 1 s")
@@ -247,9 +249,7 @@ class ScriptedServerTest {
         val refusing = peer()
         val third = peer()
         client().use { client ->
-            val connected = async { client.connect() }
-            first.accept()
-            connected.await()
+            connect(client, first)
             val conversation = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
             client.follow(conversation)
             val resynced = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
@@ -288,9 +288,7 @@ class ScriptedServerTest {
             val first = peer()
             val refused = peer()
             client().use { client ->
-                val connected = async { client.connect() }
-                first.accept()
-                connected.await()
+                connect(client, first)
                 val before = server.requestCount
                 first.close(CloseCodes.GOING_AWAY)
                 refused.refuse(code, "no", closeCode, code)
