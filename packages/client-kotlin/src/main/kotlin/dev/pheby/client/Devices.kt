@@ -8,6 +8,7 @@ import dev.pheby.protocol.DeviceList
 import dev.pheby.protocol.DeviceRevoke
 import dev.pheby.protocol.DeviceRevoked
 import dev.pheby.protocol.DeviceSnapshot
+import dev.pheby.protocol.ErrorCode
 import dev.pheby.protocol.Hello
 import dev.pheby.protocol.PairCreate
 import dev.pheby.protocol.PairCreated
@@ -111,7 +112,7 @@ suspend fun PhebyClient.Companion.pairDevice(
             Hello(requestId = requestId, protocolVersion = 1, features = listOf(Features.DEVICES), pairingCode = pairing.code, deviceName = deviceName)
         }
         val device = ready.device
-            ?: throw PhebyException("unauthorized", "the server did not pair this device (it does not offer devices)")
+            ?: throw PhebyException(ErrorCode.UNAUTHORIZED.value, "the server did not pair this device (it does not offer devices)")
         PairedDevice(pairing.url, device.deviceId, device.deviceSecret)
     }
 }

@@ -57,12 +57,24 @@ internal val BUILT_IN_EXTENSIONS: Map<String, () -> ClientExtension> = linkedMap
 internal class DeltaAppend : ClientExtension {
     override val feature: String = Features.DELTA_APPEND
 
-    /** Draft text by message_id. Only touched on the reader thread of the current connection. */
+    /** Draft text by message_id. */
     private val drafts = HashMap<String, String>()
 
-    // The server starts every draft over (offset 0, whole text) on a new connection and in a replay.
-    override fun onConnected(link: ExtensionLink) = drafts.clear()
+    /**
+     * Conversations re-opened after a missed delta, until their `conversation.history` arrives: every later
+     * delta of the broken draft misses too, and one snapshot repairs them all (not one per delta).
+     */
+    private val reopening = HashSet<String>()
 
+    // The server starts every draft over (offset 0, whole text) on a new connection and in a replay.
+    // Synchronized with onFrame: the old connection's reader may still be in it while a new one starts.
+    @Synchronized
+    override fun onConnected(link: ExtensionLink) {
+        drafts.clear()
+        reopening.clear()
+    }
+
+    @Synchronized
     override fun onFrame(message: ServerMessage, link: ExtensionLink, isReply: Boolean, json: JsonObject): ServerMessage? = when (message) {
         is MessageDelta -> {
             val draft = try {
@@ -72,7 +84,7 @@ internal class DeltaAppend : ClientExtension {
             }
             if (draft == null) {
                 // A delta was missed: the snapshot's run.text is the whole draft (it resets ours below).
-                link.send(ConversationOpen(conversationId = message.conversationId))
+                if (reopening.add(message.conversationId)) link.send(ConversationOpen(conversationId = message.conversationId))
                 null
             } else {
                 drafts[message.messageId] = draft
@@ -80,7 +92,10 @@ internal class DeltaAppend : ClientExtension {
             }
         }
         is MessageComplete -> message.also { drafts.remove(it.messageId) }
-        is ConversationHistory -> message.also { history -> history.run?.let { drafts[it.messageId] = it.text } }
+        is ConversationHistory -> message.also { history ->
+            reopening -= history.conversationId
+            history.run?.let { drafts[it.messageId] = it.text }
+        }
         else -> message
     }
 }

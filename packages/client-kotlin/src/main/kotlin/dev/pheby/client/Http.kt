@@ -1,6 +1,7 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ErrorBody
+import dev.pheby.protocol.ErrorCode
 import dev.pheby.protocol.PhebyJson
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.suspendCancellableCoroutine
@@ -62,22 +63,24 @@ internal class HttpRoutes(val http: OkHttpClient, url: String, private val secre
     /**
      * A failed request as a [PhebyException]: the error body's code and message (else a code derived
      * from the status), and for a 429 the wait: `retry after N s` in the message, else `Retry-After`.
+     * The body is read off the caller's thread, as in [decode] (blocking I/O; Android's main thread forbids it).
      */
-    fun httpError(response: Response): PhebyException {
+    suspend fun httpError(response: Response): PhebyException {
         val status = response.code
         val body = try {
-            PhebyJson.decodeFromString(ErrorBody.serializer(), response.body.string()).error
+            val text = withContext(Dispatchers.IO) { response.body.string() }
+            PhebyJson.decodeFromString(ErrorBody.serializer(), text).error
         } catch (e: IllegalArgumentException) {
             null
         } catch (e: IOException) {
             null
         }
         val code = body?.code?.value ?: when (status) {
-            401 -> "unauthorized"
-            404 -> "not_found"
-            413 -> "too_large"
-            429 -> "rate_limited"
-            else -> "bad_request"
+            401 -> ErrorCode.UNAUTHORIZED.value
+            404 -> ErrorCode.NOT_FOUND.value
+            413 -> ErrorCode.TOO_LARGE.value
+            429 -> ErrorCode.RATE_LIMITED.value
+            else -> ErrorCode.BAD_REQUEST.value
         }
         val retryAfter = CloseCodes.retryAfter(body?.message) ?: response.header("Retry-After")?.trim()?.toLongOrNull()?.seconds
         return PhebyException(code, body?.message ?: "HTTP $status", status = status, retryAfter = retryAfter)

@@ -43,7 +43,9 @@ import dev.pheby.protocol.YoloChanged
 import dev.pheby.protocol.YoloCurrent
 import dev.pheby.protocol.YoloSet
 import dev.pheby.protocol.YoloSnapshot
+import dev.pheby.protocol.stringOrNull
 import dev.pheby.protocol.toJson
+import kotlinx.coroutines.CancellationException
 import kotlinx.coroutines.CompletableDeferred
 import kotlinx.coroutines.CoroutineName
 import kotlinx.coroutines.CoroutineScope
@@ -122,13 +124,10 @@ import kotlin.time.Duration
  *
  * Thread-safe. [close] it when done.
  */
-class PhebyClient internal constructor(
-    /** The settings this client was made with. */
+class PhebyClient(
+    /** The settings this client was made with; nothing happens until [connect]. */
     val options: PhebyClientOptions,
-    extraExtensions: List<ClientExtension>,
 ) : AutoCloseable {
-    /** A client with [options]; nothing happens until [connect]. */
-    constructor(options: PhebyClientOptions) : this(options, emptyList())
 
     private val ownsHttp = options.httpClient == null
     private val http: OkHttpClient = (options.httpClient ?: OkHttpClient()).newBuilder()
@@ -137,9 +136,9 @@ class PhebyClient internal constructor(
     internal val routes = HttpRoutes(http, options.url, options.secret)
     private val attachments = Attachments(routes)
     internal val extensions: List<ClientExtension> =
-        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() } + extraExtensions
+        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() }
     private val resume: Resume? = extension()
-    private val helloFeatures: List<String> = (options.features + extraExtensions.map { it.feature }).toList()
+    private val helloFeatures: List<String> = options.features.toList()
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("pheby-client"))
 
     private val stateFlow = MutableStateFlow<ConnectionState>(ConnectionState.Idle)
@@ -163,6 +162,9 @@ class PhebyClient internal constructor(
     private var reconnectJob: Job? = null
     private var closed = false
     private val outbox = ArrayList<Outgoing>()
+
+    /** A reconnect loop is running (reconnecting, or catching up after it); false once it ended or failed for good. */
+    internal val reconnecting: Boolean get() = synchronized(lock) { reconnectJob?.isActive == true }
 
     /** Where the connection stands; see [ConnectionState]. */
     val state: StateFlow<ConnectionState> = stateFlow.asStateFlow()
@@ -206,14 +208,16 @@ class PhebyClient internal constructor(
             link.also { link = null }
         }
         previous?.cancel()
-        stateFlow.value = ConnectionState.Connecting
+        publish(ConnectionState.Connecting)
         return try {
             handshake(hello, repairs = false).also { flushOutbox(thisJob = null) }
         } catch (e: PhebyException) {
-            if (!synchronized(lock) { closed }) {
-                stateFlow.value = if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e)
-            }
+            publish(if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e))
             failOutbox(e)
+            throw e
+        } catch (e: CancellationException) {
+            // The caller gave up: not left Connecting (handshake() has cancelled the attempt).
+            publish(ConnectionState.Closed(null))
             throw e
         }
     }
@@ -244,6 +248,8 @@ class PhebyClient internal constructor(
             closed = true
             reconnectJob?.cancel()
             reconnectJob = null
+            // Under the lock, so no reconnect or reader publishing at the same time overwrites it (see publish).
+            stateFlow.value = ConnectionState.Closed(null)
             link.also { link = null }
         }
         val failure = PhebyException(PhebyException.CONNECTION_CLOSED, "the client was closed")
@@ -252,7 +258,6 @@ class PhebyClient internal constructor(
             failPending(it, failure, retain = false)
         }
         failOutbox(failure)
-        stateFlow.value = ConnectionState.Closed(null)
         scope.cancel()
         if (ownsHttp) {
             http.dispatcher.executorService.shutdown()
@@ -480,7 +485,15 @@ class PhebyClient internal constructor(
      * [resyncs]; a resumed conversation is not among them (see [resyncs]). A conversation deleted
      * meanwhile is dropped from the followed set. Runs by itself after each reconnect.
      */
-    suspend fun resync(): Map<String, ConversationHistory> {
+    suspend fun resync(): Map<String, ConversationHistory> = resync(recovering = false)
+
+    /**
+     * [resync]; [recovering]: the reconnect loop's catch-up. When a re-open fails on a live connection
+     * (a timeout, a reply that does not decode, a server error), that connection is cancelled before the
+     * conversations stop being held back, so the next round catches them up from where they were instead
+     * of leaving a silent gap.
+     */
+    private suspend fun resync(recovering: Boolean): Map<String, ConversationHistory> {
         val current = synchronized(lock) { link?.takeIf { it.ready } }
             ?: throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
         val follows = synchronized(followed) { followed.mapValues { it.value.limit } }
@@ -496,6 +509,7 @@ class PhebyClient internal constructor(
                 val answer = exchange(current, reopen, ServerMessage::class)
                 if (answer is ConversationHistory) snapshots[conversationId] = answer
             } catch (e: PhebyException) {
+                if (recovering && e.code != "conversation_not_found" && e.code != PhebyException.CONNECTION_CLOSED) current.cancel()
                 resume?.synced(conversationId)
                 if (e.code != "conversation_not_found") {
                     reopens.keys.forEach { resume?.synced(it) }
@@ -582,11 +596,19 @@ class PhebyClient internal constructor(
 
     /** With `resume` asked for, a send without `client_message_id` gets one. */
     private fun stamp(message: ClientMessage): ClientMessage = when {
-        Features.RESUME !in options.features -> message
-        message is ChatSend && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
-        message is ConversationCreate && message.clientMessageId == null -> message.copy(clientMessageId = newClientMessageId())
+        Features.RESUME !in options.features || message.sendKey != null -> message
+        message is ChatSend -> message.copy(clientMessageId = newClientMessageId())
+        message is ConversationCreate -> message.copy(clientMessageId = newClientMessageId())
         else -> message
     }
+
+    /** The `client_message_id` of a send that may carry one (`chat.send`, `conversation.create`), if it does. */
+    private val ClientMessage.sendKey: String?
+        get() = when (this) {
+            is ChatSend -> clientMessageId
+            is ConversationCreate -> clientMessageId
+            else -> null
+        }
 
     /** [message] ready to send: its frame with a `request_id`, the replies it may get, and whether a drop may repeat it. */
     private fun outgoing(message: ClientMessage, reply: KClass<out ServerMessage>, timeout: Duration): Outgoing {
@@ -596,13 +618,12 @@ class PhebyClient internal constructor(
         }
         val fields = PhebyJson.encodeToJsonElement(ClientMessage.serializer(), message).jsonObject
         val requestId = message.requestId ?: newRequestId()
-        val idempotent = (message as? ChatSend)?.clientMessageId ?: (message as? ConversationCreate)?.clientMessageId
         return Outgoing(
             requestId = requestId,
             frame = JsonObject(fields + ("request_id" to JsonPrimitive(requestId))).toString(),
             type = (fields["type"] as? JsonPrimitive)?.content,
             replies = replies,
-            retry = idempotent != null && Features.RESUME in options.features,
+            retry = message.sendKey != null && Features.RESUME in options.features,
             timeout = timeout,
         )
     }
@@ -695,7 +716,7 @@ class PhebyClient internal constructor(
             invalidFlow.tryEmit(InvalidFrame(text, e.message ?: "not JSON"))
             return
         }
-        val requestId = ((json as? JsonObject)?.get("request_id") as? JsonPrimitive)?.takeIf { it.isString }?.content
+        val requestId = (json as? JsonObject)?.stringOrNull("request_id")
         val waiter = requestId?.let(pending::get)?.takeIf { it.link === from }
         val decoded = try {
             PhebyJson.decodeFromJsonElement(ServerMessage.serializer(), json)
@@ -734,7 +755,12 @@ class PhebyClient internal constructor(
         if (on.repairs && on.resume) resume?.catchUp(synchronized(followed) { followed.keys.toSet() })
         on.extensions.forEach { it.onConnected(on) }
         on.ready = true
-        stateFlow.value = ConnectionState.Open(ready, enabled)
+        publish(ConnectionState.Open(ready, enabled))
+    }
+
+    /** Sets [state], unless the client is closed: [close]'s `Closed` is the last state, whoever publishes after it. */
+    private fun publish(state: ConnectionState) {
+        synchronized(lock) { if (!closed) stateFlow.value = state }
     }
 
     /** A connection ended (closed by either side, or broken). Called once per connection. */
@@ -746,8 +772,8 @@ class PhebyClient internal constructor(
                 link = null
                 when {
                     !ended.ready -> Unit // a handshake: handshake() throws the failure
-                    failure.isFinal -> stateFlow.value = ConnectionState.Failed(failure)
-                    options.reconnect == null -> stateFlow.value = ConnectionState.Closed(failure)
+                    failure.isFinal -> publish(ConnectionState.Failed(failure))
+                    options.reconnect == null -> publish(ConnectionState.Closed(failure))
                     else -> startReconnect(failure, immediately = false)
                 }
             }
@@ -768,14 +794,15 @@ class PhebyClient internal constructor(
             var attempt = 0
             var wait = if (immediately) Duration.ZERO else policy.delayAfter(cause, attempt)
             while (true) {
-                stateFlow.value = ConnectionState.Reconnecting(attempt + 1, wait, cause)
+                publish(ConnectionState.Reconnecting(attempt + 1, wait, cause))
                 delay(wait)
                 try {
                     handshake(repairs = true)
                 } catch (e: PhebyException) {
                     if (e.isFinal) {
-                        stateFlow.value = ConnectionState.Failed(e)
+                        // The loop ends before Failed is published: whoever sees Failed sees no reconnect pending.
                         synchronized(lock) { if (reconnectJob === thisJob) reconnectJob = null }
+                        publish(ConnectionState.Failed(e))
                         failOutbox(e)
                         return@launch
                     }
@@ -785,9 +812,11 @@ class PhebyClient internal constructor(
                     continue
                 }
                 try {
-                    resync()
+                    resync(recovering = true)
                 } catch (e: PhebyException) {
-                    // The new connection dropped too; its close has started the next round.
+                    // The new connection dropped (or resync cancelled it): its close starts the next round,
+                    // which catches up and sends the outbox.
+                    return@launch
                 }
                 flushOutbox(thisJob)
                 return@launch

@@ -1,5 +1,6 @@
 package dev.pheby.client
 
+import dev.pheby.protocol.ErrorCode
 import dev.pheby.protocol.Ready
 import okhttp3.OkHttpClient
 import kotlin.math.pow
@@ -74,11 +75,7 @@ data class ReconnectPolicy(
 
     /** The wait before reconnecting after [failure]: the lockout's, or the backoff of [attempt]. */
     fun delayAfter(failure: PhebyException, attempt: Int, random: Random = Random.Default): Duration =
-        if (failure.code == RATE_LIMITED) failure.retryAfter ?: lockedOutDelay else backoff(attempt, random)
-
-    private companion object {
-        const val RATE_LIMITED = "rate_limited"
-    }
+        if (failure.code == ErrorCode.RATE_LIMITED.value) failure.retryAfter ?: lockedOutDelay else backoff(attempt, random)
 }
 
 /** Where a [PhebyClient]'s connection stands; observe it as [PhebyClient.state]. */
@@ -101,6 +98,6 @@ sealed interface ConnectionState {
      */
     data class Failed(val error: PhebyException) : ConnectionState
 
-    /** Closed by [PhebyClient.close] (`error` null), by a failed [PhebyClient.connect], or by a drop with reconnect off. */
+    /** Closed by [PhebyClient.close] or a cancelled [PhebyClient.connect] (`error` null), by a failed [PhebyClient.connect], or by a drop with reconnect off. */
     data class Closed(val error: PhebyException?) : ConnectionState
 }

@@ -11,6 +11,7 @@ import dev.pheby.protocol.ConversationOpen
 import dev.pheby.protocol.ConversationResumed
 import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.ServerMessage
+import dev.pheby.protocol.stringOrNull
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.longOrNull
@@ -79,7 +80,7 @@ internal class Resume : ClientExtension {
 
     @Synchronized
     override fun onFrame(message: ServerMessage, link: ExtensionLink, isReply: Boolean, json: JsonObject): ServerMessage? {
-        val id = (json["conversation_id"] as? JsonPrimitive)?.takeIf { it.isString }?.content ?: return message
+        val id = json.stringOrNull("conversation_id") ?: return message
         if (message is ConversationResumed || message is ConversationHistory) {
             if (isReply) syncing -= id
         } else if (!isReply && id in syncing) {

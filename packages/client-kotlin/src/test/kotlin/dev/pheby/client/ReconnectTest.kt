@@ -73,15 +73,19 @@ class ReconnectTest {
                 assertTrue(e.isFinal)
                 assertEquals(ConnectionState.Failed(e), it.state.value)
             }
+            // The log is read on another thread: wait until the refusal has been read before counting.
+            server.awaitLog("rejected: wrong secret")
             assertEquals(1, server.count("rejected: wrong secret"))
 
             // Connected, then the operator changes the secret: the reconnect is refused once, for good.
             server.client().use { client ->
+                val logged = server.log.size
                 server.restart(mapOf("PHEBY_SECRET" to "the-operator-rotated-the-secret"))
                 val failed = client.state.first { it is ConnectionState.Failed } as ConnectionState.Failed
                 assertEquals("unauthorized", failed.error.code)
-                // No retry loop: a while later (several backoff ceilings) there is still exactly one more refusal.
-                Thread.sleep(2_000)
+                // No retry loop: it ended before Failed was published, after exactly one more refusal.
+                assertFalse(client.reconnecting)
+                server.awaitLog("rejected: wrong secret", from = logged)
                 assertEquals(2, server.count("rejected: wrong secret"))
                 assertEquals(failed, client.state.value)
             }

@@ -14,6 +14,8 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.async
+import kotlinx.coroutines.coroutineScope
+import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
@@ -29,6 +31,7 @@ import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
+import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
@@ -102,6 +105,13 @@ class ScriptedServerTest {
         }
     }
 
+    /** Connects [client] to [peer], which accepts its hello. */
+    private suspend fun connect(client: PhebyClient, peer: Peer) = coroutineScope {
+        val connected = async { client.connect() }
+        peer.accept()
+        connected.await()
+    }
+
     private fun peer() = Peer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
 
     private fun client(policy: ReconnectPolicy? = ReconnectPolicy(initialDelay = 50.milliseconds)) =
@@ -135,18 +145,29 @@ class ScriptedServerTest {
     }
 
     @Test
-    fun `a missed append delta is dropped and the conversation re-opened, whose run text resets the draft`() = blocking {
+    fun `a missed append delta is dropped and the conversation re-opened once, whose run text resets the draft`() = blocking {
         val peer = peer()
         client().use { client ->
-            val connected = async { client.connect() }
-            peer.accept()
-            connected.await()
-            // An offset beyond the (empty) draft: a delta went missing.
-            peer.send(fixture("valid/server/message.delta.append.json"))
+            connect(client, peer)
+            val stitched = async(start = CoroutineStart.UNDISPATCHED) { client.events.filterIsInstance<MessageDelta>().first() }
+            // Offsets beyond the (empty) draft: a delta went missing, so every later one misses too.
+            val append = fixture("valid/server/message.delta.append.json")
+            peer.send(append)
+            peer.send(append)
             val reopen = peer.next()
             assertEquals("conversation.open", reopen.type)
-            val delta = decodeServerMessage(fixture("valid/server/message.delta.append.json")) as MessageDelta
+            val delta = decodeServerMessage(append) as MessageDelta
             assertEquals(delta.conversationId, reopen.getValue("conversation_id").jsonPrimitive.content)
+            // The snapshot's run carries the draft so far; the next append delta continues it.
+            val history = PhebyJson.parseToJsonElement(fixture("valid/server/conversation.history.active-run.json")).jsonObject
+            val run = JsonObject(history.getValue("run").jsonObject + ("text" to JsonPrimitive("It's currently ")))
+            peer.send(JsonObject(history + ("run" to run)).toString())
+            peer.send(append)
+            assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched.await())
+            // The second missed delta sent no second open: the client's next frame is this ping.
+            val pinged = async { runCatching { client.ping() } }
+            assertEquals("ping", peer.next().type)
+            pinged.cancel()
         }
     }
 
@@ -154,9 +175,7 @@ class ScriptedServerTest {
     fun `a request without a reply times out, and a reply that does not decode fails its request`() = blocking {
         val peer = peer()
         client().use { client ->
-            val connected = async { client.connect() }
-            peer.accept()
-            connected.await()
+            connect(client, peer)
             expectPheby(PhebyException.TIMEOUT) { client.request<dev.pheby.protocol.Pong>(dev.pheby.protocol.Ping(), timeout = 200.milliseconds) }
             assertEquals("ping", peer.next().type)
             val pinged = async { runCatching { client.ping() }.exceptionOrNull() }
@@ -196,9 +215,7 @@ class ScriptedServerTest {
         client().use { client ->
             val states = Collections.synchronizedList(mutableListOf<ConnectionState>())
             launch(start = CoroutineStart.UNDISPATCHED) { client.state.collect { states += it } }
-            val connected = async { client.connect() }
-            first.accept()
-            connected.await()
+            connect(client, first)
             val reconnected = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
             first.close(CloseCodes.GOING_AWAY)
             locked.refuse("rate_limited", "Too many failed hellos from this address; retry after 1 s", CloseCodes.LOCKED_OUT, "retry after 1 s")
@@ -227,19 +244,58 @@ class ScriptedServerTest {
     }
 
     @Test
+    fun `a re-open the server refuses after a reconnect drops that connection, and the next one catches up`() = blocking {
+        val first = peer()
+        val refusing = peer()
+        val third = peer()
+        client().use { client ->
+            connect(client, first)
+            val conversation = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
+            client.follow(conversation)
+            val resynced = async(start = CoroutineStart.UNDISPATCHED) { client.resyncs.first() }
+            first.close(CloseCodes.GOING_AWAY)
+            refusing.accept()
+            val refused = refusing.next()
+            assertEquals("conversation.open", refused.type)
+            val id = refused.getValue("request_id").jsonPrimitive.content
+            refusing.send("""{"type":"error","request_id":"$id","error":{"code":"internal_error","message":"boom"},"ts":"2026-09-02T18:00:00+00:00"}""")
+            // Not a silent gap: that connection is dropped and the next round re-opens the conversation.
+            third.accept()
+            val reopen = third.next()
+            assertEquals("conversation.open", reopen.type)
+            assertEquals(conversation, reopen.getValue("conversation_id").jsonPrimitive.content)
+            val history = PhebyJson.parseToJsonElement(fixture("valid/server/conversation.history.json")).jsonObject
+            third.send(JsonObject(history + ("request_id" to reopen.getValue("request_id"))).toString())
+            assertEquals(setOf(conversation), resynced.await().keys)
+        }
+    }
+
+    @Test
+    fun `a cancelled connect leaves the state Closed, not Connecting`() = blocking {
+        val peer = peer()
+        client().use { client ->
+            val connecting = launch { client.connect() }
+            assertEquals("hello", peer.next().type) // and never answered
+            connecting.cancel()
+            connecting.join()
+            assertEquals(ConnectionState.Closed(null), client.state.value)
+        }
+    }
+
+    @Test
     fun `4426 and 4401 are final - no further connection is attempted`() = blocking {
         for ((code, closeCode) in listOf("version_mismatch" to CloseCodes.VERSION_MISMATCH, "unauthorized" to CloseCodes.UNAUTHORIZED)) {
             val first = peer()
             val refused = peer()
             client().use { client ->
-                val connected = async { client.connect() }
-                first.accept()
-                connected.await()
+                connect(client, first)
                 val before = server.requestCount
                 first.close(CloseCodes.GOING_AWAY)
                 refused.refuse(code, "no", closeCode, code)
                 val failed = client.state.first { it is ConnectionState.Failed } as ConnectionState.Failed
                 assertEquals(code, failed.error.code)
+                // The reconnect loop has ended, so no later connection can come either.
+                assertFalse(client.reconnecting)
                 assertEquals(before + 1, server.requestCount)
             }
         }

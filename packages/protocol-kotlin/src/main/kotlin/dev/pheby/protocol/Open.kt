@@ -75,8 +75,11 @@ private fun verbatim(element: JsonElement): JsonElement = when (element) {
     is JsonPrimitive -> if (element.isString) element else JsonUnquotedLiteral(element.content)
 }
 
-/** The string at [key], or null when it is absent or not a JSON string. */
-internal fun JsonObject.stringOrNull(key: String): String? = (get(key) as? JsonPrimitive)?.takeIf { it.isString }?.content
+/**
+ * The string at [key], or null when it is absent or not a JSON string (a number or `null` there is not
+ * one): e.g. a raw frame's `request_id` or `conversation_id`, read before (or without) decoding it.
+ */
+fun JsonObject.stringOrNull(key: String): String? = (get(key) as? JsonPrimitive)?.takeIf { it.isString }?.content
 
 /**
  * The serializer of a generated union (`ClientMessage`, `ServerMessage` on `type`; `PushPayload` on
