@@ -9,6 +9,7 @@ import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   CHROMIUM,
+  clickToConfirm,
   hasChromium,
   launchChromium,
   makePng,
@@ -144,8 +145,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
 
     // Delete the other one from the console (two clicks); the other client hears it.
     const deleted = other.next("conversation.deleted", (m) => m.conversation_id === created.conversation_id);
-    await page.click(`${row} button[title="Delete"]`);
-    await page.click(`${row} button[title="Delete"]`);
+    await clickToConfirm(page, `${row} button[title="Delete"]`);
     await deleted;
     await page.waitForSelector(row, { state: "detached" });
   });

@@ -11,6 +11,7 @@ import jsQR from "jsqr";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  clickToConfirm,
   hasChromium,
   launchChromium,
   RESULTS,
@@ -119,8 +120,7 @@ describe.skipIf(!hasChromium)("web console: pairing and devices in Chromium", ()
     const cutOff = new Promise<string>((resolve) =>
       live.onState((state) => state === "auth_failed" && resolve(state)),
     );
-    await page.click(`${row} [data-testid="revoke"]`);
-    await page.click(`${row} [data-testid="revoke"]:has-text("Revoke?")`);
+    await clickToConfirm(page, `${row} [data-testid="revoke"]`);
     expect(await cutOff).toBe("auth_failed");
     await page.waitForSelector('[data-testid="device-list"]:has-text("No paired devices.")');
   });

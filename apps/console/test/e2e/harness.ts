@@ -245,6 +245,23 @@ export async function startStaticHost(): Promise<{ origin: string; close(): Prom
   };
 }
 
+/**
+ * A two-click confirmation (`confirmOnSecondClick`): arm the button, then click it while armed. The
+ * armed state lives on the button, so a list re-rendered between the clicks (a broadcast arriving) or
+ * the 3 s disarm on a loaded machine leaves an unarmed button: arm it again, at most three times.
+ */
+export async function clickToConfirm(page: Page, button: string): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    await page.click(button);
+    try {
+      await page.click(`${button}[data-armed]`, { timeout: 2_000 });
+      return;
+    } catch (err) {
+      if (attempt === 3) throw err;
+    }
+  }
+}
+
 /** Send a message from the composer and wait until the server accepted it (the console then shows it). */
 export async function sendMessage(page: Page, text: string): Promise<void> {
   const before = await page.locator(".msg.user").count();
