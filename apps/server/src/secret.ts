@@ -24,9 +24,11 @@ export function resolveSecret(
 ): { secret: string; file?: string } {
   if (configured) return { secret: configured };
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700); // an existing directory keeps its mode otherwise
   const file = join(dataDir, "secret");
   try {
     const stored = readFileSync(file, "utf8").trim();
+    chmodSync(file, 0o600); // a file the operator wrote with the umask's mode
     if (stored.length >= 32) return { secret: stored, file };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "ENOENT") throw err;

@@ -1,4 +1,4 @@
-import { constants, mkdirSync, readFileSync, realpathSync } from "node:fs";
+import { constants, readFileSync, realpathSync } from "node:fs";
 import { type FileHandle, open, readdir, realpath, rename, rm } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
 import { type AttachmentDescriptor, LIMITS } from "@pheby/protocol";
@@ -9,6 +9,7 @@ import type { FileRoots } from "../files/roots.js";
 import { type AttachmentRow, QUEUED_HOLDER_PREFIX } from "../store/attachments.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
+import { ensurePrivateDir, PRIVATE_FILE_MODE } from "../util/private-files.js";
 import { type Clock, iso } from "../util/time.js";
 import { sanitiseFilename } from "./filename.js";
 import { isTextual, SNIFF_BYTES, sniff } from "./sniff.js";
@@ -94,8 +95,7 @@ export class AttachmentStore {
     this.root = join(opts.dataDir, "attachments");
     this.#blobs = join(this.root, "blobs");
     this.#tmp = join(this.root, "tmp");
-    mkdirSync(this.#blobs, { recursive: true, mode: 0o700 });
-    mkdirSync(this.#tmp, { recursive: true, mode: 0o700 });
+    for (const dir of [this.root, this.#blobs, this.#tmp]) ensurePrivateDir(dir);
     this.#realBlobs = realpathSync(this.#blobs);
   }
 
@@ -178,7 +178,7 @@ export class AttachmentStore {
     const head: Buffer[] = [];
     let headBytes = 0;
     try {
-      const handle = await open(tmpPath, "wx", 0o600);
+      const handle = await open(tmpPath, "wx", PRIVATE_FILE_MODE);
       try {
         let batch: Buffer[] = [];
         let batched = 0;

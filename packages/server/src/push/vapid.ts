@@ -1,7 +1,8 @@
 import { createECDH } from "node:crypto";
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import webpush from "web-push";
+import { ensurePrivateDir, PRIVATE_FILE_MODE, restrictFile } from "../util/private-files.js";
 
 /** The server's VAPID key pair (RFC 8292), base64url: the public key uncompressed P-256 (65 bytes), the private key 32 bytes. */
 export interface VapidKeys {
@@ -19,19 +20,20 @@ export const VAPID_FILE = "vapid.json";
  * would silently invalidate every subscription), never replaced. The private key is never logged.
  */
 export function loadOrCreateVapidKeys(dataDir: string): VapidKeys {
-  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  ensurePrivateDir(dataDir);
   const file = join(dataDir, VAPID_FILE);
+  restrictFile(file); // a pair written with a looser mode by an older version
   const stored = readKeys(file);
   if (stored) return stored;
   const keys = webpush.generateVAPIDKeys();
   try {
     // "wx" never overwrites a pair another process created meanwhile.
-    writeFileSync(file, `${JSON.stringify(keys)}\n`, { mode: 0o600, flag: "wx" });
+    writeFileSync(file, `${JSON.stringify(keys)}\n`, { mode: PRIVATE_FILE_MODE, flag: "wx" });
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
     return readKeys(file) ?? invalid(file);
   }
-  chmodSync(file, 0o600);
+  restrictFile(file);
   return keys;
 }
 

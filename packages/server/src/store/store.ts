@@ -1,7 +1,7 @@
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
+import { ensurePrivateDir, ensurePrivateFile, restrictFile } from "../util/private-files.js";
 import { type Clock, systemClock } from "../util/time.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
@@ -86,9 +86,18 @@ export class Store {
     dataDir: string,
     options: { clock: Clock; replayLimits?: ReplayLimits } = { clock: systemClock },
   ) {
-    mkdirSync(dataDir, { recursive: true });
-    this.db = new Database(join(dataDir, DB_FILE));
+    ensurePrivateDir(dataDir);
+    const file = join(dataDir, DB_FILE);
+    // SQLite creates a database 0644 (less the umask) and gives its -wal and -shm the database's
+    // mode: created owner-only first, the three stay owner-only. Older files are fixed here too.
+    ensurePrivateFile(file);
+    restrictFile(`${file}-wal`);
+    restrictFile(`${file}-shm`);
+    this.db = new Database(file);
     this.db.pragma("journal_mode = WAL");
+    // Deleted rows (a deleted conversation's transcript) are overwritten with zeros, in the
+    // database and its WAL, instead of staying readable in free pages.
+    this.db.pragma("secure_delete = ON");
     // FULL: every acknowledged write (a run.accepted user message, a renamed
     // conversation) survives power loss, not only a process crash. Writes are
     // a handful per run, so the extra fsync of the WAL costs nothing visible.
@@ -188,13 +197,22 @@ export class Store {
     this.db.prepare("UPDATE conversations SET last_active = ? WHERE id = ?").run(ts, id);
   }
 
-  /** Tombstone a conversation and drop its transcript and tool states. */
+  /**
+   * Tombstone a conversation and drop its transcript, tool states and replay log. The tombstone
+   * keeps only what stops the agent's session from being imported again (id, session, source,
+   * times): its name, user text like the transcript, is cleared. With `secure_delete` the freed
+   * space is zeroed; the checkpoint then copies the zeroed pages into the database file and empties
+   * the WAL, whose older frames still held the text.
+   */
   deleteConversation(id: string, ts: number): void {
     this.db.transaction(() => {
       this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
-      this.db.prepare("UPDATE conversations SET deleted_at = ? WHERE id = ?").run(ts, id);
+      this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
+      this.replay.forget(id);
     })();
+    // Best effort: a reader in another process (an operator command) can keep it from completing.
+    this.db.pragma("wal_checkpoint(TRUNCATE)");
   }
 
   // ---- transcript ----
