@@ -9,8 +9,10 @@ import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
+import { isTrustedProxySetting, type TrustedProxy } from "./auth/address.js";
 import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
+import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
@@ -122,11 +124,18 @@ export interface PhebyServerOptions {
    */
   allowedFileRoots?: readonly string[];
   /**
-   * Origins (e.g. `https://console.example.com`) allowed to call the
-   * attachment routes from a browser (default none: no CORS headers). Needed
-   * only when the web console is served from another origin than this server.
+   * Origins (e.g. `https://console.example.com`) of browser pages allowed to use the server
+   * besides its own (default none): CORS headers on the attachment and answer routes, and the
+   * WebSocket handshake. Needed only when the web console is served from another origin.
    */
   corsOrigins?: readonly string[];
+  /**
+   * Whose `X-Forwarded-For` names the client's address for the lockout: `"loopback"` (default: any
+   * loopback peer, a Caddy on the same host), `"none"`, or the proxies' own IP addresses. Every
+   * local user can connect from loopback, so `"loopback"` lets them pick the address their guesses
+   * count against (docs/security.md).
+   */
+  trustedProxy?: TrustedProxy;
   /**
    * HTTP idle timeout in ms (default 60,000): a connection that moves no byte
    * in either direction for this long is cut, and a stalled upload gets 408.
@@ -266,6 +275,10 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     throw new Error(
       "createPhebyServer: publicUrl must be a ws:// or wss:// URL without credentials, query or fragment",
     );
+  }
+  const trustedProxy = options.trustedProxy ?? "loopback";
+  if (!isTrustedProxySetting(trustedProxy)) {
+    throw new Error('createPhebyServer: trustedProxy must be "loopback", "none" or a list of IP addresses');
   }
   const deltaIntervalMs = options.deltaIntervalMs ?? DEFAULT_DELTA_INTERVAL_MS;
   if (!Number.isFinite(deltaIntervalMs) || deltaIntervalMs < 0) {
@@ -515,6 +528,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       store,
       authenticate: (presented) => credentials.resolve(presented),
       lockout,
+      trustedProxy,
       transfers,
       log,
       idleTimeoutMs: httpIdleTimeoutMs,
@@ -524,6 +538,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       decisions,
       authenticate: (presented) => credentials.resolve(presented),
       lockout,
+      trustedProxy,
       transfers,
       log,
     },
@@ -612,6 +627,9 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,
     compression: options.compression ?? true,
+    // One list for both: the origins CORS lets call the HTTP routes may open the socket too.
+    origins: new OriginPolicy(options.publicUrl, options.corsOrigins ?? []),
+    trustedProxy: options.trustedProxy ?? "loopback", // validated by createServerCore
   });
   core.attach(sockets);
   let http: Server | undefined;

@@ -1,28 +1,50 @@
 import { describe, expect, it } from "vitest";
 import { nearestChoice } from "../src/agent/nearest.js";
 import { longText } from "../src/agent/simulator/index.js";
-import { clientAddress, isLoopback, lockoutKey } from "../src/auth/address.js";
+import { clientAddress, isLoopback, isTrustedProxySetting, lockoutKey } from "../src/auth/address.js";
 import { CredentialResolver } from "../src/auth/credentials.js";
 import { Lockout, retryAfter } from "../src/auth/lockout.js";
 import { REDACTED, redactArgs, truncate } from "../src/util/redact.js";
 
-describe("clientAddress (X-Forwarded-For only from a loopback peer, rightmost entry)", () => {
+describe("clientAddress (X-Forwarded-For only from a trusted proxy, by default loopback; rightmost entry)", () => {
   it("uses the direct peer when it is not loopback, whatever the header says", () => {
-    expect(clientAddress("203.0.113.5", "1.2.3.4")).toBe("203.0.113.5");
-    expect(clientAddress("::ffff:203.0.113.5", "1.2.3.4")).toBe("203.0.113.5");
-    expect(clientAddress("2001:db8::1", "1.2.3.4")).toBe("2001:db8::1");
+    expect(clientAddress("203.0.113.5", "1.2.3.4", "loopback")).toBe("203.0.113.5");
+    expect(clientAddress("::ffff:203.0.113.5", "1.2.3.4", "loopback")).toBe("203.0.113.5");
+    expect(clientAddress("2001:db8::1", "1.2.3.4", "loopback")).toBe("2001:db8::1");
   });
 
   it("uses the rightmost forwarded address behind a loopback proxy", () => {
-    expect(clientAddress("127.0.0.1", "10.0.0.1, 198.51.100.7")).toBe("198.51.100.7");
-    expect(clientAddress("::1", ["10.0.0.1", "198.51.100.7 "])).toBe("198.51.100.7");
-    expect(clientAddress("::ffff:127.0.0.1", "2001:db8::2")).toBe("2001:db8::2");
+    expect(clientAddress("127.0.0.1", "10.0.0.1, 198.51.100.7", "loopback")).toBe("198.51.100.7");
+    expect(clientAddress("::1", ["10.0.0.1", "198.51.100.7 "], "loopback")).toBe("198.51.100.7");
+    expect(clientAddress("::ffff:127.0.0.1", "2001:db8::2", "loopback")).toBe("2001:db8::2");
   });
 
   it("falls back to the peer when the header is absent or its last entry is not an IP", () => {
-    expect(clientAddress("127.0.0.1", undefined)).toBe("127.0.0.1");
-    expect(clientAddress("127.0.0.1", "1.2.3.4, garbage")).toBe("127.0.0.1");
-    expect(clientAddress("127.0.0.1", "")).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", undefined, "loopback")).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", "1.2.3.4, garbage", "loopback")).toBe("127.0.0.1");
+    expect(clientAddress("127.0.0.1", "", "loopback")).toBe("127.0.0.1");
+  });
+
+  it("with trusted proxy none, ignores X-Forwarded-For even from loopback (a local user)", () => {
+    expect(clientAddress("127.0.0.1", "198.51.100.7", "none")).toBe("127.0.0.1");
+    expect(clientAddress("::1", "198.51.100.7", "none")).toBe("::1");
+  });
+
+  it("with a list of proxies, believes only those peers (any spelling of the address)", () => {
+    const proxies = ["172.17.0.1", "2001:db8::10"];
+    expect(clientAddress("172.17.0.1", "198.51.100.7", proxies)).toBe("198.51.100.7");
+    expect(clientAddress("::ffff:172.17.0.1", "198.51.100.7", proxies)).toBe("198.51.100.7");
+    expect(clientAddress("2001:db8:0:0::10", "198.51.100.8", proxies)).toBe("198.51.100.8");
+    // Loopback is not on the list: a local user's header is ignored.
+    expect(clientAddress("127.0.0.1", "198.51.100.7", proxies)).toBe("127.0.0.1");
+    expect(clientAddress("172.17.0.2", "198.51.100.7", proxies)).toBe("172.17.0.2");
+  });
+
+  it("accepts loopback, none or IP addresses as the setting, nothing else", () => {
+    for (const good of ["loopback", "none", ["10.0.0.1"], ["::1", "127.0.0.1"], []])
+      expect(isTrustedProxySetting(good)).toBe(true);
+    for (const bad of ["all", "", ["caddy.local"], ["10.0.0.0/8"], [1], "127.0.0.1", undefined])
+      expect(isTrustedProxySetting(bad)).toBe(false);
   });
 
   it("knows loopback", () => {

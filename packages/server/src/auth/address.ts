@@ -12,17 +12,47 @@ export function isLoopback(addr: string): boolean {
 }
 
 /**
- * The source address used for lockout. `X-Forwarded-For` is honoured only when
- * the direct peer is loopback (the local Caddy); then its *last* entry is used,
- * because that is the one Caddy appended and the earlier ones are
- * client-controlled. A malformed last entry falls back to the direct peer.
+ * Whose `X-Forwarded-For` is believed: any loopback peer (a Caddy on the same host; the default),
+ * no peer, or only the listed addresses. Any local user can connect from loopback, so `loopback`
+ * lets them name the address their guesses count against; `none` or the proxy's own address
+ * (a Caddy on a port only it can use, a Docker bridge) closes that.
+ */
+export type TrustedProxy = "loopback" | "none" | readonly string[];
+
+/** Whether `a` and `b` are one IP address (IPv6 spellings and the IPv4-mapped form compared as such). */
+function sameAddress(a: string, b: string): boolean {
+  const x = normalise(a);
+  const y = normalise(b);
+  if (isIP(x) === 6 && isIP(y) === 6) return ipv6Groups(x).join(":") === ipv6Groups(y).join(":");
+  return x === y;
+}
+
+/** Whether a direct peer's `X-Forwarded-For` is believed under `trusted`. */
+export function isTrustedProxy(peer: string, trusted: TrustedProxy): boolean {
+  if (trusted === "none") return false;
+  if (trusted === "loopback") return isLoopback(peer);
+  return trusted.some((proxy) => sameAddress(proxy, peer));
+}
+
+/** Whether `value` is a valid {@link TrustedProxy} (a list of IP addresses, `loopback` or `none`). */
+export function isTrustedProxySetting(value: unknown): value is TrustedProxy {
+  if (value === "loopback" || value === "none") return true;
+  return Array.isArray(value) && value.every((entry) => typeof entry === "string" && isIP(entry) !== 0);
+}
+
+/**
+ * The source address used for lockout. `X-Forwarded-For` is honoured only when the direct peer is
+ * a trusted proxy (by default any loopback peer, see {@link TrustedProxy}); then its *last* entry
+ * is used, because that is the one the proxy appended and the earlier ones are client-controlled.
+ * A malformed last entry falls back to the direct peer.
  */
 export function clientAddress(
   remote: string | undefined,
   forwardedFor: string | string[] | undefined,
+  trusted: TrustedProxy,
 ): string {
   const peer = normalise(remote ?? "unknown");
-  if (!isLoopback(peer) || forwardedFor === undefined) return peer;
+  if (forwardedFor === undefined || !isTrustedProxy(peer, trusted)) return peer;
   const header = Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor;
   const last = header.split(",").pop()?.trim() ?? "";
   return isIP(last) ? normalise(last) : peer;

@@ -3,7 +3,7 @@ import type { HttpBindings } from "@hono/node-server";
 import type { ErrorCode } from "@pheby/protocol";
 import type { Context } from "hono";
 import type { Logger } from "pino";
-import { clientAddress } from "./address.js";
+import { clientAddress, type TrustedProxy } from "./address.js";
 import { type Lockout, retryAfter, retryAfterSeconds } from "./lockout.js";
 import { type Principal, principalLog } from "./principal.js";
 import type { Transfers } from "./transfers.js";
@@ -11,7 +11,7 @@ import type { Transfers } from "./transfers.js";
 /**
  * The secrets an HTTP request presents: `Authorization: Bearer <secret>`,
  * `Authorization: ApiKey <secret>` (scheme case-insensitive) and
- * `X-Pheby-Secret: <secret>`. Empty when it presents none.
+ * `X-Pheby-Secret: <secret>`. Empty when it presents none; a request may present one only.
  */
 export function presentedSecrets(headers: IncomingHttpHeaders): string[] {
   const found: string[] = [];
@@ -27,12 +27,11 @@ export function presentedSecrets(headers: IncomingHttpHeaders): string[] {
 
 /** What {@link authenticateHttp} needs. */
 export interface HttpAuthDeps {
-  /**
-   * Who the presented secrets authenticate (the master secret or a device's), comparing every one
-   * in constant time; undefined when none does.
-   */
-  authenticate(presented: readonly string[]): Principal | undefined;
+  /** Who the presented secret authenticates (the master secret or a device's, in constant time); undefined when none. */
+  authenticate(presented: string): Principal | undefined;
   lockout: Lockout;
+  /** Whose `X-Forwarded-For` names the client's address for the lockout. */
+  trustedProxy: TrustedProxy;
   /** A device's requests are tracked here while they run, so revoking it cuts them. */
   transfers: Transfers;
   log: Logger;
@@ -54,14 +53,19 @@ export function httpError(
  * Authenticate an HTTP request (the attachment routes, the approval and clarify routes) with the
  * master secret or a device secret. Missing credentials → 401. Wrong credentials → 401 and a failure
  * counted towards the same per-address lockout as failed hellos (the HTTP routes take the same
- * secrets, so they must not be an unthrottled guessing oracle). A locked-out address gets 429
+ * secrets, so they must not be an unthrottled guessing oracle). More than one credential → 401 and
+ * one failure, none of them compared: each request is one guess. A locked-out address gets 429
  * `rate_limited` whatever it presents. A device's request is tracked until its response ends:
  * revoking the device destroys its socket, which ends a download and fails an upload (whose partial
  * file is removed). Undefined when the request may proceed.
  */
 export function authenticateHttp(c: HttpContext, deps: HttpAuthDeps): Response | undefined {
   const { incoming, outgoing } = c.env;
-  const addr = clientAddress(incoming.socket.remoteAddress, incoming.headers["x-forwarded-for"]);
+  const addr = clientAddress(
+    incoming.socket.remoteAddress,
+    incoming.headers["x-forwarded-for"],
+    deps.trustedProxy,
+  );
   const lockedMs = deps.lockout.remainingMs(addr);
   if (lockedMs > 0) {
     c.header("Retry-After", String(retryAfterSeconds(lockedMs)));
@@ -74,7 +78,12 @@ export function authenticateHttp(c: HttpContext, deps: HttpAuthDeps): Response |
   }
   const presented = presentedSecrets(incoming.headers);
   if (presented.length === 0) return httpError(c, 401, "unauthorized", "Missing credentials");
-  const principal = deps.authenticate(presented);
+  if (presented.length > 1) {
+    const locked = deps.lockout.fail(addr);
+    deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: more than one credential");
+    return httpError(c, 401, "unauthorized", "Present one credential: Authorization or X-Pheby-Secret");
+  }
+  const principal = deps.authenticate(presented[0]!);
   if (!principal) {
     const locked = deps.lockout.fail(addr);
     deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: wrong secret");

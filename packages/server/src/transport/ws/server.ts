@@ -1,9 +1,10 @@
 import type { IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
-import { CLOSE_CODES, LIMITS } from "@pheby/protocol";
+import { CLOSE_CODES, type ErrorCode, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
-import { clientAddress } from "../../auth/address.js";
+import { clientAddress, type TrustedProxy } from "../../auth/address.js";
+import type { OriginPolicy } from "../../auth/origin.js";
 import type { Sessions } from "../../session/peer-session.js";
 import { COMPRESS_MIN_CHARS, WsLink } from "./link.js";
 
@@ -42,6 +43,18 @@ export interface WsSettings {
   maxBufferedBytes: number;
   /** Offer permessage-deflate ({@link DEFLATE_OPTIONS}). */
   compression: boolean;
+  /** The browser origins that may connect; a handshake from any other gets 403. */
+  origins: OriginPolicy;
+  /** Whose `X-Forwarded-For` names the client's address. */
+  trustedProxy: TrustedProxy;
+}
+
+/** Answer an upgrade request with a plain HTTP error and close: no WebSocket, no session. */
+function refuse(socket: Duplex, status: "403 Forbidden" | "404 Not Found", code: ErrorCode, message: string) {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** One inbound message as one buffer (ws hands fragmented ones over as a list). */
@@ -75,23 +88,33 @@ export class WsTransport {
     this.#heartbeat.unref();
   }
 
-  /** The HTTP server's `upgrade` listener. Only `/ws` upgrades; anything else gets a bare 404. */
+  /**
+   * The HTTP server's `upgrade` listener. Only `/ws` upgrades; anything else gets a bare 404. A
+   * handshake from a browser page of another origin gets 403 before any session exists, so it can
+   * send no hello and count no failure against its address.
+   */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
     const path = (req.url ?? "/").split("?")[0];
     if (path !== "/ws" || this.#closing) {
-      const body = '{"error":{"code":"not_found","message":"Not found"}}';
-      socket.end(
-        `HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
-      );
+      refuse(socket, "404 Not Found", "not_found", "Not found");
       return;
     }
     socket.on("error", () => {});
+    const { origin, host } = req.headers;
+    if (!this.settings.origins.allows(origin, host)) {
+      this.settings.log.warn(
+        { origin: origin?.slice(0, 200), addr: this.#address(req) },
+        "WebSocket refused: a page of another origin",
+      );
+      refuse(socket, "403 Forbidden", "unauthorized", "This origin may not connect");
+      return;
+    }
     this.#wss.handleUpgrade(req, socket, head, (ws) => this.#accept(ws, req));
   }
 
   #accept(ws: WebSocket, req: IncomingMessage): void {
     const { log, maxBufferedBytes } = this.settings;
-    const addr = clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"]);
+    const addr = this.#address(req);
     const link = new WsLink(ws, addr, { log, maxBufferedBytes });
     this.#links.add(link);
     ws.on("pong", () => {
@@ -104,6 +127,10 @@ export class WsTransport {
       session.closed(code);
     });
     ws.on("message", (data) => session.receive(toBuffer(data)));
+  }
+
+  #address(req: IncomingMessage): string {
+    return clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], this.settings.trustedProxy);
   }
 
   /** ws-level heartbeat: a peer that did not answer the previous ping is dropped. */
