@@ -3,6 +3,7 @@
 // original plugin. Bad values stop the process with a readable message that
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
+import { isIP } from "node:net";
 import { delimiter, resolve } from "node:path";
 import { AGENT_TOOL_NAMES, checkTimezone, isPublicWebSocketUrl } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
@@ -103,6 +104,25 @@ function isContact(value: string): boolean {
   }
 }
 
+/**
+ * Whose X-Forwarded-For is believed: `loopback`, `none`, or the proxies' IP addresses (a YAML list,
+ * or comma-separated in env).
+ */
+const trustedProxy = z.union([z.array(z.string()), z.string()]).transform((value, ctx) => {
+  const keyword = typeof value === "string" ? value.trim().toLowerCase() : undefined;
+  if (keyword === "loopback" || keyword === "none") return keyword;
+  const entries = (typeof value === "string" ? value.split(",") : value).map((entry) => entry.trim());
+  if (entries.length === 0 || entries.some((entry) => isIP(entry) === 0)) {
+    ctx.addIssue({
+      code: z.ZodIssueCode.custom,
+      message:
+        "must be loopback, none, or the IP addresses of the proxies whose X-Forwarded-For to believe (comma-separated, e.g. 172.17.0.1)",
+    });
+    return z.NEVER;
+  }
+  return entries;
+});
+
 /** The validated configuration. */
 export const Config = z
   .object({
@@ -145,7 +165,12 @@ export const Config = z
     lockout_window_seconds: int(1, 86_400).default(60),
     /** How long a locked-out address is refused (4429 / HTTP 429). */
     lockout_duration_seconds: int(1, 86_400).default(300),
-    /** Browser origins allowed to call the attachment routes (CORS); env: comma-separated. */
+    /** Whose X-Forwarded-For names the client for the lockout (see {@link trustedProxy}). */
+    trusted_proxy: trustedProxy.default("loopback"),
+    /**
+     * Browser origins, besides the server's own, allowed to use it: CORS on the attachment and
+     * answer routes, and the WebSocket handshake; env: comma-separated.
+     */
     cors_origins: list(",")
       .pipe(
         z.array(
@@ -212,6 +237,7 @@ export const ENV_NAMES = {
   PHEBY_LOCKOUT_MAX_FAILURES: ["lockout_max_failures"],
   PHEBY_LOCKOUT_WINDOW_SECONDS: ["lockout_window_seconds"],
   PHEBY_LOCKOUT_DURATION_SECONDS: ["lockout_duration_seconds"],
+  PHEBY_TRUSTED_PROXY: ["trusted_proxy"],
   PHEBY_AGENT: ["agent", "kind"],
   PHEBY_AGENT_COMMAND: ["agent", "command"],
   PHEBY_AGENT_CWD: ["agent", "cwd"],

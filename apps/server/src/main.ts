@@ -137,6 +137,7 @@ async function main(): Promise<void> {
       windowMs: config.lockout_window_seconds * 1000,
       durationMs: config.lockout_duration_seconds * 1000,
     },
+    trustedProxy: config.trusted_proxy,
     push: {
       preview: config.push_preview,
       allowPrivate: config.push_allow_private,

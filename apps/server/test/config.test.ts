@@ -73,6 +73,27 @@ describe("loadConfig", () => {
     }
   });
 
+  it("reads the trusted proxy from env or YAML: loopback (default), none or IP addresses, nothing else", () => {
+    expect(loadConfig({}, dir()).trusted_proxy).toBe("loopback");
+    expect(loadConfig({ PHEBY_TRUSTED_PROXY: " None " }, dir()).trusted_proxy).toBe("none");
+    expect(loadConfig({ PHEBY_TRUSTED_PROXY: "172.17.0.1, ::1" }, dir()).trusted_proxy).toEqual([
+      "172.17.0.1",
+      "::1",
+    ]);
+    const cwd = dir();
+    writeFileSync(join(cwd, "pheby.yaml"), "trusted_proxy: [10.0.0.2, 10.0.0.3]\n");
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).trusted_proxy).toEqual(["10.0.0.2", "10.0.0.3"]);
+    writeFileSync(join(cwd, "pheby.yaml"), "trusted_proxy: none\n");
+    expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).trusted_proxy).toBe("none");
+    for (const bad of ["all", "caddy.local", "10.0.0.0/8", "10.0.0.1,", "loopback, 10.0.0.1"]) {
+      expect(() => loadConfig({ PHEBY_TRUSTED_PROXY: bad }, dir())).toThrow(
+        /PHEBY_TRUSTED_PROXY \(trusted_proxy\): must be loopback, none, or the IP addresses/,
+      );
+    }
+    writeFileSync(join(cwd, "pheby.yaml"), "trusted_proxy: []\n");
+    expect(() => loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd)).toThrow(/trusted_proxy/);
+  });
+
   it("reads the push settings from env or YAML; defaults: previews on, private endpoints refused", () => {
     expect(loadConfig({}, dir())).toMatchObject({ push_preview: true, push_allow_private: false });
     expect(loadConfig({}, dir()).push_subject).toBeUndefined();

@@ -116,7 +116,7 @@ describe("pheby-server's files on disk", () => {
     expectPrivate(dataDir, WITH_SECRET_SET);
     await app.stop();
     expectPrivate(dataDir, ["pheby.sqlite", "vapid.json"]);
-  });
+  }, 60_000);
 
   it("fixes an existing 0755 data directory whose files are 0644, with PHEBY_SECRET set or a generated secret", async () => {
     const work = mkdtempSync(join(tmpdir(), "pheby-perm-"));
@@ -127,10 +127,12 @@ describe("pheby-server's files on disk", () => {
     let app = await startWithUmask({ PHEBY_DATA_DIR: dataDir, PHEBY_SECRET: SECRET });
     await useIt(app.port, SECRET);
     await app.stop();
-    // What an earlier version (or a copy with `cp -r` under umask 022) left behind.
+    // What an earlier version left under umask 022 (the attachment and MCP directories and blobs
+    // were always created owner-only), and a secret file an operator wrote by hand.
     const loosen = () => {
-      for (const [path, { kind }] of modes(dataDir)) {
-        if (kind !== "socket") chmodSync(join(dataDir, path), kind === "dir" ? 0o755 : 0o644);
+      chmodSync(dataDir, 0o755);
+      for (const name of readdirSync(dataDir)) {
+        if (lstatSync(join(dataDir, name)).isFile()) chmodSync(join(dataDir, name), 0o644);
       }
     };
     loosen();
@@ -144,5 +146,5 @@ describe("pheby-server's files on disk", () => {
     app = await startWithUmask({ PHEBY_DATA_DIR: dataDir });
     expectPrivate(dataDir, [...WITH_SECRET_SET, "secret"]);
     await app.stop();
-  });
+  }, 90_000);
 });
