@@ -171,9 +171,13 @@ function startApp(client: PhebyClient): void {
     },
     async fetchAttachment(attachment) {
       const result = await client.download(attachment);
-      return new Blob([result.bytes as Uint8Array<ArrayBuffer>], {
-        type: result.contentType ?? attachment.mime_type,
-      });
+      // Only an inline image keeps its type (an <img> needs it). Anything else is a download: a
+      // blob: URL has this page's origin, so an HTML or SVG blob opened from the address bar would
+      // run its script as the console, without the server's sandbox CSP.
+      const type = attachment.inline_image
+        ? (result.contentType ?? attachment.mime_type)
+        : "application/octet-stream";
+      return new Blob([result.bytes as Uint8Array<ArrayBuffer>], { type });
     },
     runChanged: (runId) => composer.setRun(runId),
   });
