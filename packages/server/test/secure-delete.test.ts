@@ -53,7 +53,10 @@ describe("deleting a conversation", () => {
       expect(bytes.includes(name)).toBe(false);
       // The other conversation is untouched.
       expect(bytes.includes(keptWords)).toBe(true);
-      const history = await c.ok({ type: "conversation.open", conversation_id: keep }, "conversation.history");
+      const history = await c.ok(
+        { type: "conversation.open", conversation_id: keep },
+        "conversation.history",
+      );
       expect(history.messages[0]).toMatchObject({ role: "user", text: keptWords });
       c.close();
     } finally {

@@ -15,7 +15,10 @@ import {
 import { http, upload } from "./http.js";
 
 /** The outcome of one WebSocket handshake: 101 once open, else the HTTP status and body it got. */
-function handshake(wsUrl: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+function handshake(
+  wsUrl: string,
+  headers: Record<string, string>,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(wsUrl, { headers });
     ws.once("open", () => {
@@ -74,12 +77,16 @@ describe("WebSocket Origin", () => {
       const port = Number(new URL(ts.url).port);
       for (const origin of [`http://${host}`, `https://${host}`])
         expect((await handshake(ts.wsUrl, { Origin: origin })).status).toBe(101);
-      for (const origin of [`http://127.0.0.1:${port + 1}`, `http://localhost:${port}`, "https://evil.example"])
+      for (const origin of [
+        `http://127.0.0.1:${port + 1}`,
+        `http://localhost:${port}`,
+        "https://evil.example",
+      ])
         expect((await handshake(ts.wsUrl, { Origin: origin })).status).toBe(403);
       // A page that names its own host reaches only itself: Host and Origin must agree.
-      expect((await handshake(ts.wsUrl, { Origin: "http://evil.example", Host: "evil.example" })).status).toBe(
-        101,
-      );
+      expect(
+        (await handshake(ts.wsUrl, { Origin: "http://evil.example", Host: "evil.example" })).status,
+      ).toBe(101);
       expect((await handshake(ts.wsUrl, { Origin: "http://evil.example", Host: host })).status).toBe(403);
     } finally {
       await ts.cleanup();
@@ -129,7 +136,10 @@ describe("one credential per HTTP request", () => {
         });
 
       // Not compared: even the right secret twice, or the right one beside a wrong one, is refused.
-      const download = await http(ts.url, "GET", path, { auth: false, headers: both(`Bearer ${SECRET}`, SECRET) });
+      const download = await http(ts.url, "GET", path, {
+        auth: false,
+        headers: both(`Bearer ${SECRET}`, SECRET),
+      });
       expect(download.status).toBe(401);
       expect(JSON.parse(download.body.toString())).toEqual({
         error: { code: "unauthorized", message: "Present one credential: Authorization or X-Pheby-Secret" },
@@ -227,7 +237,11 @@ describe("trusted proxy", () => {
   });
 
   it("a list: only the listed proxy's X-Forwarded-For counts", async () => {
-    const ts = await startServer({ dataDir: dir(), trustedProxy: ["127.0.0.2"], lockout: { maxFailures: 1 } });
+    const ts = await startServer({
+      dataDir: dir(),
+      trustedProxy: ["127.0.0.2"],
+      lockout: { maxFailures: 1 },
+    });
     try {
       expect(await helloFrom(ts, "127.0.0.2", "198.51.100.7", WRONG)).toBe("unauthorized");
       // 198.51.100.7 is locked, through the proxy; the proxy's other clients and the proxy are not.

@@ -71,7 +71,9 @@ describe.skipIf(!hasChromium)("attachment blobs in the console", () => {
     await sendMessage(page, "two files");
     await runSettled(page);
     await page.waitForFunction(
-      () => (document.querySelector('.attachment.inbound img[alt="dot.png"]') as HTMLImageElement)?.naturalWidth === 16,
+      () =>
+        (document.querySelector('.attachment.inbound img[alt="dot.png"]') as HTMLImageElement)
+          ?.naturalWidth === 16,
     );
 
     const link = '.attachment.inbound a.download:has-text("page.html")';
@@ -81,7 +83,9 @@ describe.skipIf(!hasChromium)("attachment blobs in the console", () => {
     expect(download.suggestedFilename()).toBe("page.html");
     expect(readFileSync((await download.path())!).toString()).toBe(PAYLOAD);
 
-    const blobs = await page.evaluate(() => (window as unknown as { __blobs: { url: string; type: string }[] }).__blobs);
+    const blobs = await page.evaluate(
+      () => (window as unknown as { __blobs: { url: string; type: string }[] }).__blobs,
+    );
     const href = await page.getAttribute(link, "href");
     const preview = await page.getAttribute('.attachment.inbound img[alt="dot.png"]', "src");
     expect(blobs.find((b) => b.url === href)?.type).toBe("application/octet-stream");

@@ -80,7 +80,10 @@ export function authenticateHttp(c: HttpContext, deps: HttpAuthDeps): Response |
   if (presented.length === 0) return httpError(c, 401, "unauthorized", "Missing credentials");
   if (presented.length > 1) {
     const locked = deps.lockout.fail(addr);
-    deps.log.warn({ addr, locked, route: c.req.routePath }, "HTTP request rejected: more than one credential");
+    deps.log.warn(
+      { addr, locked, route: c.req.routePath },
+      "HTTP request rejected: more than one credential",
+    );
     return httpError(c, 401, "unauthorized", "Present one credential: Authorization or X-Pheby-Secret");
   }
   const principal = deps.authenticate(presented[0]!);

@@ -130,7 +130,11 @@ export class WsTransport {
   }
 
   #address(req: IncomingMessage): string {
-    return clientAddress(req.socket.remoteAddress, req.headers["x-forwarded-for"], this.settings.trustedProxy);
+    return clientAddress(
+      req.socket.remoteAddress,
+      req.headers["x-forwarded-for"],
+      this.settings.trustedProxy,
+    );
   }
 
   /** ws-level heartbeat: a peer that did not answer the previous ping is dropped. */
