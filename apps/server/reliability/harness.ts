@@ -84,12 +84,32 @@ process.on("exit", () => {
  * (crash tests kill it at random points of its startup).
  */
 export async function startApp(
-  opts: { dataDir?: string; env?: Record<string, string>; host?: string; waitListening?: boolean } = {},
+  opts: {
+    dataDir?: string;
+    env?: Record<string, string>;
+    host?: string;
+    waitListening?: boolean;
+    /** Start it under this umask (through `sh`), e.g. 0o022 as a login shell gives. */
+    umask?: number;
+  } = {},
 ): Promise<App> {
   const dataDir = opts.dataDir ?? join(tempDir(), "data");
   const port = await freePort();
   const host = opts.host ?? "127.0.0.1";
-  const child = spawn(process.execPath, [MAIN], {
+  const [command, args] =
+    opts.umask === undefined
+      ? [process.execPath, [MAIN]]
+      : [
+          "sh",
+          [
+            "-c",
+            `umask ${opts.umask.toString(8).padStart(3, "0")} && exec "$@"`,
+            "sh",
+            process.execPath,
+            MAIN,
+          ],
+        ];
+  const child = spawn(command, args, {
     env: {
       PATH: process.env.PATH ?? "",
       PHEBY_SECRET: SECRET,

@@ -1,64 +1,28 @@
 // Nothing pheby-server keeps on disk is readable by other local users, whatever the umask it was
 // started with and wherever its secret comes from: the built dist/main.js in a child process.
-import { type ChildProcess, spawn } from "node:child_process";
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
-import { fileURLToPath } from "node:url";
 import { PhebyClient } from "@pheby/client";
 import { afterEach, describe, expect, it } from "vitest";
+import { type App, SECRET, startApp } from "../reliability/harness.js";
 
-const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
-const SECRET = "permissions-test-secret-0123456789";
-const started: { child: ChildProcess; exited: Promise<unknown> }[] = [];
+const started: App[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
-  for (const { child, exited } of started.splice(0)) {
-    child.kill("SIGKILL");
-    await exited;
-  }
+  for (const app of started.splice(0)) await app.kill();
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((r) => server.close(() => r()));
-  return port;
-}
-
-/** Start the app under `umask 022` (what a login shell or a unit without `UMask=` gives it). */
-async function startWithUmask(env: Record<string, string>) {
-  const port = await freePort();
-  const child = spawn("sh", ["-c", 'umask 022 && exec "$@"', "sh", process.execPath, MAIN], {
-    env: { PATH: process.env.PATH ?? "", PHEBY_PORT: String(port), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise((resolve) => child.once("exit", resolve));
-  started.push({ child, exited });
-  let output = "";
-  for (const stream of [child.stdout!, child.stderr!]) stream.on("data", (d: Buffer) => (output += d));
-  await new Promise<void>((resolve, reject) => {
-    const timer = setInterval(() => {
-      if (!output.includes("pheby-server listening")) return;
-      clearInterval(timer);
-      resolve();
-    }, 20);
-    void exited.then((code) => {
-      clearInterval(timer);
-      reject(new Error(`pheby-server exited (${code}): ${output}`));
-    });
-  });
-  return {
-    port,
-    stop: async () => {
-      child.kill("SIGTERM");
-      await exited;
-    },
-  };
+/**
+ * Start the app under `umask 022` (what a login shell or a unit without `UMask=` gives it), with
+ * PHEBY_SECRET set, or with the generated secret when `secret` is false.
+ */
+async function startWithUmask(dataDir: string, secret = true): Promise<App> {
+  const app = await startApp({ dataDir, umask: 0o022, env: secret ? {} : { PHEBY_SECRET: "" } });
+  started.push(app);
+  return app;
 }
 
 /** Write what the server keeps: a conversation with a chat (SQLite, WAL) and an upload (a blob). */
@@ -110,13 +74,13 @@ describe("pheby-server's files on disk", () => {
     const work = mkdtempSync(join(tmpdir(), "pheby-perm-"));
     dirs.push(work);
     const dataDir = join(work, "data");
-    const app = await startWithUmask({ PHEBY_DATA_DIR: dataDir, PHEBY_SECRET: SECRET });
+    const app = await startWithUmask(dataDir);
     await useIt(app.port, SECRET);
     // While it runs: the WAL and the shared-memory file exist and carry the transcript too.
     expectPrivate(dataDir, WITH_SECRET_SET);
     await app.stop();
     expectPrivate(dataDir, ["pheby.sqlite", "vapid.json"]);
-  }, 60_000);
+  }, 120_000);
 
   it("fixes an existing 0755 data directory whose files are 0644, with PHEBY_SECRET set or a generated secret", async () => {
     const work = mkdtempSync(join(tmpdir(), "pheby-perm-"));
@@ -124,7 +88,7 @@ describe("pheby-server's files on disk", () => {
     const dataDir = join(work, "data");
     mkdirSync(dataDir, { mode: 0o755 });
     chmodSync(dataDir, 0o755);
-    let app = await startWithUmask({ PHEBY_DATA_DIR: dataDir, PHEBY_SECRET: SECRET });
+    let app = await startWithUmask(dataDir);
     await useIt(app.port, SECRET);
     await app.stop();
     // What an earlier version left under umask 022 (the attachment and MCP directories and blobs
@@ -136,15 +100,15 @@ describe("pheby-server's files on disk", () => {
       }
     };
     loosen();
-    app = await startWithUmask({ PHEBY_DATA_DIR: dataDir, PHEBY_SECRET: SECRET });
+    app = await startWithUmask(dataDir);
     await useIt(app.port, SECRET);
     expectPrivate(dataDir, WITH_SECRET_SET);
     await app.stop();
 
     // The generated secret's source: its file joins the others, owner-only as well.
     loosen();
-    app = await startWithUmask({ PHEBY_DATA_DIR: dataDir });
+    app = await startWithUmask(dataDir, false);
     expectPrivate(dataDir, [...WITH_SECRET_SET, "secret"]);
     await app.stop();
-  }, 90_000);
+  }, 180_000);
 });
