@@ -7,6 +7,8 @@
 
 export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export { nearestChoice } from "./agent/nearest.js";
+export { lookupUser, type OsUser } from "./agent-user/lookup.js";
+export type { AgentShare } from "./agent-user/shared-dir.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
