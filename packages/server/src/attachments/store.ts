@@ -150,7 +150,9 @@ export class AttachmentStore {
         { conversation: conversationId, path: file.path },
         source === "outside"
           ? "produced file refused: not in an allowed root"
-          : "produced file refused: not a regular file",
+          : source === "unreadable"
+            ? "produced file refused: cannot be opened"
+            : "produced file refused: not a regular file",
       );
       return undefined;
     }

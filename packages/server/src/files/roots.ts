@@ -49,14 +49,14 @@ export class FileRoots {
    * `O_NONBLOCK`: a FIFO (or a device) opens at once instead of blocking a libuv worker until
    * a writer appears; `fstat` on the opened handle then refuses it, with no window for a swap.
    */
-  async open(path: string): Promise<FileHandle | "outside" | "not_regular"> {
+  async open(path: string): Promise<FileHandle | "outside" | "unreadable" | "not_regular"> {
     const real = await this.resolve(path);
     if (real === null) return "outside";
     let handle: FileHandle;
     try {
       handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch {
-      return "outside";
+      return "unreadable";
     }
     try {
       if ((await handle.stat()).isFile()) return handle;
