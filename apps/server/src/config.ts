@@ -4,8 +4,14 @@
 // names the setting and never echoes a secret.
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
-import { delimiter, resolve } from "node:path";
-import { AGENT_TOOL_NAMES, checkTimezone, isPublicWebSocketUrl } from "@pheby/server";
+import { delimiter, relative, resolve } from "node:path";
+import {
+  AGENT_TOOL_NAMES,
+  checkTimezone,
+  isPublicWebSocketUrl,
+  lookupUser,
+  type OsUser,
+} from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
 
@@ -83,6 +89,32 @@ const AgentConfig = z
     /** Roots from which the agent's produced files may be copied into the store; env: `:`-separated, like PATH. */
     allowed_file_roots: list(delimiter).pipe(z.array(nonEmpty)).default([]),
     mcp: AgentMcpConfig.default({}),
+    /**
+     * The OS user the agent runs as (a login name), resolved now: an unknown user, or root, fails
+     * at start. Unset: the agent runs as Pheby's own user and can read all Pheby reads.
+     */
+    user: nonEmpty
+      .transform((name, ctx): OsUser => {
+        const user = lookupUser(name);
+        if (!user) {
+          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `no such user: ${JSON.stringify(name)}` });
+          return z.NEVER;
+        }
+        if (user.uid === 0) {
+          ctx.addIssue({
+            code: z.ZodIssueCode.custom,
+            message: "must not be root: the agent would reach everything",
+          });
+          return z.NEVER;
+        }
+        return user;
+      })
+      .optional(),
+    /**
+     * The directory Pheby shares with the agent's user (its MCP socket, copies of uploads): made
+     * group-owned by that user's group, setgid, 0770. Default: `<data_dir>-agent`, beside the data directory.
+     */
+    shared_dir: nonEmpty.optional(),
   })
   .strict();
 
@@ -243,6 +275,8 @@ export const ENV_NAMES = {
   PHEBY_AGENT_CWD: ["agent", "cwd"],
   PHEBY_AGENT_MODE: ["agent", "mode"],
   PHEBY_AGENT_ALLOWED_FILE_ROOTS: ["agent", "allowed_file_roots"],
+  PHEBY_AGENT_USER: ["agent", "user"],
+  PHEBY_AGENT_SHARED_DIR: ["agent", "shared_dir"],
   PHEBY_AGENT_MCP: ["agent", "mcp", "enabled"],
   PHEBY_AGENT_MCP_TOOLS: ["agent", "mcp", "tools"],
   PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: ["agent", "mcp", "ask_timeout_seconds"],
@@ -312,7 +346,19 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
   }
   const config = parsed.data;
-  return { ...config, data_dir: resolve(cwd, config.data_dir) };
+  const dataDir = resolve(cwd, config.data_dir);
+  const shared = config.agent.shared_dir && resolve(cwd, config.agent.shared_dir);
+  if (shared && !relative(dataDir, shared).startsWith("..")) {
+    throw new ConfigError(
+      "invalid configuration:\n  PHEBY_AGENT_SHARED_DIR (agent.shared_dir): must not lie inside the data directory (it stays 0700: the agent cannot enter it)",
+    );
+  }
+  return { ...config, data_dir: dataDir, agent: { ...config.agent, shared_dir: shared || undefined } };
+}
+
+/** The directory Pheby shares with the agent's user: `agent.shared_dir`, else `<data_dir>-agent`. */
+export function agentSharedDir(config: Config): string {
+  return config.agent.shared_dir ?? `${config.data_dir}-agent`;
 }
 
 /** The argv of the ACP agent: `args` given → [command, ...args]; else `command` split on whitespace. */

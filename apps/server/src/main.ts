@@ -11,7 +11,7 @@ import {
 import { pino } from "pino";
 import { agentCommandProblem } from "./agent-check.js";
 import { help, parseArgs, version } from "./args.js";
-import { agentArgv, type Config, ConfigError, loadConfig } from "./config.js";
+import { agentArgv, agentSharedDir, type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
 import { devicesCommand, rotateSecretCommand } from "./operator.js";
 import { resolveSecret } from "./secret.js";
@@ -31,6 +31,7 @@ function createAgent(config: Config): AgentBackend {
     command: agentArgv(config.agent),
     cwd: agentCwd(config),
     env: config.agent.env,
+    ...(config.agent.user ? { user: config.agent.user } : {}),
     allowedFileRoots: allowedFileRoots(config),
     ...(config.agent.mode ? { mode: config.agent.mode } : {}),
   });
@@ -71,6 +72,14 @@ async function main(): Promise<void> {
         ? rotateSecretCommand(config, io)
         : devicesCommand(invocation.action, config, io);
     return;
+  }
+  if (config.agent.kind === "acp" && config.agent.user && process.getuid?.() !== 0) {
+    // Only a root Pheby's child loses every capability when it switches to the agent's user; a
+    // non-root Pheby given CAP_SETUID as an ambient capability would hand it on (docs/deployment.md).
+    process.stderr.write(
+      "pheby-server: PHEBY_AGENT_USER (agent.user) needs pheby-server to run as root (see docs/deployment.md, the agent as another user)\n",
+    );
+    process.exit(2);
   }
   if (config.agent.kind === "acp") {
     const problem = agentCommandProblem(agentArgv(config.agent), agentCwd(config), {
@@ -122,6 +131,9 @@ async function main(): Promise<void> {
     agent,
     logger,
     logChatContent: config.log_chat_content,
+    ...(config.agent.kind === "acp" && config.agent.user
+      ? { agentShare: { dir: agentSharedDir(config), gid: config.agent.user.gid } }
+      : {}),
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
     httpIdleTimeoutMs: config.http_idle_timeout_seconds * 1000,

@@ -336,6 +336,18 @@ describe("pheby-server", () => {
     expect(app.output()).toContain("PHEBY_PORT (port)");
   });
 
+  it("refuses an agent user the system does not know with exit code 2", async () => {
+    const app = start({
+      PHEBY_AGENT: "acp",
+      PHEBY_AGENT_COMMAND: `${process.execPath} --version`,
+      PHEBY_AGENT_USER: "pheby-no-such-user",
+      PHEBY_DATA_DIR: mkdtempSync(join(tmpdir(), "pheby-app-")),
+      PHEBY_PORT: "0",
+    });
+    await expect(app.listening).rejects.toThrow(/exited \(2\)/);
+    expect(app.output()).toContain('PHEBY_AGENT_USER (agent.user): no such user: "pheby-no-such-user"');
+  });
+
   it("refuses an ACP agent command that is not on PATH, or a missing agent directory, with exit code 2", async () => {
     const dataDir = mkdtempSync(join(tmpdir(), "pheby-app-"));
     const missing = start({

@@ -1,9 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseArgs } from "../src/args.js";
-import { agentArgv, ConfigError, loadConfig } from "../src/config.js";
+import { agentArgv, agentSharedDir, ConfigError, loadConfig } from "../src/config.js";
 import { resolveSecret, rotateSecret } from "../src/secret.js";
 
 const dir = () => mkdtempSync(join(tmpdir(), "pheby-config-"));
@@ -292,6 +293,34 @@ describe("loadConfig", () => {
       expect(() => loadConfig({ PHEBY_PUBLIC_URL: bad }, cwd)).toThrow(
         /PHEBY_PUBLIC_URL \(public_url\): must be the WebSocket URL phones reach the server at/,
       );
+  });
+
+  it("resolves the agent's OS user (env or YAML) to its uid, gid and home; an unknown user or root fails", () => {
+    const cwd = dir();
+    const env = { PHEBY_AGENT: "acp", PHEBY_AGENT_COMMAND: "hermes acp" };
+    expect(loadConfig(env, cwd).agent.user).toBeUndefined();
+    // nobody, as the system's name service knows it (getent passwd nobody: 65534 on Debian).
+    const [, , uid, gid, , home] = execFileSync("getent", ["passwd", "nobody"], { encoding: "utf8" })
+      .trim()
+      .split(":");
+    const config = loadConfig({ ...env, PHEBY_AGENT_USER: "nobody" }, cwd);
+    expect(config.agent.user).toEqual({ name: "nobody", uid: Number(uid), gid: Number(gid), home });
+    expect(agentSharedDir(config)).toBe(`${join(cwd, ".pheby-data")}-agent`);
+    writeFileSync(
+      join(cwd, "u.yaml"),
+      "agent:\n  kind: acp\n  command: hermes\n  user: nobody\n  shared_dir: share\n",
+    );
+    const fromYaml = loadConfig({ PHEBY_CONFIG: "u.yaml" }, cwd);
+    expect(fromYaml.agent.user?.uid).toBe(Number(uid));
+    expect(agentSharedDir(fromYaml)).toBe(join(cwd, "share"));
+    expect(() => loadConfig({ ...env, PHEBY_AGENT_USER: "pheby-no-such-user" }, cwd)).toThrow(
+      /PHEBY_AGENT_USER \(agent\.user\): no such user: "pheby-no-such-user"/,
+    );
+    expect(() => loadConfig({ ...env, PHEBY_AGENT_USER: "--help" }, cwd)).toThrow(/no such user/);
+    expect(() => loadConfig({ ...env, PHEBY_AGENT_USER: "root" }, cwd)).toThrow(/must not be root/);
+    expect(() =>
+      loadConfig({ ...env, PHEBY_AGENT_USER: "nobody", PHEBY_AGENT_SHARED_DIR: ".pheby-data/share" }, cwd),
+    ).toThrow(/PHEBY_AGENT_SHARED_DIR \(agent\.shared_dir\): must not lie inside the data directory/);
   });
 
   it("checks port bounds exactly", () => {

@@ -9,6 +9,8 @@ export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export { nearestChoice } from "./agent/nearest.js";
 export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
+export { lookupUser, type OsUser } from "./agent-user/lookup.js";
+export type { AgentShare } from "./agent-user/shared-dir.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";

@@ -8,6 +8,7 @@ import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
+import { type AgentShare, prepareShare } from "./agent-user/shared-dir.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
 import { isTrustedProxySetting, type TrustedProxy } from "./auth/address.js";
 import { CredentialResolver } from "./auth/credentials.js";
@@ -123,6 +124,13 @@ export interface PhebyServerOptions {
    * resolved) lies inside one of them; anything else is refused and logged.
    */
   allowedFileRoots?: readonly string[];
+  /**
+   * The agent runs as another OS user (`AcpBackendOptions.user`): the directory Pheby shares with
+   * it and that user's group. Pheby makes it (and `mcp/`, `uploads/` inside) group-owned, setgid
+   * and 0770, and puts its MCP socket and the copies of uploads the agent reads there; its secret,
+   * database and keys stay in the 0700 data directory. Must not lie inside `dataDir`.
+   */
+  agentShare?: AgentShare;
   /**
    * Origins (e.g. `https://console.example.com`) of browser pages allowed to use the server
    * besides its own (default none): CORS headers on the attachment and answer routes, and the
@@ -342,6 +350,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   if (!Number.isInteger(historyPageBytes) || historyPageBytes < 1) {
     throw new Error("createPhebyServer: historyPageBytes must be a whole number >= 1");
   }
+  // The agent as another OS user: what both must reach lives in the shared directory.
+  const share = options.agentShare && prepareShare(options.agentShare, options.dataDir);
   const attachments = new AttachmentStore({
     dataDir: options.dataDir,
     store,
@@ -351,6 +361,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     fileRoots: new FileRoots(options.allowedFileRoots ?? [], (root) =>
       log.warn({ root }, "allowed file root does not exist; ignored"),
     ),
+    ...(share ? { agentCopies: share.uploads } : {}),
   });
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
@@ -505,6 +516,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       store.hideSession({ id: newId(), session_id: sessionId, source: backend.name, at: clock.now() });
     },
     serverPaths: { dataDir: resolve(options.dataDir), workdir: process.cwd() },
+    logChatContent: options.logChatContent ?? false,
     log,
   };
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
@@ -567,6 +579,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
         if (toolsEnabled) {
           bridge = await McpBridge.open({
             dataDir: options.dataDir,
+            ...(share ? { shared: share.mcp } : {}),
             tools: toolNames,
             command: mcpCommand,
             askTimeoutSeconds: Math.round(askTimeoutMs / 1000),

@@ -255,7 +255,12 @@ export interface AgentHost {
    * them out of the agent text it passes on (see `HostPaths`). Absent: the backend knows only its own.
    */
   serverPaths?: { dataDir: string; workdir: string };
-  /** Structured logger (pino-compatible subset). Never log chat text here. */
+  /**
+   * The operator allows chat text in the logs (`logChatContent`). Off or absent: what may carry it
+   * (e.g. an agent's stderr) is logged as a length only.
+   */
+  logChatContent?: boolean;
+  /** Structured logger (pino-compatible subset). Never log chat text here unless `logChatContent`. */
   log: {
     debug(obj: object, msg?: string): void;
     info(obj: object, msg?: string): void;

@@ -1,9 +1,18 @@
-import { constants, readFileSync, realpathSync } from "node:fs";
+import {
+  chmodSync,
+  constants,
+  copyFileSync,
+  mkdirSync,
+  readFileSync,
+  realpathSync,
+  renameSync,
+} from "node:fs";
 import { type FileHandle, open, readdir, realpath, rename, rm } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
 import { type AttachmentDescriptor, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { AttachmentRef, ProducedFile } from "../agent/port.js";
+import { type AgentShare, SHARED_FILE_MODE } from "../agent-user/shared-dir.js";
 import { ProtocolError } from "../errors.js";
 import type { FileRoots } from "../files/roots.js";
 import { type AttachmentRow, QUEUED_HOLDER_PREFIX } from "../store/attachments.js";
@@ -56,6 +65,11 @@ export interface AttachmentStoreOptions {
   retentionDays: number;
   /** The directories the agent may deliver files from. */
   fileRoots: FileRoots;
+  /**
+   * The agent runs as another OS user: a claimed upload is handed to it as a copy in this shared
+   * directory (mode 0640, the directory's group), since it cannot enter the data directory.
+   */
+  agentCopies?: AgentShare;
 }
 
 const DAY_MS = 86_400_000;
@@ -131,22 +145,18 @@ export class AttachmentStore {
       });
     }
     const source = await this.opts.fileRoots.open(file.path);
-    if (!source) {
+    if (typeof source === "string") {
       log.warn(
         { conversation: conversationId, path: file.path },
-        "produced file refused: not in an allowed root",
+        source === "outside"
+          ? "produced file refused: not in an allowed root"
+          : source === "unreadable"
+            ? "produced file refused: cannot be opened"
+            : "produced file refused: not a regular file",
       );
       return undefined;
     }
     try {
-      const stat = await source.stat();
-      if (!stat.isFile()) {
-        log.warn(
-          { conversation: conversationId, path: file.path },
-          "produced file refused: not a regular file",
-        );
-        return undefined;
-      }
       const filename = sanitiseFilename(file.filename) ?? sanitiseFilename(basename(file.path)) ?? "file";
       return await this.#store(source.createReadStream({ autoClose: false }), {
         conversationId,
@@ -374,7 +384,8 @@ export class AttachmentStore {
   }
 
   #ref(row: AttachmentRow): AttachmentRef {
-    const path = join(this.#realBlobs, row.id);
+    const blob = join(this.#realBlobs, row.id);
+    const path = this.opts.agentCopies ? this.#copyForAgent(blob, row.id, this.opts.agentCopies) : blob;
     const ref: AttachmentRef = {
       attachmentId: row.id,
       filename: row.filename,
@@ -391,6 +402,20 @@ export class AttachmentStore {
       }
     }
     return ref;
+  }
+
+  /**
+   * A copy of a blob the agent (another OS user) can read: `<dir>/<id>`, 0640, of the shared group
+   * (the setgid directory gives it that group). Synchronous like the claim it is part of; the
+   * kernel copies (copy_file_range), and the sweep removes it with its blob.
+   */
+  #copyForAgent(blob: string, id: string, share: AgentShare): string {
+    const copy = join(share.dir, id);
+    const temp = `${copy}.part`;
+    copyFileSync(blob, temp);
+    chmodSync(temp, SHARED_FILE_MODE);
+    renameSync(temp, copy);
+    return copy;
   }
 
   // ---- retention ----
@@ -421,6 +446,7 @@ export class AttachmentStore {
     for (const id of store.attachments.expired(clock.now())) {
       if (!ID.test(id)) continue;
       await rm(join(this.#blobs, id), { force: true });
+      if (this.opts.agentCopies) await rm(join(this.opts.agentCopies.dir, id), { force: true });
       store.attachments.delete(id);
       result.expired += 1;
     }
@@ -434,6 +460,12 @@ export class AttachmentStore {
         if (!ID.test(name) || store.attachments.has(name)) continue;
         await rm(join(this.#blobs, name), { force: true });
         result.orphans += 1;
+      }
+      // Copies handed to the agent whose attachment is gone (or half-written when the server stopped).
+      const copies = this.opts.agentCopies?.dir;
+      for (const name of copies ? await readdir(copies) : []) {
+        if (ID.test(name) && store.attachments.has(name)) continue;
+        if (/^[0-9a-f]{32}(\.part)?$/.test(name)) await rm(join(copies!, name), { force: true });
       }
     }
     if (result.expired + result.temps + result.orphans > 0) log.info(result, "attachment sweep");

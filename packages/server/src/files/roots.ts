@@ -44,16 +44,26 @@ export class FileRoots {
   }
 
   /**
-   * Open `path` for reading when it lies inside a root. `O_NOFOLLOW`: the
-   * resolved path must not have become a symlink since it was checked.
+   * Open `path` for reading when it lies inside a root and is a regular file; else why not.
+   * `O_NOFOLLOW`: the resolved path must not have become a symlink since it was checked.
+   * `O_NONBLOCK`: a FIFO (or a device) opens at once instead of blocking a libuv worker until
+   * a writer appears; `fstat` on the opened handle then refuses it, with no window for a swap.
    */
-  async open(path: string): Promise<FileHandle | undefined> {
+  async open(path: string): Promise<FileHandle | "outside" | "unreadable" | "not_regular"> {
     const real = await this.resolve(path);
-    if (real === null) return undefined;
+    if (real === null) return "outside";
+    let handle: FileHandle;
     try {
-      return await open(real, constants.O_RDONLY | constants.O_NOFOLLOW);
+      handle = await open(real, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     } catch {
-      return undefined;
+      return "unreadable";
     }
+    try {
+      if ((await handle.stat()).isFile()) return handle;
+    } catch {
+      // falls through: unreadable metadata is no regular file
+    }
+    await handle.close().catch(() => {});
+    return "not_regular";
   }
 }

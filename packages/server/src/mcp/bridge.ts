@@ -1,7 +1,8 @@
 /**
  * The Pheby end of the local channel to its MCP server: a Unix domain socket in a mode-0700
  * directory (the socket itself 0600), so only Pheby's own user can connect, and nothing is
- * reachable from another machine. Each agent process gets its own random token ({@link
+ * reachable from another machine. (When the agent runs as another OS user, the directory is one
+ * Pheby shares with that user's group instead: 02770, the socket 0660.) Each agent process gets its own random token ({@link
  * McpBridge.grant}); a call names the token, the bridge checks it, checks the arguments, asks
  * the grant which conversation the call belongs to, and runs the tool there.
  *
@@ -17,6 +18,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ZodError } from "zod/v3";
 import type { McpServerSpec } from "../agent/port.js";
+import { type AgentShare, sharedDir } from "../agent-user/shared-dir.js";
 import { type ChannelResponse, MAX_REQUEST_BYTES, MCP_ENV, MCP_SERVER_NAME } from "./channel.js";
 import { type AgentToolName, isAgentToolName, parseToolArguments } from "./tools.js";
 
@@ -56,6 +58,11 @@ export interface McpGrant {
 export interface McpBridgeOptions {
   /** Pheby's data directory; the socket lives in `<dataDir>/mcp/` (or a private temp dir when that path is too long). */
   dataDir: string;
+  /**
+   * The agent runs as another OS user: the socket lives in this shared directory instead (its
+   * group's, setgid, 0770; the socket 0660), so the agent's MCP server can connect.
+   */
+  shared?: AgentShare;
   /** The tools offered to agents (others are refused even if asked for). */
   tools: readonly AgentToolName[];
   /** argv of Pheby's MCP server (`node …/dist/mcp.js` by default, see `mcpServerCommand`). */
@@ -97,10 +104,14 @@ export class McpBridge {
 
   /** Create the socket and start accepting calls. */
   static async open(options: McpBridgeOptions): Promise<McpBridge> {
-    let dir = join(options.dataDir, "mcp");
+    const { shared } = options;
+    let dir = shared?.dir ?? join(options.dataDir, "mcp");
     if (join(dir, "pheby.sock").length > MAX_SOCKET_PATH) dir = mkdtempSync(join(tmpdir(), "pheby-mcp-"));
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    chmodSync(dir, 0o700); // an existing directory keeps its mode otherwise
+    if (shared) sharedDir(dir, shared.gid);
+    else {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      chmodSync(dir, 0o700); // an existing directory keeps its mode otherwise
+    }
     const socketPath = join(dir, "pheby.sock");
     rmSync(socketPath, { force: true }); // left by a crash
     const server = createServer();
@@ -113,7 +124,7 @@ export class McpBridge {
         resolve();
       });
     });
-    chmodSync(socketPath, 0o600);
+    chmodSync(socketPath, shared ? 0o660 : 0o600);
     return bridge;
   }
 
@@ -153,7 +164,8 @@ export class McpBridge {
     for (const socket of this.#sockets) socket.destroy();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
     rmSync(this.socketPath, { force: true });
-    if (!this.dir.startsWith(this.options.dataDir)) rmSync(this.dir, { recursive: true, force: true });
+    if (!this.dir.startsWith(this.options.dataDir) && this.dir !== this.options.shared?.dir)
+      rmSync(this.dir, { recursive: true, force: true });
   }
 
   #accept(socket: Socket): void {

@@ -28,9 +28,10 @@
  * Every line of `FAKE_LOG` carries the agent's `pid`, so a test can kill it mid-run.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
+import { fileURLToPath } from "node:url";
 import * as acp from "@agentclientprotocol/sdk";
 
 interface Session {
@@ -818,6 +819,58 @@ const SCRIPTS: Record<string, Script> = {
     });
     await say(`elicitation: ${JSON.stringify(res)}`);
     return done();
+  },
+  /** `stderr <words>`: prints the words on stderr (as agents print prompts there), then answers. */
+  async stderr({ args, say }) {
+    process.stderr.write(`${args.join(" ")}\n`);
+    await say("wrote to stderr");
+    return done();
+  },
+  /** `ids`: who the agent runs as: `uid gid umask HOME USER LOGNAME`. */
+  async ids({ say }) {
+    const mask = process.umask();
+    const env = [process.env.HOME, process.env.USER, process.env.LOGNAME].join(" ");
+    await say(`${process.getuid?.()} ${process.getgid?.()} ${mask.toString(8).padStart(4, "0")} ${env}`);
+    return done();
+  },
+  /** `probe <path>…`: tries to read each path; answers `<path>=ok` or `<path>=<error code>` per line. */
+  async probe({ args, say }) {
+    const lines = args.map((path) => {
+      try {
+        readFileSync(path);
+        return `${path}=ok`;
+      } catch (err) {
+        return `${path}=${(err as NodeJS.ErrnoException).code ?? "error"}`;
+      }
+    });
+    await say(lines.join("\n"));
+    return done();
+  },
+  /** `readlinks`: reads every file the prompt links to (`resource_link`) and answers with their text. */
+  async readlinks({ params, say }) {
+    const texts = params.prompt.flatMap((b) => {
+      if (b.type !== "resource_link") return [];
+      try {
+        return [readFileSync(fileURLToPath(b.uri), "utf8")];
+      } catch (err) {
+        return [`${(err as NodeJS.ErrnoException).code ?? "error"}`];
+      }
+    });
+    await say(texts.join("|"));
+    return done();
+  },
+  /** `write <path> <text…>`: writes the file; answers with its mode (octal), as the agent's umask left it. */
+  async write({ args: [path = "", ...words], say }) {
+    writeFileSync(path, words.join(" "));
+    await say((statSync(path).mode & 0o777).toString(8));
+    return done();
+  },
+  /** `group <pid file>`: starts a child in its process group, writes the child's pid to the file, then hangs. */
+  async group({ args, say }) {
+    const child = spawn("sleep", ["600"], { stdio: "ignore" });
+    writeFileSync(args[0]!, String(child.pid));
+    await say("holding a child");
+    return never;
   },
   async title({ update, s, say }) {
     s.title = "Scripted title";

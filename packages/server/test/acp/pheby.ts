@@ -64,6 +64,8 @@ export async function startPhebyAcp(
     schedules?: PhebyServerOptions["schedules"];
     agentTools?: PhebyServerOptions["agentTools"];
     push?: PhebyServerOptions["push"];
+    logChatContent?: boolean;
+    agentShare?: PhebyServerOptions["agentShare"];
     /** Extensions the client asks for (besides delta.append). */
     features?: string[];
   } = {},

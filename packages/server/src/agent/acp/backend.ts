@@ -158,7 +158,13 @@ class AcpBackend implements AgentBackend {
     this.#state.deleted.add(sessionId);
     if (caps?.close) await proc.request("session/close", { sessionId }, timeout);
     if (caps?.delete) await proc.request("session/delete", { sessionId }, timeout);
-    if (hermes) await runCommand(hermes, { cwd: options.cwd, env: agentEnv(options), timeoutMs: timeout });
+    if (hermes)
+      await runCommand(hermes, {
+        cwd: options.cwd,
+        env: agentEnv(options),
+        timeoutMs: timeout,
+        ...(options.user ? { user: options.user } : {}),
+      });
     const session = this.#state.sessions.get(sessionId);
     if (session?.unsolicited) clearTimeout(session.unsolicited.timer);
     this.#state.sessions.delete(sessionId);

@@ -3,8 +3,11 @@
  * in hermes-agent 0.19.0's sources (paths below, inside the `hermes-agent` PyPI package) and
  * checked against a live `hermes acp`; docs/agents.md lists them with their upstream status.
  */
+
 import { spawn } from "node:child_process";
 import type * as acp from "@agentclientprotocol/sdk";
+import type { OsUser } from "../../agent-user/lookup.js";
+import { spawnAs } from "../../agent-user/spawn.js";
 
 /** `agentInfo.name` of Hermes Agent (acp_adapter/server.py). */
 export const HERMES_AGENT_NAME = "hermes-agent";
@@ -47,9 +50,11 @@ export function hermesDeleteCommand(agentCommand: readonly string[], sessionId: 
 /** Run a short command to completion; rejects with its exit status and the end of its stderr. */
 export function runCommand(
   argv: readonly string[],
-  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number },
+  options: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs: number; user?: OsUser },
 ): Promise<void> {
-  const [file, ...args] = argv;
+  // The agent's own command: as the agent's user when it runs as one (its files are that user's).
+  const as = options.user ? spawnAs(argv, options.user) : null;
+  const [file, ...args] = as ? [as.file, ...as.args] : argv;
   return new Promise((resolve, reject) => {
     if (!file) {
       reject(new Error("no command"));
@@ -59,6 +64,7 @@ export function runCommand(
       cwd: options.cwd,
       env: options.env,
       stdio: ["ignore", "ignore", "pipe"],
+      ...(as ? { uid: as.uid, gid: as.gid } : {}),
     });
     let stderr = "";
     child.stderr.setEncoding("utf8");

@@ -1,9 +1,17 @@
+import type { OsUser } from "../../agent-user/lookup.js";
+
 /** Options of {@link createAcpBackend}. */
 export interface AcpBackendOptions {
   /** The agent's argv, e.g. `["hermes", "acp"]` or `["qwen", "--acp"]`. */
   command: string[];
   /** Working directory of the agent process and of every session. Must be absolute. */
   cwd: string;
+  /**
+   * Run the agent as this OS user (its uid and primary gid, umask 0007, its HOME/USER/LOGNAME unless
+   * `env` sets them), so it cannot read Pheby's secret, database or environment. Pheby must run as
+   * root for that (docs/deployment.md). Absent: the agent runs as Pheby's own user.
+   */
+  user?: OsUser;
   /** Extra environment for the agent. `PHEBY_*` variables of this process are never inherited. */
   env?: Record<string, string>;
   /** Host directories the agent may deliver files from (`MEDIA:` lines, `file://` links). */

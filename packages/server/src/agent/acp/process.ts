@@ -11,6 +11,8 @@ import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { setTimeout as delay } from "node:timers/promises";
 import * as acp from "@agentclientprotocol/sdk";
+import type { OsUser } from "../../agent-user/lookup.js";
+import { spawnAs } from "../../agent-user/spawn.js";
 import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentHost } from "../port.js";
 import { HERMES_CLIENT_META, HERMES_NOTIFICATION_METHOD } from "./hermes.js";
@@ -38,6 +40,10 @@ export interface SpawnSpec {
   env: NodeJS.ProcessEnv;
   /** Deadline of `initialize`. */
   startTimeoutMs: number;
+  /** Run the agent as this OS user (umask 0007); absent: as Pheby's own user. */
+  user?: OsUser;
+  /** Log the agent's stderr lines verbatim (the operator allows chat content in the logs); else only their length. */
+  logStderr: boolean;
 }
 
 /** The agent process ended; `message` says why in words fit for a `run.finished` error. */
@@ -71,6 +77,7 @@ export class AgentProcess {
     private readonly child: ChildProcess,
     handlers: ClientHandlers,
     private readonly log: AgentHost["log"],
+    logStderr: boolean,
   ) {
     this.exited = new Promise((resolve) => {
       const done = (why: string) => {
@@ -99,7 +106,13 @@ export class AgentProcess {
     child.stdin?.on("error", (err) => log.debug({ err: err.message }, "agent stdin error"));
     if (child.stderr) {
       const lines = createInterface({ input: child.stderr });
-      lines.on("line", (line) => log.debug({ agentStderr: line.slice(0, 2000) }, "agent stderr"));
+      // Agents print prompts, replies and tool output there: chat content, verbatim only when allowed.
+      lines.on("line", (line) =>
+        log.debug(
+          logStderr ? { agentStderr: line.slice(0, 2000) } : { agentStderrChars: line.length },
+          "agent stderr",
+        ),
+      );
     }
     const stream = acp.ndJsonStream(
       Writable.toWeb(child.stdin!) as WritableStream<Uint8Array>,
@@ -128,13 +141,15 @@ export class AgentProcess {
     const [file, ...args] = spec.command;
     if (!file) throw new AgentGoneError("no agent command is configured");
     // Its own process group: signals reach the agent's whole tree, shims and their children alike.
-    const child = spawn(file, args, {
-      cwd: spec.cwd,
-      env: spec.env,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: true,
-    });
-    const proc = new AgentProcess(child, handlers, log);
+    const options = { cwd: spec.cwd, env: spec.env, stdio: "pipe", detached: true } as const;
+    let child: ChildProcess;
+    if (spec.user) {
+      const as = spawnAs(spec.command, spec.user);
+      child = spawn(as.file, as.args, { ...options, uid: as.uid, gid: as.gid });
+    } else {
+      child = spawn(file, args, options);
+    }
+    const proc = new AgentProcess(child, handlers, log, spec.logStderr);
     try {
       proc.init = await proc.request(
         "initialize",

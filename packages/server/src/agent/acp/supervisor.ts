@@ -5,6 +5,7 @@
  * questions of the turns it was running.
  */
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
+import { loginEnv } from "../../agent-user/spawn.js";
 import { mcpToolTimeoutMs, sessionOf } from "./mcp.js";
 import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
@@ -117,6 +118,8 @@ export class Supervisor {
           cwd: options.cwd,
           env: agentEnv(options),
           startTimeoutMs: options.startTimeoutMs ?? 60_000,
+          logStderr: host.logChatContent === true,
+          ...(options.user ? { user: options.user } : {}),
         },
         this.handlers,
         host.log,
@@ -159,9 +162,12 @@ export class Supervisor {
   }
 }
 
-/** The agent's environment: ours without Pheby's own settings (the shared secret among them), plus its own. */
+/**
+ * The agent's environment: ours without Pheby's own settings (the shared secret among them), then
+ * the login variables of the agent's own user when it runs as one, then the operator's `env`.
+ */
 export function agentEnv(options: AcpBackendOptions): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (!k.startsWith("PHEBY_")) env[k] = v;
-  return Object.assign(env, options.env);
+  return Object.assign(env, options.user ? loginEnv(options.user) : {}, options.env);
 }
