@@ -11,6 +11,7 @@ export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
+export { THIN_ABOVE_BYTES, THIN_MAX_INTERVAL_MS, thinInterval } from "./outbox/thinning.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 export type { Resolve } from "./push/address.js";
 export type { RetryPolicy } from "./push/delivery.js";
