@@ -127,7 +127,9 @@ try {
       // The default against the same server without v1 thinning, for the two v1 clients.
       for (const deflate of [false, true]) {
         const [off, on] = [
-          samples[`coalescing ${COALESCE_MS} ms${deflate ? " + deflate" : " only"}, v1 thinning off${deflate ? " (before)" : ""}`]!,
+          samples[
+            `coalescing ${COALESCE_MS} ms${deflate ? " + deflate" : " only"}, v1 thinning off${deflate ? " (before)" : ""}`
+          ]!,
           samples[`coalescing ${COALESCE_MS} ms${deflate ? " + deflate (default)" : " only"}`]!,
         ];
         const med = (xs: Measured[], f: (m: Measured) => number) => median(xs.map(f));

@@ -180,7 +180,9 @@ describe("v1 copies of a long answer", () => {
     a.turn.sink.toolStart({ toolCallId: "t1", toolName: "read" });
     const tool = await v1.next("tool.event", (m) => m.run_id === a.runId);
     const before = v1.frames.slice(0, v1.frames.indexOf(tool));
-    const lastA = before.filter((m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${a.runId}`);
+    const lastA = before.filter(
+      (m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${a.runId}`,
+    );
     expect(lastA.at(-1)!.text).toBe(heldA);
     await settled(v1);
     expect(deltasOf(v1, b.runId).at(-1)!.text).not.toBe(heldB);
@@ -212,9 +214,9 @@ describe("v1 copies of a long answer", () => {
       const complete = await completeOf(v1, first.runId);
       expect(complete.text).toBe(streamed);
       expectCumulative(deltasOf(v1, first.runId), complete);
-      expect(
-        await v1.next("run.finished", (m) => m.run_id === first.runId),
-      ).toMatchObject({ status: ending });
+      expect(await v1.next("run.finished", (m) => m.run_id === first.runId)).toMatchObject({
+        status: ending,
+      });
       const after = v1.frames.length;
       clock.advance(10 * THIN_MAX_INTERVAL_MS);
       await settled(v1);
@@ -235,7 +237,10 @@ describe("v1 copies of a long answer", () => {
     const { clock, v1, append, start } = await setup();
     const { conversation, runId, turn } = await start();
     const resumed = await RawClient.connect(ts!.wsUrl, { features: [FEATURE_RESUME] });
-    const opened = await resumed.ok({ type: "conversation.open", conversation_id: conversation }, "conversation.history");
+    const opened = await resumed.ok(
+      { type: "conversation.open", conversation_id: conversation },
+      "conversation.history",
+    );
     const streamed = await stream(turn, append, runId, CHUNKS.slice(0, 16));
     resumed.close();
     const again = await RawClient.connect(ts!.wsUrl, { features: [FEATURE_RESUME] });

@@ -178,7 +178,9 @@ export class Fanout implements Outbox {
     if (!draft) {
       const created: Draft = { text: "", synced: new Set(), conversationId, v1: undefined };
       if (this.#thinning) {
-        const v1 = new V1Copies(this.#thinning, (held) => this.#deliver(held, this.#select(false, v1.holders)));
+        const v1 = new V1Copies(this.#thinning, (held) =>
+          this.#deliver(held, this.#select(false, v1.holders)),
+        );
         created.v1 = v1;
       }
       draft = created;
