@@ -73,8 +73,13 @@ const dir = mkdtempSync(join(tmpdir(), "pheby-bench-stream-"));
 process.stderr.write("streaming: starting servers\n");
 // A delta per chunk in a burst queues faster than zlib compresses it: the queued (uncompressed)
 // frames would trip the 8 MiB slow-consumer cap of a perfectly healthy client, so the naive
-// server gets a 1 GiB cap to be measurable at all (docs/performance.md).
-const perChunk = await setup(dir, "per-chunk", "0", { BENCH_MAX_BUFFERED: String(2 ** 30) });
+// server gets a 1 GiB cap to be measurable at all (docs/performance.md). On a loaded machine its
+// compressed clients fall a minute behind (the ping waits behind the queued frames), so it also
+// gets a heartbeat that does not drop them.
+const perChunk = await setup(dir, "per-chunk", "0", {
+  BENCH_MAX_BUFFERED: String(2 ** 30),
+  BENCH_HEARTBEAT_MS: String(30 * 60_000),
+});
 const coalesced = await setup(dir, "coalesced", COALESCE_MS);
 const unthinned = await setup(dir, "unthinned", COALESCE_MS, { BENCH_THIN: "0" });
 const rows: Record<string, string | number>[] = [];

@@ -90,7 +90,7 @@ export interface PhebyServerOptions {
   deltaIntervalMs?: number;
   /**
    * Send connections without `delta.append` fewer deltas of a long answer (default true): once a
-   * cumulative delta's frame no longer fits deflate's 32 KiB window, at most one per 0.5–1.5 s,
+   * cumulative delta's frame no longer fits deflate's 32 KiB window, at most one per 0.67–1.5 s,
    * growing with its size (docs/performance.md). `deltaIntervalMs: 0` turns it off too.
    */
   thinV1Deltas?: boolean;

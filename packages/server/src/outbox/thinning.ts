@@ -13,12 +13,12 @@ export const THIN_ABOVE_BYTES = 32 * 1024;
 /** Never more than this between two v1 deltas of a message still streaming. */
 export const THIN_MAX_INTERVAL_MS = 1_500;
 /** Uncompressed frame bytes per second a thinned v1 copy of a message may cost (about a third of it compressed). */
-export const THIN_BYTES_PER_SECOND = 64 * 1024;
+export const THIN_BYTES_PER_SECOND = 48 * 1024;
 
 /**
  * The shortest gap, in ms, between two v1 copies of a delta whose v1 frame has `frameBytes`: 0
  * while the frame fits deflate's window, then the frame's size at {@link THIN_BYTES_PER_SECOND}
- * (500 ms at 32 KiB, 1 s at 64 KiB), at most {@link THIN_MAX_INTERVAL_MS}. A copy then costs its
+ * (667 ms at 32 KiB, 1 s at 48 KiB, 1.33 s at 64 KiB), at most {@link THIN_MAX_INTERVAL_MS}. A copy then costs its
  * whole text, so a gap that grows with that text holds the connection's rate constant.
  */
 export function thinInterval(frameBytes: number): number {
