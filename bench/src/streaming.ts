@@ -96,8 +96,11 @@ try {
         process.stderr.write(`streaming: ${chars} chars, ${pacing}, run ${r + 1}/${RUNS}\n`);
         // One server at a time: the naive one is heavy enough to distort the other's latency.
         const a = await run(perChunk, chars, intervalMs);
-        const b = await run(coalesced, chars, intervalMs);
-        const c = await run(unthinned, chars, intervalMs);
+        // The two coalescing servers alternate which goes first, so neither always follows the naive one.
+        const first = r % 2 === 0 ? coalesced : unthinned;
+        const x = await run(first, chars, intervalMs);
+        const y = await run(first === coalesced ? unthinned : coalesced, chars, intervalMs);
+        const [b, c] = first === coalesced ? [x, y] : [y, x];
         for (const [key, m] of [
           ["naive (delta per chunk)", a.plain],
           ["permessage-deflate only", a.deflate],
