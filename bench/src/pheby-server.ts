@@ -1,7 +1,7 @@
 // The real @pheby/server on an ephemeral port, for benchmarks. The simulator
 // backend by default; BENCH_AGENT=paced runs the ACP backend against
 // paced-agent.ts as a real child process. BENCH_DELTA_MS, BENCH_COMPRESSION=0,
-// BENCH_MAX_BUFFERED and BENCH_RESUME=0 override the server's defaults; BENCH_PUSH_PRIVATE=1 lets
+// BENCH_MAX_BUFFERED, BENCH_HEARTBEAT_MS, BENCH_RESUME=0 and BENCH_THIN=0 (every v1 delta, as before thinning) override the server's defaults; BENCH_PUSH_PRIVATE=1 lets
 // push endpoints live on loopback (the push benchmark's receiver).
 import "./child-stats.js";
 import { mkdtempSync } from "node:fs";
@@ -34,7 +34,9 @@ const server = createPhebyServer({
   ...(env.BENCH_DELTA_MS ? { deltaIntervalMs: Number(env.BENCH_DELTA_MS) } : {}),
   ...(env.BENCH_COMPRESSION === "0" ? { compression: false } : {}),
   ...(env.BENCH_MAX_BUFFERED ? { maxBufferedBytes: Number(env.BENCH_MAX_BUFFERED) } : {}),
+  ...(env.BENCH_HEARTBEAT_MS ? { heartbeatIntervalMs: Number(env.BENCH_HEARTBEAT_MS) } : {}),
   ...(env.BENCH_RESUME === "0" ? { resume: false } : {}),
+  ...(env.BENCH_THIN === "0" ? { thinV1Deltas: false } : {}),
   ...(env.BENCH_PUSH_PRIVATE === "1" ? { push: { allowPrivate: true } } : {}),
 });
 const { port } = await server.listen({ port: 0, host: "127.0.0.1" });

@@ -14,6 +14,7 @@ export type { AgentShare } from "./agent-user/shared-dir.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
+export { THIN_ABOVE_BYTES, THIN_MAX_INTERVAL_MS, thinInterval } from "./outbox/thinning.js";
 export type { Resolve } from "./push/address.js";
 export type { RetryPolicy } from "./push/delivery.js";
 export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";

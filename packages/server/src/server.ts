@@ -40,7 +40,7 @@ import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
-import { Scheduler, type Timers } from "./schedules/scheduler.js";
+import { Scheduler } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
 import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
@@ -49,7 +49,7 @@ import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js"
 import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
-import { type Clock, systemClock } from "./util/time.js";
+import { type Clock, systemClock, systemTimers, type Timers } from "./util/time.js";
 
 /** Options of {@link createPhebyServer}. */
 export interface PhebyServerOptions {
@@ -91,6 +91,12 @@ export interface PhebyServerOptions {
    * a delta per agent chunk. `message.complete` always carries the exact text.
    */
   deltaIntervalMs?: number;
+  /**
+   * Send connections without `delta.append` fewer deltas of a long answer (default true): once a
+   * cumulative delta's frame no longer fits deflate's 32 KiB window, at most one per 0.67–1.5 s,
+   * growing with its size (docs/performance.md). `deltaIntervalMs: 0` turns it off too.
+   */
+  thinV1Deltas?: boolean;
   /**
    * Offer permessage-deflate on the WebSocket (default true). Cumulative
    * deltas compress to about their new text; `maxPayload` applies to the
@@ -365,7 +371,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   });
 
   // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
-  const fanout = new Fanout();
+  // The v1 copies of a long answer are thinned on the server's clock (a test's manual one, timers included).
+  const thinning = deltaIntervalMs > 0 && options.thinV1Deltas !== false;
+  const fanout = new Fanout(
+    thinning ? { thinning: { clock, timers: isTimers(clock) ? clock : systemTimers } } : {},
+  );
   const push = new PushService(
     { dataDir: options.dataDir, store, clock, log, connected: () => fanout.peers() },
     options.push,

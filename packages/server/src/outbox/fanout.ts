@@ -1,16 +1,29 @@
 import { deltaOffset, FEATURE_DELTA_APPEND, featureOfType, type ServerMessageOf } from "@pheby/protocol";
 import type { Outbox, OutboxEvent, Peer, SendHint } from "./outbox.js";
+import { type ThinningClock, V1Copies } from "./thinning.js";
 
-/** What the fanout remembers of a draft being streamed with `delta.append`. */
+/** What the fanout remembers of a draft being streamed, from its first delta to its `message.complete`. */
 interface Draft {
   /** The text of the last `message.delta` published. */
   text: string;
   /** Append peers that received that delta, so they hold `text`; others get offset 0 next. */
   synced: Set<Peer>;
+  conversationId: string | null;
+  /** Its v1 copies, when they are thinned. */
+  v1: V1Copies | undefined;
 }
 
 /** How one peer gets a `message.delta`: v1 cumulative, append from offset 0, or append from the common prefix. */
 type DeltaForm = "v1" | "full" | "append";
+
+/** Options of the {@link Fanout}. */
+export interface FanoutOptions {
+  /**
+   * Thin the v1 copies of long answers (thinning.ts), on this clock; without it every peer gets
+   * every delta.
+   */
+  thinning?: ThinningClock;
+}
 
 /**
  * The Outbox that reaches every authenticated peer (it is also the registry
@@ -23,6 +36,11 @@ export class Fanout implements Outbox {
   readonly #peers = new Set<Peer>();
   /** Drafts by message_id, from their first delta to their `message.complete`. */
   readonly #drafts = new Map<string, Draft>();
+  readonly #thinning: ThinningClock | undefined;
+
+  constructor(options: FanoutOptions = {}) {
+    this.#thinning = options.thinning;
+  }
 
   add(peer: Peer): void {
     this.#peers.add(peer);
@@ -30,7 +48,10 @@ export class Fanout implements Outbox {
 
   remove(peer: Peer): void {
     this.#peers.delete(peer);
-    for (const draft of this.#drafts.values()) draft.synced.delete(peer);
+    for (const draft of this.#drafts.values()) {
+      draft.synced.delete(peer);
+      draft.v1?.holders.delete(peer);
+    }
   }
 
   get size(): number {
@@ -50,18 +71,63 @@ export class Fanout implements Outbox {
    * mid-stream) gets offset 0 and the whole text. A draft is forgotten at its
    * `message.complete`.
    *
+   * With thinning, a delta whose v1 frame no longer fits deflate's window may
+   * be held back from v1 peers ({@link V1Copies}): it goes to them when its gap
+   * has passed, before any other event of its conversation, or never if its
+   * `message.complete` (the whole text) comes first. Append peers get every delta.
+   *
    * With `only`, the event goes to that peer alone and leaves the drafts
    * alone: an earlier event sent again (a replay), whose delta is the whole
    * draft (offset 0) for an append peer.
    */
   publish(event: OutboxEvent, only?: Peer): void {
+    const { message } = event;
+    if (only) {
+      // A replayed draft that is the one held back: that peer is not sent it a second time.
+      const v1 = message.type === "message.delta" ? this.#drafts.get(message.message_id)?.v1 : undefined;
+      if (v1 && !only.features.has(FEATURE_DELTA_APPEND) && textOf(v1.held) === textOf(event)) {
+        v1.holders.add(only);
+      }
+      this.#deliver(event, [only]);
+      return;
+    }
+    const own = message.type === "message.delta" || message.type === "message.complete";
+    // Text held back goes before any other event of its conversation, as the engine flushes its own.
+    if (event.conversationId !== null) this.#flushHeld(event.conversationId, own ? message.message_id : "");
+    if (message.type === "message.delta") {
+      const draft = this.#draft(message, event.conversationId);
+      const frames = new Map<string, string>();
+      let v1Now = true;
+      if (draft.v1) {
+        // The v1 frame without extension fields, as #deliver would build it.
+        const frame = JSON.stringify(message);
+        frames.set(variantKey("v1", []), frame);
+        v1Now = draft.v1.offer(event, Buffer.byteLength(frame));
+      }
+      this.#deliver(event, v1Now ? this.#peers : this.#select(true), { draft, message }, frames);
+      draft.text = message.text;
+      return;
+    }
+    this.#deliver(event, this.#peers);
+    // The draft is final now: nobody needs its offsets, nor a held delta, any more.
+    if (message.type === "message.complete") {
+      this.#drafts.get(message.message_id)?.v1?.drop();
+      this.#drafts.delete(message.message_id);
+    }
+  }
+
+  /** Send `event` to `peers` (those it is for), serialised once per variant. */
+  #deliver(
+    event: OutboxEvent,
+    peers: Iterable<Peer>,
+    delta?: { draft: Draft; message: ServerMessageOf<"message.delta"> },
+    frames = new Map<string, string>(),
+  ): void {
     const { message, replyTo, except } = event;
     // An extension's own message type goes only to peers that enabled it, whoever published it.
     const feature = event.feature ?? featureOfType(message.type);
-    const frames = new Map<string, string>();
-    const delta = message.type === "message.delta" && !only ? this.#draft(message) : undefined;
     let offset: number | undefined;
-    for (const peer of only ? [only] : this.#peers) {
+    for (const peer of peers) {
       if (feature !== undefined && !peer.features.has(feature)) continue;
       if (peer === except) continue;
       let form: DeltaForm = "v1";
@@ -83,7 +149,7 @@ export class Fanout implements Outbox {
         return JSON.stringify(body);
       };
       // The reply copy is one peer's own; every other variant is serialised once.
-      const key = `${form}|${extensions.join(",")}`;
+      const key = variantKey(form, extensions);
       let frame = requestId === undefined ? frames.get(key) : undefined;
       if (frame === undefined) {
         frame = build();
@@ -91,19 +157,47 @@ export class Fanout implements Outbox {
       }
       peer.send(frame, hint(message.type, form));
     }
-    if (delta) delta.draft.text = delta.message.text;
-    // The draft is final now: nobody needs its offsets any more.
-    if (message.type === "message.complete") this.#drafts.delete(message.message_id);
   }
 
-  #draft(message: ServerMessageOf<"message.delta">) {
+  /** Send now what is held back from v1 peers in the conversation, except of message `except`. */
+  #flushHeld(conversationId: string, except: string): void {
+    for (const [id, draft] of this.#drafts) {
+      if (draft.conversationId === conversationId && id !== except) draft.v1?.flush();
+    }
+  }
+
+  /** The peers with `delta.append` (`append`), or those without it that do not hold `held`. */
+  *#select(append: boolean, holders?: ReadonlySet<Peer>): Iterable<Peer> {
+    for (const peer of this.#peers) {
+      if (peer.features.has(FEATURE_DELTA_APPEND) === append && !holders?.has(peer)) yield peer;
+    }
+  }
+
+  #draft(message: ServerMessageOf<"message.delta">, conversationId: string | null): Draft {
     let draft = this.#drafts.get(message.message_id);
     if (!draft) {
-      draft = { text: "", synced: new Set() };
+      const created: Draft = { text: "", synced: new Set(), conversationId, v1: undefined };
+      if (this.#thinning) {
+        const v1 = new V1Copies(this.#thinning, (held) =>
+          this.#deliver(held, this.#select(false, v1.holders)),
+        );
+        created.v1 = v1;
+      }
+      draft = created;
       this.#drafts.set(message.message_id, draft);
     }
-    return { draft, message };
+    return draft;
   }
+}
+
+/** The cache key of one serialised variant: the delta's form and the extensions whose fields it carries. */
+function variantKey(form: DeltaForm, extensions: readonly string[]): string {
+  return `${form}|${extensions.join(",")}`;
+}
+
+/** The text of a held or replayed delta event. */
+function textOf(event: OutboxEvent | undefined): string | undefined {
+  return event?.message.type === "message.delta" ? event.message.text : undefined;
 }
 
 /**

@@ -14,7 +14,7 @@
 
 import type { ScheduleChange, ScheduleRow, ScheduleStore } from "../store/schedules.js";
 import { newId } from "../util/ids.js";
-import { type Clock, iso } from "../util/time.js";
+import { type Clock, iso, systemTimers, type Timers } from "../util/time.js";
 import {
   checkAt,
   checkCron,
@@ -29,20 +29,7 @@ import {
   serverTimezone,
 } from "./rules.js";
 
-/** Timer functions (the global ones by default; tests pass a manual clock's). */
-export interface Timers {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-const globalTimers: Timers = {
-  setTimeout: (fn, ms) => {
-    const t = setTimeout(fn, ms);
-    t.unref();
-    return t;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
-};
+export type { Timers } from "../util/time.js";
 
 /** A timer is never armed further ahead than this, so wall-clock jumps are caught up within it. */
 const MAX_TIMER_MS = 60_000;
@@ -126,7 +113,7 @@ export class Scheduler {
 
   constructor(options: SchedulerOptions) {
     this.#o = options;
-    this.#timers = options.timers ?? globalTimers;
+    this.#timers = options.timers ?? systemTimers;
     this.#graceMs = options.missedGraceMs ?? DEFAULT_MISSED_GRACE_MS;
     this.#defaultTimezone = checkTimezone(options.defaultTimezone ?? serverTimezone());
     this.#max = options.maxSchedules ?? MAX_SCHEDULES;

@@ -10,3 +10,19 @@ export const systemClock: Clock = { now: () => Date.now() };
 export function iso(ms: number): string {
   return new Date(ms).toISOString();
 }
+
+/** Timer functions (the global ones by default; tests pass a manual clock's). */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The global timers, unref'd: a pending one never keeps the process alive. */
+export const systemTimers: Timers = {
+  setTimeout: (fn, ms) => {
+    const t = setTimeout(fn, ms);
+    t.unref();
+    return t;
+  },
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+};
