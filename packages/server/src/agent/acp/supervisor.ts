@@ -138,7 +138,9 @@ export class Supervisor {
       ...(toolTimeoutMs === undefined ? {} : { toolTimeoutMs }),
       sessionOf: (call) => sessionOf(this.state, (openIn) => openIn === proc, call),
     });
-    this.state.mcpServer = grant?.server ?? null;
+    // An agent that takes HTTP MCP servers gets Pheby's in-process listener; the others a relay each.
+    const http = proc.init.agentCapabilities?.mcpCapabilities?.http === true;
+    this.state.mcpServer = grant ? (http ? grant.http : grant.stdio) : null;
     void proc.exited.then((reason) => {
       grant?.revoke();
       this.#exited(proc, reason);
