@@ -1,6 +1,8 @@
 /**
- * Pheby's MCP server end to end with the scripted ACP agent: the agent is handed the server in
- * `session/new|load|resume`, launches it, calls its tools over MCP, and the tools act in the
+ * Pheby's MCP server end to end with the scripted ACP agent, over both routes (the agent declares
+ * `mcpCapabilities.http` and gets Pheby's HTTP listener, or not and gets the stdio relay): the agent
+ * is handed the server in `session/new|load|resume`, connects its MCP client (the MCP SDK's), calls
+ * its tools over MCP, and the tools act in the
  * conversation through a real Pheby server driven by `@pheby/client` (ask_user becomes a
  * `clarify.request` the client answers; schedule_create's schedule fires as an unsolicited run;
  * notify_user, pushed as a `message` where push is on, and send_file). Also: Pheby grants its own tools' permission itself, and Hermes's
@@ -19,24 +21,27 @@ import { framesOf, type PhebyAcp, startPhebyAcp } from "./pheby.js";
 
 type FakeAgent = ReturnType<typeof fakeAgentDir>;
 
-function agentOptions(fake: FakeAgent, extra: Partial<AcpBackendOptions> = {}): AcpBackendOptions {
+/** How the agent reaches Pheby's tools: it declares `mcpCapabilities.http` (Pheby's listener) or not (the relay). */
+type Route = "stdio" | "http";
+const HTTP_CAPS = { FAKE_CAPS: JSON.stringify({ mcpCapabilities: { http: true } }) };
+
+function agentOptions(fake: FakeAgent, route: Route): AcpBackendOptions {
   return {
     command: FAKE_AGENT_COMMAND,
     cwd: fake.dir,
-    env: fake.env,
+    env: route === "http" ? { ...fake.env, ...HTTP_CAPS } : fake.env,
     allowedFileRoots: [fake.dir],
     requestTimeoutMs: 10_000,
-    ...extra,
   };
 }
 
-describe("Pheby's tools for agents, through the ACP backend", () => {
+describe.each(["stdio", "http"] as const)("Pheby's tools for agents, through the ACP backend, over %s", (route) => {
   const started: PhebyAcp[] = [];
   afterEach(async () => {
     for (const p of started.splice(0)) await p.close();
   });
   async function pheby(fake: FakeAgent, server: Parameters<typeof startPhebyAcp>[1] = {}) {
-    const p = await startPhebyAcp(agentOptions(fake), {
+    const p = await startPhebyAcp(agentOptions(fake, route), {
       features: [FEATURE_SCHEDULES, FEATURE_EXPIRY],
       allowedFileRoots: [fake.dir],
       ...server,
@@ -45,7 +50,7 @@ describe("Pheby's tools for agents, through the ACP backend", () => {
     return p;
   }
 
-  it("hands the agent its MCP server in session/new, one token for the whole agent process", async () => {
+  it("hands the agent its MCP server in session/new (the route its capabilities choose), one token for the whole agent process", async () => {
     const fake = fakeAgentDir();
     const p = await pheby(fake);
     const one = await p.create();
@@ -53,15 +58,18 @@ describe("Pheby's tools for agents, through the ACP backend", () => {
     const news = fake.calls("session/new");
     expect(news).toHaveLength(2);
     const [server] = news[0]!.params.mcpServers;
-    expect(server).toMatchObject({ name: "pheby", args: expect.any(Array) });
-    const env = Object.fromEntries(server.env.map((e: { name: string; value: string }) => [e.name, e.value]));
-    expect(Object.keys(env).sort()).toEqual([
-      "PHEBY_MCP_ASK_TIMEOUT_SECONDS",
-      "PHEBY_MCP_SOCKET",
-      "PHEBY_MCP_TIMEZONE",
-      "PHEBY_MCP_TOKEN",
-      "PHEBY_MCP_TOOLS",
-    ]);
+    if (route === "stdio") {
+      expect(server).toMatchObject({ name: "pheby", args: expect.any(Array) });
+      const env = Object.fromEntries(server.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+      expect(Object.keys(env).sort()).toEqual(["PHEBY_MCP_SOCKET", "PHEBY_MCP_TOKEN"]);
+    } else {
+      expect(server).toEqual({
+        type: "http",
+        name: "pheby",
+        url: expect.stringMatching(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/),
+        headers: [{ name: "Authorization", value: expect.stringMatching(/^Bearer [0-9a-f]{64}$/) }],
+      });
+    }
     expect(news[1]!.params.mcpServers).toEqual(news[0]!.params.mcpServers);
     expect(JSON.stringify(news)).not.toContain("test-secret-for-pheby"); // never the shared secret
     const listed = await p.chat(one, "mcp list", 30_000);
