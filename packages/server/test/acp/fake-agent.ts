@@ -32,9 +32,7 @@
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { Readable, Writable } from "node:stream";
 import * as acp from "@agentclientprotocol/sdk";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
 interface Session {
   cwd: string;
@@ -416,11 +414,15 @@ const GENERIC_OPTIONS: acp.PermissionOption[] = [
  * the process, as Hermes does.
  */
 async function mcpClient(server: acp.McpServer): Promise<Client> {
+  // Loaded on first use: most scripts never call MCP, and the SDK slows every agent's start.
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const client = new Client({ name: "fake-agent", version: "1" });
   if ("url" in server) {
+    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
     const headers = Object.fromEntries(server.headers.map((h) => [h.name, h.value]));
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
   } else {
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
     const env = { PATH: process.env.PATH ?? "", ...Object.fromEntries(server.env.map((e) => [e.name, e.value])) };
     await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env }));
   }
