@@ -76,6 +76,8 @@ function descendants(root: number): Proc[] {
 }
 
 const isRelay = (p: Proc) => p.cmd.includes("/dist/mcp.js");
+/** tsx's esbuild service, which runs the bench's TypeScript: neither Pheby nor an agent. */
+const isHarness = (p: Proc) => p.cmd.includes("esbuild");
 const sum = (ps: Proc[], key: "rss" | "anon") => ps.reduce((a, p) => a + p[key], 0);
 
 interface Sample {
@@ -114,7 +116,7 @@ async function measureAgent(agent: Agent, count: number): Promise<Sample[]> {
       phase,
       pheby: proc(server.child.pid!)!,
       relays: under.filter(isRelay),
-      agents: under.filter((p) => !isRelay(p)),
+      agents: under.filter((p) => !isRelay(p) && !isHarness(p)),
     };
   };
   const idle = await sample("idle");
@@ -132,36 +134,40 @@ async function measureAgent(agent: Agent, count: number): Promise<Sample[]> {
   return [idle, turned];
 }
 
-/** Resident memory of a process started with `args`, after `settle` ran against it. */
-async function baseline(args: string[], settle: (write: (line: string) => void) => Promise<void>) {
+/** Resident memory of a process started with `args`, once it printed `ready` (after reading `input`). */
+async function baseline(args: string[], input: object[], ready: string) {
   const child = spawn(process.execPath, args, { stdio: ["pipe", "pipe", "inherit"] });
-  const lines: string[] = [];
-  child.stdout!.setEncoding("utf8").on("data", (chunk: string) => lines.push(chunk));
-  await settle((line) => child.stdin!.write(`${line}\n`));
-  await new Promise((r) => setTimeout(r, 500));
+  let out = "";
+  await new Promise<void>((resolve) => {
+    child.stdout!.setEncoding("utf8").on("data", (chunk: string) => {
+      out += chunk;
+      if (out.includes(ready)) resolve();
+    });
+    for (const message of input) child.stdin!.write(`${JSON.stringify(message)}\n`);
+  });
   const measured = proc(child.pid!)!;
   child.kill();
   return measured;
 }
 
-const bare = await baseline(["-e", "setInterval(() => {}, 1 << 30)"], async () => {});
+const bare = await baseline(["-e", "console.log('ready'); setInterval(() => {}, 1 << 30)"], [], "ready");
 const sdkServer = await baseline(
   [fileURLToPath(new URL("./sdk-stdio-server.mjs", import.meta.url))],
-  async (write) => {
-    write(
-      JSON.stringify({
-        jsonrpc: "2.0",
-        id: 1,
-        method: "initialize",
-        params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } },
-      }),
-    );
-    write(JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }));
-    write(JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }));
-    write(JSON.stringify({ jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "schedule_list", arguments: {} } }));
-  },
+  [
+    {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "b", version: "1" } },
+    },
+    { jsonrpc: "2.0", method: "notifications/initialized" },
+    { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} },
+    { jsonrpc: "2.0", id: 3, method: "tools/call", params: { name: "schedule_list", arguments: {} } },
+  ],
+  '"id":3',
 );
 
+process.setMaxListeners(0); // each server child adds an exit listener (harness.ts)
 const samples: Sample[] = [];
 for (const agent of AGENTS) for (const count of COUNTS) samples.push(...(await measureAgent(agent, count)));
 
