@@ -13,7 +13,12 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ClarifyAnswer, ClarifyQuestion, McpServerHttpSpec, McpServerStdioSpec } from "../src/agent/port.js";
+import type {
+  ClarifyAnswer,
+  ClarifyQuestion,
+  McpServerHttpSpec,
+  McpServerStdioSpec,
+} from "../src/agent/port.js";
 import { Lockout } from "../src/auth/lockout.js";
 import { type AgentToolDeps, agentTools } from "../src/mcp/agent-tools.js";
 import { McpBridge, type McpBridgeGrant, type McpGrant, ToolError } from "../src/mcp/bridge.js";
@@ -158,7 +163,11 @@ type ToolReply = { content: Array<{ type: string; text: string }>; isError?: boo
 const callOf =
   (client: Client) =>
   (name: string, args: Record<string, unknown> = {}, signal?: AbortSignal) =>
-    client.callTool({ name, arguments: args }, undefined, signal ? { signal } : undefined) as Promise<ToolReply>;
+    client.callTool(
+      { name, arguments: args },
+      undefined,
+      signal ? { signal } : undefined,
+    ) as Promise<ToolReply>;
 const textOf = (result: { content: Array<{ text: string }> }) => result.content.map((c) => c.text).join("");
 const tokenOf = (grant: McpBridgeGrant) => grant.stdio.env.find((e) => e.name === "PHEBY_MCP_TOKEN")!.value;
 
@@ -371,7 +380,10 @@ describe("the stdio route: the relay and the socket", () => {
 
   it("a relay with a wrong token says so and exits", async () => {
     const p = await rig();
-    const env = { ...Object.fromEntries(p.grant.stdio.env.map((e) => [e.name, e.value])), PHEBY_MCP_TOKEN: "f".repeat(64) };
+    const env = {
+      ...Object.fromEntries(p.grant.stdio.env.map((e) => [e.name, e.value])),
+      PHEBY_MCP_TOKEN: "f".repeat(64),
+    };
     expect(await runRelay(p.grant.stdio, env)).toEqual({ code: 2, stderr: "pheby-mcp: Not authorized.\n" });
   });
 
@@ -424,7 +436,15 @@ describe("the HTTP route: the listener on 127.0.0.1", () => {
     for (const host of [`localhost:${port}`, "evil.example", `127.0.0.1:${Number(port) + 1}`]) {
       expect((await post({ ...right, host })).status).toBe(421);
     }
-    expect((await raw(url.replace("/mcp", "/other"), { method: "POST", headers: { ...mcpHeaders, ...right }, body: initialize })).status).toBe(404);
+    expect(
+      (
+        await raw(url.replace("/mcp", "/other"), {
+          method: "POST",
+          headers: { ...mcpHeaders, ...right },
+          body: initialize,
+        })
+      ).status,
+    ).toBe(404);
     const ok = await post(right);
     expect(ok.status).toBe(200);
     expect(ok.headers["mcp-session-id"]).toMatch(/^[0-9a-f-]{36}$/);
@@ -439,7 +459,11 @@ describe("the HTTP route: the listener on 127.0.0.1", () => {
         body: initialize,
       });
     // Refusals before the token (Origin, Host) are not guesses: they do not count.
-    await raw(p.grant.http.url, { method: "POST", headers: { ...mcpHeaders, origin: "http://x" }, body: initialize });
+    await raw(p.grant.http.url, {
+      method: "POST",
+      headers: { ...mcpHeaders, origin: "http://x" },
+      body: initialize,
+    });
     for (let i = 0; i < LOCKOUT.maxFailures - 1; i++) expect((await post("1".repeat(64))).status).toBe(401);
     expect((await post(tokenOf(p.grant))).status).toBe(200); // a success forgets earlier failures
     for (let i = 0; i < LOCKOUT.maxFailures; i++) expect((await post("1".repeat(64))).status).toBe(401);
@@ -462,7 +486,12 @@ describe("the HTTP route: the listener on 127.0.0.1", () => {
     const list = (auth: string) =>
       raw(p.grant.http.url, {
         method: "POST",
-        headers: { ...mcpHeaders, authorization: auth, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
+        headers: {
+          ...mcpHeaders,
+          authorization: auth,
+          "mcp-session-id": sessionId,
+          "mcp-protocol-version": "2025-06-18",
+        },
         body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
       });
     expect((await list(other.http.headers[0]!.value)).status).toBe(404);
@@ -476,7 +505,11 @@ describe("the HTTP route: the listener on 127.0.0.1", () => {
     const p = await rig();
     const padded = (bytes: number) => `${initialize.slice(0, -1)}${" ".repeat(bytes - initialize.length)}}`;
     const post = (body: string) =>
-      raw(p.grant.http.url, { method: "POST", headers: { ...mcpHeaders, authorization: authorization(p) }, body });
+      raw(p.grant.http.url, {
+        method: "POST",
+        headers: { ...mcpHeaders, authorization: authorization(p) },
+        body,
+      });
     expect((await post(padded(MAX_REQUEST_BYTES))).status).toBe(200);
     expect((await post(padded(MAX_REQUEST_BYTES + 1))).status).toBe(413);
   });
@@ -519,7 +552,8 @@ async function relayConnection(socketPath: string, token: string) {
     }
   });
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  const next = () => new Promise<string>((resolve) => (lines.length ? resolve(lines.shift()!) : waiters.push(resolve)));
+  const next = () =>
+    new Promise<string>((resolve) => (lines.length ? resolve(lines.shift()!) : waiters.push(resolve)));
   socket.write(`${token}\n`);
   expect(await next()).toBe("ok");
   return {
@@ -533,7 +567,10 @@ async function relayConnection(socketPath: string, token: string) {
 }
 
 /** Start the relay of `entry` with `env`; how it ended. */
-function runRelay(entry: McpServerStdioSpec, env: Record<string, string>): Promise<{ code: number | null; stderr: string }> {
+function runRelay(
+  entry: McpServerStdioSpec,
+  env: Record<string, string>,
+): Promise<{ code: number | null; stderr: string }> {
   return new Promise((resolve) => {
     const child = spawn(entry.command, entry.args, { env: { PATH: process.env.PATH!, ...env } });
     let stderr = "";

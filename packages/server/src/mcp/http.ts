@@ -182,7 +182,9 @@ const TOO_LARGE = Symbol("too large");
 const NOT_JSON = Symbol("not JSON");
 
 /** The request's JSON body, read up to {@link MAX_REQUEST_BYTES}. */
-async function readJson(req: IncomingMessage): Promise<{ value: unknown } | typeof TOO_LARGE | typeof NOT_JSON> {
+async function readJson(
+  req: IncomingMessage,
+): Promise<{ value: unknown } | typeof TOO_LARGE | typeof NOT_JSON> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > MAX_REQUEST_BYTES) return TOO_LARGE;
   const chunks: Buffer[] = [];

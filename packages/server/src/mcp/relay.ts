@@ -21,7 +21,9 @@ if (!socketPath || !token) fail(`${MCP_ENV.socket} and ${MCP_ENV.token} must be 
 
 const socket = createConnection(socketPath);
 socket.on("connect", () => socket.write(`${token}\n`));
-socket.on("error", (err: NodeJS.ErrnoException) => fail(`Pheby is not reachable (${err.code ?? err.message})`, 1));
+socket.on("error", (err: NodeJS.ErrnoException) =>
+  fail(`Pheby is not reachable (${err.code ?? err.message})`, 1),
+);
 
 // Pheby's one-line answer first; then the MCP stream in both directions.
 let head = Buffer.alloc(0);

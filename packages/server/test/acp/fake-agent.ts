@@ -418,12 +418,19 @@ async function mcpClient(server: acp.McpServer): Promise<Client> {
   const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
   const client = new Client({ name: "fake-agent", version: "1" });
   if ("url" in server) {
-    const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
+    const { StreamableHTTPClientTransport } = await import(
+      "@modelcontextprotocol/sdk/client/streamableHttp.js"
+    );
     const headers = Object.fromEntries(server.headers.map((h) => [h.name, h.value]));
-    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }),
+    );
   } else {
     const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
-    const env = { PATH: process.env.PATH ?? "", ...Object.fromEntries(server.env.map((e) => [e.name, e.value])) };
+    const env = {
+      PATH: process.env.PATH ?? "",
+      ...Object.fromEntries(server.env.map((e) => [e.name, e.value])),
+    };
     await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env }));
   }
   return client;
