@@ -1,22 +1,23 @@
-// What each agent costs Pheby in memory and processes. For each agent, a real @pheby/server in a
-// child process (agent-memory-server.ts) with 1, 3 and 10 conversations, idle (sessions open, no
-// turn) and after one turn each (a call of Pheby's `schedule_list` tool over MCP): the resident
-// memory (VmRSS from /proc/<pid>/status, summed) of Pheby's process plus every Pheby MCP relay
-// process (`dist/mcp.js`) under it, apart from the agents' own processes, reported beside it.
-// RssAnon (the private part of RSS: Node's binary is mapped shared by every Node process) is given
-// too. The agents are the scripted ACP agent of @pheby/server's tests as real child processes:
-// one declaring `mcpCapabilities.http` (an MCP client per session, as Codex), one without it (a
-// relay per session), one without it sharing one MCP client per process (as Hermes). "No agent"
-// is the same server with the simulator, the base of "per added agent". Baselines in the same run:
-// a bare Node.js process, and a stdio MCP server on the MCP SDK with Pheby's six tools (what Pheby
-// launched per agent process before the relay).
+// What each agent costs Pheby in memory and processes. For each agent, one real @pheby/server in a
+// child process (agent-memory-server.mjs, plain node), grown in place: before any conversation, then
+// 1, 3 and 10 conversations, idle (sessions open, no turn) and after one turn each (a call of Pheby's
+// `schedule_list` tool over MCP). Measured: the resident memory (VmRSS from /proc/<pid>/status,
+// summed) of Pheby's process plus every Pheby MCP relay process (`dist/mcp.js`) under it, apart from
+// the agents' own processes, reported beside it; RssAnon (the private part of RSS: Node's binary is
+// mapped shared by every Node process) too. The agents are the scripted ACP agent of @pheby/server's
+// tests (through tsx, which its own figure includes) as real child processes: one declaring
+// `mcpCapabilities.http` (an MCP client per session, as Codex), one without it (a relay per session),
+// one without it sharing one MCP client per process (as Hermes); "no agent" is the simulator.
+// Baselines in the same run: a bare Node.js process, and a stdio MCP server on the MCP SDK with six
+// tools (the shape of what Pheby launched per agent process before the relay). Exits 1 when a relay
+// is over its 45 MB budget.
 import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { BenchClient } from "./client.js";
+import { BenchClient, SECRET } from "./client.js";
 import { spawnServer, table } from "./harness.js";
 
 const COUNTS = [1, 3, 10];
@@ -76,22 +77,26 @@ function descendants(root: number): Proc[] {
 }
 
 const isRelay = (p: Proc) => p.cmd.includes("/dist/mcp.js");
-/** tsx's esbuild service, which runs the bench's TypeScript: neither Pheby nor an agent. */
-const isHarness = (p: Proc) => p.cmd.includes("esbuild");
 const sum = (ps: Proc[], key: "rss" | "anon") => ps.reduce((a, p) => a + p[key], 0);
 
 interface Sample {
   agent: string;
   conversations: number;
-  phase: "idle" | "after a turn";
+  phase: "before any" | "idle" | "after a turn";
   pheby: Proc;
   relays: Proc[];
   agents: Proc[];
 }
 
-async function measureAgent(agent: Agent, count: number): Promise<Sample[]> {
+/**
+ * One Pheby for `agent`, grown in place: before any conversation (the library starts the agent on
+ * first need), then 1, 3 and 10 conversations, each time idle (the new ones' sessions open, no turn
+ * yet) and after one turn of each new one.
+ */
+async function measureAgent(agent: Agent): Promise<Sample[]> {
   const dir = mkdtempSync(join(tmpdir(), "pheby-bench-agent-"));
-  const server = await spawnServer("./agent-memory-server.ts", {
+  const server = await spawnServer("./agent-memory-server.mjs", {
+    BENCH_SECRET: SECRET,
     ...(agent.env
       ? {
           BENCH_AGENT_COMMAND: JSON.stringify([process.execPath, "--import", tsx, fakeAgent]),
@@ -101,37 +106,42 @@ async function measureAgent(agent: Agent, count: number): Promise<Sample[]> {
       : {}),
   });
   const client = await BenchClient.connect(server.port, false);
+  const samples: Sample[] = [];
   const conversations: string[] = [];
-  for (let i = 0; i < count; i++) {
-    conversations.push(
-      (await client.request({ type: "conversation.create" }, "conversation.created")).conversation_id!,
-    );
-  }
-  const sample = async (phase: Sample["phase"]): Promise<Sample> => {
-    await server.stats(); // a full GC in Pheby first, so heap garbage does not count
+  const sample = async (phase: Sample["phase"]) => {
+    await new Promise((r) => setTimeout(r, 500)); // let exiting or starting processes settle
     const under = descendants(server.child.pid!);
-    return {
+    samples.push({
       agent: agent.name,
-      conversations: count,
+      conversations: conversations.length,
       phase,
       pheby: proc(server.child.pid!)!,
       relays: under.filter(isRelay),
-      agents: under.filter((p) => !isRelay(p) && !isHarness(p)),
-    };
+      agents: under.filter((p) => !isRelay(p)),
+    });
   };
-  const idle = await sample("idle");
-  for (const conversation_id of conversations) {
-    const accepted = await client.request(
-      { type: "chat.send", conversation_id, text: agent.env ? "mcp schedule_list" : "hello" },
-      "run.accepted",
-    );
-    const finished = await client.next((f) => f.type === "run.finished" && f.run_id === accepted.run_id);
-    if (finished.status !== "completed") throw new Error(`a turn of ${agent.name} ended ${finished.status}`);
+  await sample("before any");
+  for (const count of COUNTS) {
+    const added: string[] = [];
+    while (conversations.length < count) {
+      const created = await client.request({ type: "conversation.create" }, "conversation.created");
+      conversations.push(created.conversation_id!);
+      added.push(created.conversation_id!);
+    }
+    await sample("idle");
+    for (const conversation_id of added) {
+      const accepted = await client.request(
+        { type: "chat.send", conversation_id, text: agent.env ? "mcp schedule_list" : "hello" },
+        "run.accepted",
+      );
+      const finished = await client.next((f) => f.type === "run.finished" && f.run_id === accepted.run_id);
+      if (finished.status !== "completed") throw new Error(`a turn of ${agent.name} ended ${finished.status}`);
+    }
+    await sample("after a turn");
   }
-  const turned = await sample("after a turn");
   client.close();
   await server.stop();
-  return [idle, turned];
+  return samples;
 }
 
 /** Resident memory of a process started with `args`, once it printed `ready` (after reading `input`). */
@@ -169,7 +179,7 @@ const sdkServer = await baseline(
 
 process.setMaxListeners(0); // each server child adds an exit listener (harness.ts)
 const samples: Sample[] = [];
-for (const agent of AGENTS) for (const count of COUNTS) samples.push(...(await measureAgent(agent, count)));
+for (const agent of AGENTS) samples.push(...(await measureAgent(agent)));
 
 const mb = (bytes: number) => (bytes / MB).toFixed(1);
 const total = (s: Sample, key: "rss" | "anon") => s.pheby[key] + sum(s.relays, key);
@@ -192,23 +202,25 @@ table(
 
 const find = (agent: string, conversations: number, phase: Sample["phase"]) =>
   samples.find((s) => s.agent === agent && s.conversations === conversations && s.phase === phase)!;
-console.log("\nGrowth of Pheby + relays (goal: ≤ 10 MB per added agent and per added conversation).");
+console.log(
+  "\nGrowth of Pheby + relays (goal: ≤ 10 MB per added agent and per added conversation): the agent's\n" +
+    "first conversation after its turn against the same Pheby before any, and (10 − 1 conversations) / 9.",
+);
 const growth: Record<string, string>[] = [];
-for (const agent of AGENTS.slice(1)) {
-  for (const phase of ["idle", "after a turn"] as const) {
-    const none = find(AGENTS[0]!.name, 1, phase);
-    const one = find(agent.name, 1, phase);
-    const ten = find(agent.name, 10, phase);
-    const perAgent = (key: "rss" | "anon") => (total(one, key) - total(none, key)) / MB;
-    const perConv = (key: "rss" | "anon") => (total(ten, key) - total(one, key)) / 9 / MB;
-    const ok = (mbs: number) => (mbs <= 10 ? "ok" : "over");
-    growth.push({
-      agent: agent.name,
-      phase,
-      "per agent MB (RSS / private)": `${perAgent("rss").toFixed(1)} ${ok(perAgent("rss"))} / ${perAgent("anon").toFixed(1)} ${ok(perAgent("anon"))}`,
-      "per conversation MB (RSS / private)": `${perConv("rss").toFixed(1)} ${ok(perConv("rss"))} / ${perConv("anon").toFixed(1)} ${ok(perConv("anon"))}`,
-    });
-  }
+for (const agent of AGENTS) {
+  const before = find(agent.name, 0, "before any");
+  const one = find(agent.name, 1, "after a turn");
+  const ten = find(agent.name, 10, "after a turn");
+  const perAgent = (key: "rss" | "anon") => (total(one, key) - total(before, key)) / MB;
+  const perConv = (key: "rss" | "anon") => (total(ten, key) - total(one, key)) / 9 / MB;
+  const cell = (mbs: number) => `${mbs.toFixed(1)} ${mbs <= 10 ? "ok" : "over"}`;
+  growth.push({
+    agent: agent.name,
+    "per agent MB, RSS": cell(perAgent("rss")),
+    "private": cell(perAgent("anon")),
+    "per conversation MB, RSS": cell(perConv("rss")),
+    "private ": cell(perConv("anon")),
+  });
 }
 table(growth);
 
