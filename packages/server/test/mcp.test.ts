@@ -23,6 +23,7 @@ import { Lockout } from "../src/auth/lockout.js";
 import { type AgentToolDeps, agentTools } from "../src/mcp/agent-tools.js";
 import { McpBridge, type McpBridgeGrant, type McpGrant, ToolError } from "../src/mcp/bridge.js";
 import { MAX_REQUEST_BYTES } from "../src/mcp/channel.js";
+import { MAX_SESSIONS_PER_GRANT } from "../src/mcp/http.js";
 import { AGENT_TOOL_NAMES, type AgentToolName } from "../src/mcp/tools.js";
 import { Scheduler } from "../src/schedules/scheduler.js";
 
@@ -500,6 +501,37 @@ describe("the HTTP route: the listener on 127.0.0.1", () => {
     expect(p.bridge.http.sessions).toBe(0);
     expect((await list(authorization(p))).status).toBe(401);
   });
+
+  it(`keeps ${MAX_SESSIONS_PER_GRANT} MCP sessions per agent process; one more closes the least recently used`, async () => {
+    const p = await rig();
+    const headers = { ...mcpHeaders, authorization: authorization(p) };
+    const open = async () =>
+      (await raw(p.grant.http.url, { method: "POST", headers, body: initialize })).headers[
+        "mcp-session-id"
+      ] as string;
+    const list = (sessionId: string) =>
+      raw(p.grant.http.url, {
+        method: "POST",
+        headers: { ...headers, "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" },
+        body: JSON.stringify({ jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }),
+      });
+    const ids: string[] = [];
+    for (let i = 0; i < MAX_SESSIONS_PER_GRANT; i++) ids.push(await open());
+    expect(p.bridge.http.sessions).toBe(MAX_SESSIONS_PER_GRANT);
+    expect((await list(ids[0]!)).status).toBe(200); // used: now the second is the least recent
+    const other = p.bridge.grant({ conversationOf: async () => OTHER }); // another grant's sessions are not counted
+    await raw(p.grant.http.url, {
+      method: "POST",
+      headers: { ...mcpHeaders, authorization: other.http.headers[0]!.value },
+      body: initialize,
+    });
+    expect((await list(ids[1]!)).status).toBe(200);
+    ids.push(await open());
+    expect(p.bridge.http.sessions).toBe(MAX_SESSIONS_PER_GRANT + 1);
+    expect((await list(ids[2]!)).status).toBe(404);
+    expect((await list(ids[0]!)).status).toBe(200);
+    expect((await list(ids.at(-1)!)).status).toBe(200);
+  }, 120_000);
 
   it("reads a body of the limit, refuses one byte more (413)", async () => {
     const p = await rig();
