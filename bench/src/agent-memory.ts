@@ -135,7 +135,8 @@ async function measureAgent(agent: Agent): Promise<Sample[]> {
         "run.accepted",
       );
       const finished = await client.next((f) => f.type === "run.finished" && f.run_id === accepted.run_id);
-      if (finished.status !== "completed") throw new Error(`a turn of ${agent.name} ended ${finished.status}`);
+      if (finished.status !== "completed")
+        throw new Error(`a turn of ${agent.name} ended ${finished.status}`);
     }
     await sample("after a turn");
   }
@@ -217,7 +218,7 @@ for (const agent of AGENTS) {
   growth.push({
     agent: agent.name,
     "per agent MB, RSS": cell(perAgent("rss")),
-    "private": cell(perAgent("anon")),
+    private: cell(perAgent("anon")),
     "per conversation MB, RSS": cell(perConv("rss")),
     "private ": cell(perConv("anon")),
   });
