@@ -5,7 +5,7 @@
  * questions of the turns it was running.
  */
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
-import { mcpToolTimeoutMs, sessionOf } from "./mcp.js";
+import { mcpToolTimeoutMs, sessionOf, takesHttpMcp } from "./mcp.js";
 import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
 import type { AcpState } from "./state.js";
@@ -139,8 +139,7 @@ export class Supervisor {
       sessionOf: (call) => sessionOf(this.state, (openIn) => openIn === proc, call),
     });
     // An agent that takes HTTP MCP servers gets Pheby's in-process listener; the others a relay each.
-    const http = proc.init.agentCapabilities?.mcpCapabilities?.http === true;
-    this.state.mcpServer = grant ? (http ? grant.http : grant.stdio) : null;
+    this.state.mcpServer = grant ? (takesHttpMcp(proc.init) ? grant.http : grant.stdio) : null;
     void proc.exited.then((reason) => {
       grant?.revoke();
       this.#exited(proc, reason);
