@@ -25,14 +25,18 @@ export interface Spawned {
   stop(): Promise<void>;
 }
 
-/** Start `script` (relative to src/) with tsx; it must print `PORT <n>` once listening. */
+/**
+ * Start `script` (relative to src/) with tsx (plain node for a `.mjs` script, whose memory then has
+ * no TypeScript loader in it); it must print `PORT <n>` once listening.
+ */
 export async function spawnServer(script: string, env: Record<string, string> = {}): Promise<Spawned> {
   const path = fileURLToPath(new URL(script, import.meta.url));
+  const loader = script.endsWith(".mjs") ? [] : ["--import", "tsx"];
   // BENCH_CPU_PROF=<dir> profiles every server child (`node --cpu-prof`), written when it stops.
   const prof = process.env.BENCH_CPU_PROF
     ? ["--cpu-prof", `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`]
     : [];
-  const child = spawn(process.execPath, ["--expose-gc", ...prof, "--import", "tsx", path], {
+  const child = spawn(process.execPath, ["--expose-gc", ...prof, ...loader, path], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });

@@ -190,7 +190,9 @@ export interface PhebyServerOptions {
   /**
    * Pheby's own MCP server, offered to ACP agents in their sessions (`mcpServers`): `ask_user`,
    * `schedule_create` / `_list` / `_delete`, `notify_user`, `send_file` (docs/agents.md). On by
-   * default; agents call back over a Unix socket in `dataDir` with a token per agent process.
+   * default; served in this process, over loopback HTTP to agents that declare ACP
+   * `mcpCapabilities.http`, else through a small stdio relay and a Unix socket in `dataDir`; a
+   * token per agent process either way.
    */
   agentTools?: {
     /** Offer the MCP server at all (default true). */
@@ -199,7 +201,7 @@ export interface PhebyServerOptions {
     tools?: readonly AgentToolName[];
     /** How long `ask_user` waits for an answer, in ms (default 240,000; less for an agent known to time out sooner). */
     askTimeoutMs?: number;
-    /** argv of the MCP server (default: this Node.js and the package's `dist/mcp.js`). */
+    /** argv of the stdio MCP relay (default: this Node.js and the package's `dist/mcp.js`). */
     command?: readonly string[];
   };
 }
@@ -595,6 +597,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
             askTimeoutSeconds: Math.round(askTimeoutMs / 1000),
             timezone: scheduler.defaultTimezone,
             run: runTool,
+            // The same rule as failed hellos, counted apart: the MCP listener's peers are all local.
+            lockout: new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock),
             log,
           });
         }

@@ -26,6 +26,10 @@ export default async function setup(project: TestProject) {
     platform: "node",
     format: "esm",
     target: "node20",
+    // The MCP SDK's stdio client pulls in CommonJS (cross-spawn) that requires Node built-ins.
+    banner: {
+      js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);',
+    },
     logLevel: "warning",
   });
   project.provide("fakeAgentBundle", outfile);

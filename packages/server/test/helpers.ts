@@ -26,12 +26,12 @@ import { type MemorySocket, MemoryTransport } from "../src/transport/memory.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
 
-/** Pheby's MCP server from sources (the build runs `node dist/mcp.js`; tests run the TypeScript through tsx). */
+/** Pheby's stdio MCP relay from sources (the build runs `node dist/mcp.js`; tests run the TypeScript through tsx). */
 export const MCP_COMMAND = [
   process.execPath,
   "--import",
   pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href,
-  fileURLToPath(new URL("../src/mcp/stdio.ts", import.meta.url)),
+  fileURLToPath(new URL("../src/mcp/relay.ts", import.meta.url)),
 ];
 
 /** Capabilities of a scripted test backend that supports none of the optional features. */

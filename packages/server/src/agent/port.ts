@@ -203,12 +203,23 @@ export interface UnsolicitedMessage {
 }
 
 /** An ACP `mcpServers` entry of a stdio MCP server: how the agent launches it. */
-export interface McpServerSpec {
+export interface McpServerStdioSpec {
   name: string;
   command: string;
   args: string[];
   env: Array<{ name: string; value: string }>;
 }
+
+/** An ACP `mcpServers` entry of an HTTP MCP server (for agents that declare `mcpCapabilities.http`). */
+export interface McpServerHttpSpec {
+  type: "http";
+  name: string;
+  url: string;
+  headers: Array<{ name: string; value: string }>;
+}
+
+/** An ACP `mcpServers` entry. */
+export type McpServerSpec = McpServerStdioSpec | McpServerHttpSpec;
 
 /** One agent process that may call Pheby's tools, and how its calls map to sessions. */
 export interface ToolCaller {
@@ -225,10 +236,12 @@ export interface AgentTools {
   /** The tool names offered. */
   readonly names: readonly string[];
   /**
-   * Let one agent process call them: the `mcpServers` entry to hand it in its session requests
-   * (carrying a token of its own), and `revoke` for when the process is gone.
+   * Let one agent process call them: the `mcpServers` entries to hand it in its session requests
+   * (both carrying one token of its own): `http` for an agent that declares ACP
+   * `mcpCapabilities.http`, `stdio` (a small relay it launches) for the others; and `revoke` for
+   * when the process is gone.
    */
-  grant(caller: ToolCaller): { server: McpServerSpec; revoke(): void };
+  grant(caller: ToolCaller): { stdio: McpServerStdioSpec; http: McpServerHttpSpec; revoke(): void };
 }
 
 /** Server callbacks available to a backend for its whole life. */

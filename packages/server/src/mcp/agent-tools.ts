@@ -8,7 +8,7 @@ import type { ClarifyAnswer, ClarifyQuestion } from "../agent/port.js";
 import { ScheduleError } from "../schedules/rules.js";
 import type { Scheduler } from "../schedules/scheduler.js";
 import { scheduleView } from "../schedules/view.js";
-import { type ToolCall, ToolError, type ToolResult } from "./bridge.js";
+import { type ToolCall, ToolError, type ToolResult } from "./tool-server.js";
 
 /** Default time `ask_user` waits for an answer: below Hermes's 300 s MCP tool-call timeout. */
 export const DEFAULT_ASK_TIMEOUT_MS = 240_000;

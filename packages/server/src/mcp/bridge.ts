@@ -1,78 +1,47 @@
 /**
- * The Pheby end of the local channel to its MCP server: a Unix domain socket in a mode-0700
- * directory (the socket itself 0600), so only Pheby's own user can connect, and nothing is
- * reachable from another machine. (When the agent runs as another OS user, the directory is one
- * Pheby shares with that user's group instead: 02770, the socket 0660.) Each agent process gets its own random token ({@link
- * McpBridge.grant}); a call names the token, the bridge checks it, checks the arguments, asks
- * the grant which conversation the call belongs to, and runs the tool there.
+ * Pheby's MCP server for agents, both routes: a Streamable HTTP listener on 127.0.0.1 (http.ts)
+ * for agents that declare ACP `mcpCapabilities.http`, and, for the others, a Unix domain socket
+ * in a mode-0700 directory (the socket itself 0600, so only Pheby's own user can connect, and
+ * nothing is reachable from another machine) that the small stdio relay the agent launches
+ * (relay.ts) pipes its MCP stream to (socket.ts). When the agent runs as another OS user, the
+ * socket's directory is one Pheby shares with that user's group instead (02770, the socket 0660).
+ * Either way the MCP protocol and the tools run here, in Pheby's process (tool-server.ts). Each
+ * agent process gets its own random token ({@link McpBridge.grant}), the same on both routes; a
+ * connection presents it, and the grant says which conversation each call belongs to.
  *
  * Why a token per agent process and not per session: Hermes registers ACP-provided MCP servers
- * process-wide by name and OpenCode per working directory, so one MCP server process serves
- * every session of such an agent; the process cannot know the session. The grant (the ACP
- * backend) tells calls apart by the turns it is running (docs/architecture.md).
+ * process-wide by name and OpenCode per working directory, so one MCP client serves every session
+ * of such an agent; its calls cannot name the session. The grant (the ACP backend) tells calls
+ * apart by the turns it is running (docs/architecture.md).
  */
-import { createHash, randomBytes } from "node:crypto";
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { ZodError } from "zod/v3";
-import type { McpServerSpec } from "../agent/port.js";
+import type { McpServerHttpSpec, McpServerStdioSpec } from "../agent/port.js";
 import { type AgentShare, sharedDir } from "../agent-user/shared-dir.js";
-import { type ChannelResponse, MAX_REQUEST_BYTES, MCP_ENV, MCP_SERVER_NAME } from "./channel.js";
-import { type AgentToolName, isAgentToolName, parseToolArguments } from "./tools.js";
+import type { Lockout } from "../auth/lockout.js";
+import { MCP_ENV, MCP_SERVER_NAME } from "./channel.js";
+import { Grants } from "./grants.js";
+import { McpHttpListener } from "./http.js";
+import { acceptRelay } from "./socket.js";
+import type { McpGrant, ToolServerOptions } from "./tool-server.js";
 
-/** A checked tool call, to run in its conversation. */
-export interface ToolCall {
-  conversationId: string;
-  tool: AgentToolName;
-  args: Record<string, unknown>;
-  /** Aborted when the agent gives up on the call (its MCP server closed the connection) or Pheby shuts down. */
-  signal: AbortSignal;
-  /** The agent's own timeout of one MCP tool call, when its grant knew it. */
-  toolTimeoutMs: number | undefined;
-}
-
-/** A tool's result text; `isError` marks a failure the agent should read as one. */
-export interface ToolResult {
-  text: string;
-  isError?: boolean;
-}
-
-/** A refusal meant for the agent (its message is the tool's error text). */
-export class ToolError extends Error {
-  override readonly name = "ToolError";
-}
-
-/** One agent process's permission to call, and how its calls map to conversations. */
-export interface McpGrant {
-  /** The agent's name (ACP `agentInfo.name`), if known, for logs. */
-  agent?: string;
-  /** The agent's own timeout of one MCP tool call, when known. */
-  toolTimeoutMs?: number;
-  /** The conversation a call belongs to, or null when it cannot be told (e.g. outside any turn). */
-  conversationOf(call: { tool: AgentToolName; args: Record<string, unknown> }): Promise<string | null>;
-}
+export { type McpGrant, type ToolCall, ToolError, type ToolResult } from "./tool-server.js";
 
 /** Options of {@link McpBridge.open}. */
-export interface McpBridgeOptions {
+export interface McpBridgeOptions extends ToolServerOptions {
   /** Pheby's data directory; the socket lives in `<dataDir>/mcp/` (or a private temp dir when that path is too long). */
   dataDir: string;
   /**
    * The agent runs as another OS user: the socket lives in this shared directory instead (its
-   * group's, setgid, 0770; the socket 0660), so the agent's MCP server can connect.
+   * group's, setgid, 0770; the socket 0660), so the agent's MCP relay can connect.
    */
   shared?: AgentShare;
-  /** The tools offered to agents (others are refused even if asked for). */
-  tools: readonly AgentToolName[];
-  /** argv of Pheby's MCP server (`node …/dist/mcp.js` by default, see `mcpServerCommand`). */
+  /** argv of Pheby's stdio relay (`node …/dist/mcp.js` by default, see `mcpServerCommand`). */
   command: readonly string[];
-  /** Seconds `ask_user` waits (told to the model in the tool's description). */
-  askTimeoutSeconds: number;
-  /** The default time zone of schedules (told to the model). */
-  timezone: string;
-  /** Run a checked call. A {@link ToolError} becomes the agent's error text. */
-  run(call: ToolCall): Promise<ToolResult>;
+  /** Counts failed tokens on both routes (its own instance: the listener's peers are all loopback). */
+  lockout: Lockout;
   log: {
     debug(obj: object, msg?: string): void;
     warn(obj: object, msg?: string): void;
@@ -80,29 +49,35 @@ export interface McpBridgeOptions {
   };
 }
 
-/** A request line must arrive this soon after connecting. */
-const REQUEST_TIMEOUT_MS = 10_000;
 /** Unix socket paths are limited to ~108 bytes; stay well inside. */
 const MAX_SOCKET_PATH = 100;
 
-const hash = (token: string) => createHash("sha256").update(token).digest("hex");
+/** The two entries one agent process may be handed, and the end of its permission. */
+export interface McpBridgeGrant {
+  /** For an agent without HTTP MCP: the relay, with the socket and the token in its env. */
+  stdio: McpServerStdioSpec;
+  /** For an agent that declares `mcpCapabilities.http`: the listener, the token as a Bearer header. */
+  http: McpServerHttpSpec;
+  revoke(): void;
+}
 
-/** The local channel's server end. */
+/** Pheby's end of both routes. */
 export class McpBridge {
-  readonly #grants = new Map<string, McpGrant>();
   readonly #sockets = new Set<Socket>();
-  readonly #calls = new Set<AbortController>();
   #closed = false;
 
   private constructor(
     private readonly options: McpBridgeOptions,
     private readonly server: Server,
+    private readonly grants: Grants,
+    /** The HTTP route's listener. */
+    readonly http: McpHttpListener,
     /** Path of the socket. */
     readonly socketPath: string,
     private readonly dir: string,
   ) {}
 
-  /** Create the socket and start accepting calls. */
+  /** Create the socket and the HTTP listener, and start accepting connections. */
   static async open(options: McpBridgeOptions): Promise<McpBridge> {
     const { shared } = options;
     let dir = shared?.dir ?? join(options.dataDir, "mcp");
@@ -114,8 +89,10 @@ export class McpBridge {
     }
     const socketPath = join(dir, "pheby.sock");
     rmSync(socketPath, { force: true }); // left by a crash
+    const grants = new Grants(options.lockout);
+    const http = await McpHttpListener.open({ grants, server: options, log: options.log });
     const server = createServer();
-    const bridge = new McpBridge(options, server, socketPath, dir);
+    const bridge = new McpBridge(options, server, grants, http, socketPath, dir);
     server.on("connection", (socket) => bridge.#accept(socket));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
@@ -129,40 +106,42 @@ export class McpBridge {
   }
 
   /**
-   * Let one agent process call: returns the `mcpServers` entry to hand it in ACP session
-   * requests (its env carries a fresh random token), and `revoke` for when the process is gone.
+   * Let one agent process call: the `mcpServers` entries to hand it in ACP session requests (both
+   * carry one fresh random token), and `revoke` for when the process is gone (its connections close).
    */
-  grant(grant: McpGrant): { server: McpServerSpec; revoke(): void } {
-    const token = randomBytes(32).toString("hex");
-    const key = hash(token);
-    this.#grants.set(key, grant);
+  grant(grant: McpGrant): McpBridgeGrant {
+    const { token, revoke } = this.grants.issue(grant);
     const [command = process.execPath, ...args] = this.options.command;
-    const env: Record<string, string> = {
-      [MCP_ENV.socket]: this.socketPath,
-      [MCP_ENV.token]: token,
-      [MCP_ENV.tools]: this.options.tools.join(","),
-      [MCP_ENV.askTimeoutSeconds]: String(this.options.askTimeoutSeconds),
-      [MCP_ENV.timezone]: this.options.timezone,
-    };
     return {
-      server: {
+      stdio: {
         name: MCP_SERVER_NAME,
         command,
         args,
-        env: Object.entries(env).map(([name, value]) => ({ name, value })),
+        env: [
+          { name: MCP_ENV.socket, value: this.socketPath },
+          { name: MCP_ENV.token, value: token },
+        ],
       },
-      revoke: () => this.#grants.delete(key),
+      http: {
+        type: "http",
+        name: MCP_SERVER_NAME,
+        url: this.http.url,
+        headers: [{ name: "Authorization", value: `Bearer ${token}` }],
+      },
+      revoke,
     };
   }
 
-  /** Stop: pending calls are aborted, the socket is removed. */
+  /** Stop: every connection closes (pending calls are aborted), the socket is removed. */
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    this.#grants.clear();
-    for (const call of this.#calls) call.abort();
+    this.grants.revokeAll();
     for (const socket of this.#sockets) socket.destroy();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await Promise.all([
+      this.http.close(),
+      new Promise<void>((resolve) => this.server.close(() => resolve())),
+    ]);
     rmSync(this.socketPath, { force: true });
     if (!this.dir.startsWith(this.options.dataDir) && this.dir !== this.options.shared?.dir)
       rmSync(this.dir, { recursive: true, force: true });
@@ -171,103 +150,6 @@ export class McpBridge {
   #accept(socket: Socket): void {
     this.#sockets.add(socket);
     socket.on("close", () => this.#sockets.delete(socket));
-    socket.on("error", (err) => this.options.log.debug({ err: err.message }, "mcp channel socket error"));
-    let buffered = "";
-    let bytes = 0;
-    const timer = setTimeout(
-      () => this.#reply(socket, { ok: false, error: "No request." }),
-      REQUEST_TIMEOUT_MS,
-    );
-    timer.unref();
-    socket.setEncoding("utf8");
-    const onData = (chunk: string) => {
-      bytes += Buffer.byteLength(chunk);
-      buffered += chunk;
-      const nl = buffered.indexOf("\n");
-      if (nl < 0 && bytes <= MAX_REQUEST_BYTES) return;
-      socket.off("data", onData);
-      clearTimeout(timer);
-      if (nl < 0 || Buffer.byteLength(buffered.slice(0, nl)) > MAX_REQUEST_BYTES) {
-        this.#reply(socket, { ok: false, error: "The request is too large." });
-        return;
-      }
-      void this.#handle(socket, buffered.slice(0, nl));
-    };
-    socket.on("data", onData);
+    acceptRelay(socket, { grants: this.grants, server: this.options, log: this.options.log });
   }
-
-  async #handle(socket: Socket, line: string): Promise<void> {
-    let request: { token?: unknown; tool?: unknown; arguments?: unknown };
-    try {
-      request = JSON.parse(line) as typeof request;
-    } catch {
-      this.#reply(socket, { ok: false, error: "The request is not JSON." });
-      return;
-    }
-    const grant = typeof request.token === "string" ? this.#grants.get(hash(request.token)) : undefined;
-    if (!grant) {
-      this.options.log.warn({}, "mcp channel call with an unknown token refused");
-      this.#reply(socket, { ok: false, error: "Not authorized." });
-      return;
-    }
-    const tool = request.tool;
-    if (typeof tool !== "string" || !isAgentToolName(tool) || !this.options.tools.includes(tool)) {
-      this.#reply(socket, { ok: false, error: "This tool is not offered." });
-      return;
-    }
-    let args: Record<string, unknown>;
-    try {
-      args = parseToolArguments(tool, request.arguments);
-    } catch (err) {
-      this.#reply(socket, { ok: false, error: `Bad arguments: ${describeZodError(err)}` });
-      return;
-    }
-    const controller = new AbortController();
-    const onClose = () => controller.abort();
-    socket.once("close", onClose);
-    this.#calls.add(controller);
-    try {
-      const conversationId = await grant.conversationOf({ tool, args });
-      if (conversationId === null) {
-        throw new ToolError(
-          "Pheby cannot tell which conversation this call belongs to: its tools work while you answer a message in a Pheby conversation.",
-        );
-      }
-      const result = await this.options.run({
-        conversationId,
-        tool,
-        args,
-        signal: controller.signal,
-        toolTimeoutMs: grant.toolTimeoutMs,
-      });
-      this.#reply(
-        socket,
-        result.isError ? { ok: false, error: result.text } : { ok: true, text: result.text },
-      );
-    } catch (err) {
-      if (!(err instanceof ToolError))
-        this.options.log.error({ err, tool, agent: grant.agent }, "agent tool failed");
-      this.#reply(socket, {
-        ok: false,
-        error: err instanceof ToolError ? err.message : "Pheby failed to run this tool.",
-      });
-    } finally {
-      socket.off("close", onClose);
-      this.#calls.delete(controller);
-    }
-  }
-
-  #reply(socket: Socket, response: ChannelResponse): void {
-    if (socket.destroyed) return;
-    socket.end(`${JSON.stringify(response)}\n`);
-  }
-}
-
-/** "question: Required; choices.0: String must contain at least 1 character(s)" — paths and rules, no values. */
-function describeZodError(err: unknown): string {
-  if (!(err instanceof ZodError)) return "invalid";
-  return err.issues
-    .map((i) => `${i.path.join(".") || "arguments"}: ${i.message}`)
-    .slice(0, 5)
-    .join("; ");
 }

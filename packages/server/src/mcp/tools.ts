@@ -1,7 +1,6 @@
 /**
- * The tools of Pheby's MCP server, shared by both ends: the stdio server the agent launches
- * (which describes them to the agent) and the bridge inside Pheby (which checks the arguments
- * again before acting: the agent's process is not trusted to have done it).
+ * The tools of Pheby's MCP server: their names, argument schemas (which the MCP SDK both
+ * describes to the agent and checks each call against, inside Pheby) and descriptions.
  */
 import { z } from "zod/v3";
 import { MAX_NAME_CHARS, MAX_PROMPT_CHARS } from "../schedules/limits.js";
@@ -18,11 +17,6 @@ export const AGENT_TOOL_NAMES = [
 
 /** The name of one of Pheby's agent tools. */
 export type AgentToolName = (typeof AGENT_TOOL_NAMES)[number];
-
-/** Whether `name` is one of Pheby's agent tools. */
-export function isAgentToolName(name: string): name is AgentToolName {
-  return (AGENT_TOOL_NAMES as readonly string[]).includes(name);
-}
 
 const text = (max: number) => z.string().min(1).max(max);
 
@@ -92,9 +86,4 @@ export function toolDescription(
     case "send_file":
       return "Send a file from this machine to the user's phone. The path must be absolute and inside the directories Pheby is allowed to deliver from.";
   }
-}
-
-/** The arguments of `tool`, checked; throws a ZodError naming the bad field. */
-export function parseToolArguments(tool: AgentToolName, args: unknown): Record<string, unknown> {
-  return z.object(TOOL_INPUTS[tool]).parse(args ?? {}) as Record<string, unknown>;
 }

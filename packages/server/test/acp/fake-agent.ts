@@ -11,7 +11,9 @@
  *   its values change with the model, a value it lacks is refused, and every change is also
  *   announced in a `config_option_update` before the response).
  * - `FAKE_LINGER`: keep running after stdin closes (a native agent behind a launcher shim).
- * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities.
+ * - `FAKE_CAPS`: JSON merged over the advertised agent capabilities (`{"mcpCapabilities":{"http":true}}`:
+ *   Pheby hands it its HTTP MCP server instead of the stdio relay).
+ * - `FAKE_MCP_SHARED`: one MCP client for the whole process (as Hermes), not one per session (as Codex).
  * - `FAKE_HANG`: a method name this agent never answers (with `FAKE_HANG_WHILE`: while that file exists).
  * - `FAKE_EXIT_AT_START`: exit before reading anything.
  * - `FAKE_REFUSE`: a file path; while that file exists the agent exits at start (an agent that
@@ -27,12 +29,12 @@
  *
  * Every line of `FAKE_LOG` carries the agent's `pid`, so a test can kill it mid-run.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
-import { createInterface } from "node:readline";
 import { Readable, Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
 import * as acp from "@agentclientprotocol/sdk";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 
 interface Session {
   cwd: string;
@@ -408,43 +410,35 @@ const GENERIC_OPTIONS: acp.PermissionOption[] = [
 ];
 
 /**
- * A minimal MCP client, as an agent has one: launch the stdio server a session was given and call
- * its tools over newline-delimited JSON-RPC.
+ * The MCP client of a session's MCP server, as agents have one (the MCP SDK's, as Qwen Code's and
+ * Gemini CLI's): it launches a stdio server, or talks Streamable HTTP to an `http` one with the
+ * entry's headers. One per session, as Codex does; `FAKE_MCP_SHARED` shares the first one across
+ * the process, as Hermes does.
  */
-class McpClient {
-  #id = 0;
-  readonly #pending = new Map<number, (result: { result?: unknown; error?: { message: string } }) => void>();
-  private constructor(readonly child: ChildProcess) {
-    createInterface({ input: child.stdout! }).on("line", (line) => {
-      const msg = JSON.parse(line) as { id?: number; result?: unknown; error?: { message: string } };
-      if (typeof msg.id === "number") this.#pending.get(msg.id)?.(msg);
-    });
-  }
-  static async launch(server: acp.McpServerStdio): Promise<McpClient> {
+async function mcpClient(server: acp.McpServer): Promise<Client> {
+  // Loaded on first use: most scripts never call MCP, and the SDK slows every agent's start.
+  const { Client } = await import("@modelcontextprotocol/sdk/client/index.js");
+  const client = new Client({ name: "fake-agent", version: "1" });
+  if ("url" in server) {
+    const { StreamableHTTPClientTransport } = await import(
+      "@modelcontextprotocol/sdk/client/streamableHttp.js"
+    );
+    const headers = Object.fromEntries(server.headers.map((h) => [h.name, h.value]));
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }),
+    );
+  } else {
+    const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
     const env = {
       PATH: process.env.PATH ?? "",
       ...Object.fromEntries(server.env.map((e) => [e.name, e.value])),
     };
-    const client = new McpClient(
-      spawn(server.command, server.args, { env, stdio: ["pipe", "pipe", "inherit"] }),
-    );
-    await client.request("initialize", {
-      protocolVersion: "2025-06-18",
-      capabilities: {},
-      clientInfo: { name: "fake-agent", version: "1" },
-    });
-    client.child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" })}\n`);
-    return client;
+    await client.connect(new StdioClientTransport({ command: server.command, args: server.args, env }));
   }
-  request(method: string, params: unknown): Promise<{ result?: unknown; error?: { message: string } }> {
-    const id = ++this.#id;
-    return new Promise((resolve) => {
-      this.#pending.set(id, resolve);
-      this.child.stdin!.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
-    });
-  }
+  return client;
 }
-const mcpClients = new Map<string, Promise<McpClient>>();
+const mcpClients = new Map<string, Promise<Client>>();
+const SHARED = "shared";
 
 const SCRIPTS: Record<string, Script> = {
   /**
@@ -453,20 +447,21 @@ const SCRIPTS: Record<string, Script> = {
    * the tool failed). `mcp list` answers with the tool names.
    */
   async mcp({ args, params, say, update }) {
-    const server = mcpServersOf.get(params.sessionId)?.find((m): m is acp.McpServerStdio => "command" in m);
+    const server = mcpServersOf.get(params.sessionId)?.[0];
     if (!server) {
       await say("no MCP server");
       return done();
     }
-    let client = mcpClients.get(params.sessionId);
+    const key = process.env.FAKE_MCP_SHARED ? SHARED : params.sessionId;
+    let client = mcpClients.get(key);
     if (!client) {
-      client = McpClient.launch(server);
-      mcpClients.set(params.sessionId, client);
+      client = mcpClient(server);
+      mcpClients.set(key, client);
     }
     const mcp = await client;
     const [tool = "", ...rest] = args;
     if (tool === "list") {
-      const listed = (await mcp.request("tools/list", {})).result as { tools: Array<{ name: string }> };
+      const listed = await mcp.listTools();
       await say(listed.tools.map((t) => t.name).join(","));
       return done();
     }
@@ -480,17 +475,20 @@ const SCRIPTS: Record<string, Script> = {
       status: "in_progress",
       rawInput: toolArgs,
     });
-    const { result, error } = await mcp.request("tools/call", { name: tool, arguments: toolArgs });
-    const r = result as { content?: Array<{ text?: string }>; isError?: boolean } | undefined;
-    const text = error
-      ? `protocol error: ${error.message}`
-      : (r?.content ?? []).map((c) => c.text ?? "").join("");
-    await update({
-      sessionUpdate: "tool_call_update",
-      toolCallId,
-      status: r?.isError || error ? "failed" : "completed",
-    });
-    await say(`${tool} -> ${r?.isError ? "error: " : ""}${text}`);
+    let text: string;
+    let failed = false;
+    try {
+      const r = (await mcp.callTool({ name: tool, arguments: toolArgs }, undefined, {
+        timeout: 10 * 60_000,
+      })) as { content?: Array<{ text?: string }>; isError?: boolean };
+      failed = r.isError === true;
+      text = `${failed ? "error: " : ""}${(r.content ?? []).map((c) => c.text ?? "").join("")}`;
+    } catch (err) {
+      failed = true;
+      text = `protocol error: ${(err as Error).message}`;
+    }
+    await update({ sessionUpdate: "tool_call_update", toolCallId, status: failed ? "failed" : "completed" });
+    await say(`${tool} -> ${text}`);
     return done();
   },
   /** Ask permission for a call of one of Pheby's own tools, named as Qwen Code does (`_meta.toolName`). */

@@ -116,3 +116,17 @@ export function mcpToolTimeoutMs(agentName: string): number | undefined {
   if (agentName === "codex-acp") return 60_000;
   return undefined;
 }
+
+/**
+ * Agents that declare `mcpCapabilities.http` but did not reach Pheby's tools over it in
+ * `test:agents`: Qwen Code 0.24.4 (its calls never arrived; not yet understood). They keep the relay.
+ */
+const HTTP_MCP_UNPROVEN = new Set(["qwen-code"]);
+
+/** Whether Pheby hands this agent its HTTP MCP server (it declares `mcpCapabilities.http`), not the relay. */
+export function takesHttpMcp(init: acp.InitializeResponse): boolean {
+  return (
+    init.agentCapabilities?.mcpCapabilities?.http === true &&
+    !HTTP_MCP_UNPROVEN.has(init.agentInfo?.name ?? "")
+  );
+}

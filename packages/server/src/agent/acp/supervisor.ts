@@ -6,7 +6,7 @@
  */
 import type { InitializeResponse } from "@agentclientprotocol/sdk";
 import { loginEnv } from "../../agent-user/spawn.js";
-import { mcpToolTimeoutMs, sessionOf } from "./mcp.js";
+import { mcpToolTimeoutMs, sessionOf, takesHttpMcp } from "./mcp.js";
 import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, AgentProcess, type ClientHandlers, errorMessage } from "./process.js";
 import type { AcpState } from "./state.js";
@@ -141,7 +141,8 @@ export class Supervisor {
       ...(toolTimeoutMs === undefined ? {} : { toolTimeoutMs }),
       sessionOf: (call) => sessionOf(this.state, (openIn) => openIn === proc, call),
     });
-    this.state.mcpServer = grant?.server ?? null;
+    // An agent that takes HTTP MCP servers gets Pheby's in-process listener; the others a relay each.
+    this.state.mcpServer = grant ? (takesHttpMcp(proc.init) ? grant.http : grant.stdio) : null;
     void proc.exited.then((reason) => {
       grant?.revoke();
       this.#exited(proc, reason);
