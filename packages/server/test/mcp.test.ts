@@ -204,7 +204,9 @@ describe("Pheby's MCP server", () => {
     const users = p.scheduler.create({ conversationId: CONV, prompt: "mine", cron: "0 9 * * *" });
     const notYours = await p.call("schedule_delete", { schedule_id: users.id });
     expect(notYours).toMatchObject({ isError: true });
-    expect(textOf(notYours)).toBe("This schedule was made by the user: only the user can delete it, in Pheby.");
+    expect(textOf(notYours)).toBe(
+      "This schedule was made by the user: only the user can delete it, in Pheby.",
+    );
     expect(p.scheduler.list(CONV).map((r) => r.id)).toEqual([schedule.schedule_id, users.id]);
     p.scheduler.delete(users.id);
     const deleted = await p.call("schedule_delete", { schedule_id: schedule.schedule_id });

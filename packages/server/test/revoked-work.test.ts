@@ -17,6 +17,7 @@ import type { TurnSink } from "../src/agent/port.js";
 import { openDeviceAdmin } from "../src/devices/admin.js";
 import {
   createConversation,
+  phebyClient,
   RawClient,
   SECRET,
   scriptedBackend,
@@ -327,13 +328,10 @@ describe("work a device or nobody set in motion", () => {
       prompt: "nightly",
       auto_approve: true,
     });
-    // The owner may switch auto_approve on for an existing schedule.
-    expect(
-      await owner.ok(
-        { type: "schedule.update", schedule_id: own.schedule_id, auto_approve: true },
-        "schedule.changed",
-      ),
-    ).toMatchObject({ schedule: { auto_approve: true } });
+    // The owner may switch auto_approve on for an existing schedule (here with @pheby/client's helper).
+    const app = await phebyClient(server, { features: [FEATURE_SCHEDULES] });
+    expect(await app.setScheduleAutoApprove(own.schedule_id, true)).toMatchObject({ auto_approve: true });
+    app.close();
   });
 
   it("a scheduled prompt queued at a restart is still not approved by YOLO when it starts after it", async () => {

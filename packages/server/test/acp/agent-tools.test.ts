@@ -155,15 +155,15 @@ describe("Pheby's tools for agents, through the ACP backend", () => {
       schedule_id: created.schedule_id,
       prompt_preview: "echo scheduled hello",
     });
-    // The user confirms it: enabling it is the confirmation. Then it fires as a run nobody asked for.
-    // (A time of its own, close by, so the test need not wait an hour.)
-    const confirmed = await p.client.request({
+    // The user confirms it (the client's confirmSchedule: enabling it is the confirmation), then
+    // moves it close by, so the test need not wait an hour. It fires as a run nobody asked for.
+    const confirmed = await p.client.confirmSchedule(created.schedule_id);
+    expect(confirmed).toMatchObject({ enabled: true, confirmed: true, created_by: "agent" });
+    await p.client.request({
       type: "schedule.update",
       schedule_id: created.schedule_id,
-      enabled: true,
       at: new Date(Date.now() + 1_500).toISOString(),
     });
-    expect(confirmed.schedule).toMatchObject({ enabled: true, confirmed: true, created_by: "agent" });
     const accepted = await p.waitFor(
       "run.accepted",
       (m) => m.run_id !== run.runId && m.conversation_id === id,
