@@ -405,7 +405,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
   devices.onRevoked((deviceId) => push.forget(deviceId));
   // And so does what it set in motion: queued runs, schedules, YOLO, its active runs.
-  devices.onRevoked((deviceId) => stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }));
+  devices.onRevoked((deviceId) =>
+    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
+  );
   // What devices revoked while the server was down (`devices revoke-all`) left behind goes now.
   const forgotten = forgetRevokedDevices(store.db);
   if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo > 0)

@@ -122,6 +122,7 @@ describe("work a device or nobody set in motion", () => {
       { type: "chat.send", conversation_id: conv, text: "ask queued", queue: true },
       "run.queued",
     );
+    expect(queued.position).toBe(1);
     const ownQueued = await owner.ok(
       { type: "chat.send", conversation_id: conv, text: "owner's follow-up", queue: true },
       "run.queued",
@@ -229,12 +230,8 @@ describe("work a device or nobody set in motion", () => {
     expect(history.queue).toEqual([]);
   });
 
-  /** A conversation with YOLO on (the owner's) and a schedule of `prompt` due at T0 + 1 min. */
-  async function yoloWithSchedule(
-    server: TestServer,
-    clock: ManualClock,
-    extra: Record<string, unknown> = {},
-  ) {
+  /** A conversation with YOLO on (the owner's) and a one-shot schedule that asks permission, due at T0 + 1 min. */
+  async function yoloWithSchedule(server: TestServer, extra: Record<string, unknown> = {}) {
     const owner = await connect(server);
     const conv = await createConversation(owner);
     await owner.ok({ type: "yolo.set", conversation_id: conv, enabled: true }, "yolo.changed");
@@ -248,7 +245,7 @@ describe("work a device or nobody set in motion", () => {
   it("a schedule's run is not approved by YOLO: the question goes to the user", async () => {
     const clock = new ManualClock(T0);
     const server = await serve({ clock });
-    const { owner, created } = await yoloWithSchedule(server, clock);
+    const { owner, created } = await yoloWithSchedule(server);
     expect(created.schedule).toMatchObject({ created_by: "user", confirmed: true, auto_approve: false });
     clock.advanceTo(T0 + 60_000);
     const asked = await owner.next("approval.request");
@@ -269,7 +266,7 @@ describe("work a device or nobody set in motion", () => {
   it("auto_approve, set by the master secret, lets YOLO approve the schedule's runs", async () => {
     const clock = new ManualClock(T0);
     const server = await serve({ clock });
-    const { owner, created } = await yoloWithSchedule(server, clock, { auto_approve: true });
+    const { owner, created } = await yoloWithSchedule(server, { auto_approve: true });
     expect(created.schedule.auto_approve).toBe(true);
     clock.advanceTo(T0 + 60_000);
     const accepted = await owner.next("run.accepted", (m) => m.request_id === undefined);
@@ -338,7 +335,7 @@ describe("work a device or nobody set in motion", () => {
     const clock = new ManualClock(T0);
     const dataDir = tempDir();
     const first = await startServer({ transport: "memory", agent: backend(), clock, dataDir });
-    const { owner, conv } = await yoloWithSchedule(first, clock);
+    const { owner, conv } = await yoloWithSchedule(first);
     // Busy when it is due: it joins the queue, then the server stops.
     await owner.ok({ type: "chat.send", conversation_id: conv, text: "hold" }, "run.accepted");
     clock.advanceTo(T0 + 60_000);

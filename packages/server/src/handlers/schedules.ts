@@ -3,12 +3,7 @@ import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { ScheduleError } from "../schedules/rules.js";
 import { scheduleView } from "../schedules/view.js";
-import {
-  type HandlerTable,
-  PUBLISHED_BY_CORE,
-  requireConversation,
-  type ServerContext,
-} from "./context.js";
+import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation, type ServerContext } from "./context.js";
 
 /**
  * Auto-approval lets YOLO answer a schedule's runs unattended: only the master secret may switch it

@@ -235,7 +235,11 @@ export class RunEngine {
    * active run. Resolves with how the run ended; `gone` when the conversation no longer exists
    * (or the server is closing) by the time it would start.
    */
-  runPrompt(conv: ConversationRow, prompt: string, owner: RunOwner = UNATTENDED): Promise<RunStatus | "gone"> {
+  runPrompt(
+    conv: ConversationRow,
+    prompt: string,
+    owner: RunOwner = UNATTENDED,
+  ): Promise<RunStatus | "gone"> {
     return this.#serverRun(
       conv,
       prompt,

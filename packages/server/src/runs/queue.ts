@@ -62,7 +62,8 @@ export class RunQueue {
   serverPrompt(conv: ConversationRow, text: string, source: PromptSource): Promise<RunStatus | "gone"> {
     const { store, runs, outbox, log } = this.deps;
     const owner: RunOwner = { deviceId: source.device_id, autoApprove: source.auto_approve };
-    if (!runs.busy(conv.id) && store.queue.list(conv.id).length === 0) return runs.runPrompt(conv, text, owner);
+    if (!runs.busy(conv.id) && store.queue.list(conv.id).length === 0)
+      return runs.runPrompt(conv, text, owner);
     let queued: ReturnType<RunQueue["enqueue"]>;
     try {
       queued = this.enqueue(
