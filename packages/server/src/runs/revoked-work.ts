@@ -1,9 +1,9 @@
 import type { Logger } from "pino";
 import { eventOf, type Outbox } from "../outbox/outbox.js";
-import type { RunEngine } from "../runs/engine.js";
-import type { RunQueue } from "../runs/queue.js";
 import type { Scheduler } from "../schedules/scheduler.js";
 import type { Settings } from "../settings/settings.js";
+import type { RunEngine } from "./engine.js";
+import type { RunQueue } from "./queue.js";
 
 /** What {@link stopRevokedWork} acts through. */
 export interface RevokedWorkDeps {
