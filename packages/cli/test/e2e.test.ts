@@ -167,6 +167,28 @@ describe.skipIf(unavailable !== undefined)(
       const usage = await runPheby(server, ["schedule", "add", conversation, "p"]);
       expect(usage.code).toBe(1);
       expect(usage.output).toContain("give either --cron or --at");
+      expect(made).toMatchObject({ created_by: "user", confirmed: true, auto_approve: false });
+      // The owner (the master secret) may let YOLO approve a schedule's runs; the list says so.
+      const auto = await runPheby(server, [
+        "schedule",
+        "add",
+        conversation,
+        "--cron",
+        "0 2 * * *",
+        "--auto-approve",
+        "Nightly",
+      ]);
+      expect(auto).toMatchObject({
+        code: 0,
+        output: expect.stringMatching(/ {2}Nightly {2}\[auto-approve\]\n$/),
+      });
+      const confirmed = await runPheby(server, ["schedule", "confirm", made.schedule_id as string, "--json"]);
+      expect(confirmed.code).toBe(0);
+      expect(jsonLines(confirmed.output)[0]).toMatchObject({
+        schedule_id: made.schedule_id,
+        enabled: true,
+        confirmed: true,
+      });
       const removed = await runPheby(server, ["schedule", "rm", made.schedule_id as string]);
       expect(removed).toMatchObject({ code: 0, output: `deleted ${made.schedule_id as string}\n` });
       const missing = await runPheby(server, ["schedule", "rm", made.schedule_id as string]);

@@ -13,6 +13,7 @@ import {
   type PushEventKind,
   type ReplyOf,
   type RequestType,
+  type Schedule,
   type ServerMessage,
   type ServerMessageOf,
   type ServerMessageType,
@@ -365,6 +366,24 @@ export class PhebyClient {
    */
   async revokeDevice(deviceId: string): Promise<void> {
     await this.request({ type: "device.revoke", device_id: deviceId });
+  }
+
+  /**
+   * Confirm a schedule the agent made (the `schedules` extension): `schedule.update { enabled: true }`,
+   * which sets `confirmed`. It runs from then on like the user's own. Resolves with its new state.
+   */
+  async confirmSchedule(scheduleId: string): Promise<Schedule> {
+    return (await this.request({ type: "schedule.update", schedule_id: scheduleId, enabled: true })).schedule;
+  }
+
+  /**
+   * Let YOLO approve a schedule's runs, or stop it (the `schedules` extension). Switching it on needs
+   * the master secret: a paired device's request rejects with `bad_request`.
+   */
+  async setScheduleAutoApprove(scheduleId: string, autoApprove: boolean): Promise<Schedule> {
+    return (
+      await this.request({ type: "schedule.update", schedule_id: scheduleId, auto_approve: autoApprove })
+    ).schedule;
   }
 
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */

@@ -108,6 +108,27 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.schedules when a client's schedule comes back unconfirmed, as if the agent made it", async () => {
+      const proxy = await brokenProxy(server.url, (f) => {
+        const m = JSON.parse(f) as { type: string; schedule?: Record<string, unknown> };
+        return m.type === "schedule.created"
+          ? JSON.stringify({ ...m, schedule: { ...m.schedule, created_by: "agent", confirmed: false } })
+          : f;
+      });
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.schedules"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail" });
+        expect(check!.reason).toContain("not created_by user, confirmed");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails extensions.schedules when a proxy stamps the requester's request_id on every copy, quoting it", async () => {
       // The other connections' schedule.changed must carry no request_id.
       let last = "";

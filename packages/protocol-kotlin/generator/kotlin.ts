@@ -59,6 +59,7 @@ const ENUM_NAMES: Record<string, string> = {
   "running|completed|failed|cancelled": "ToolStatus",
   "approval|clarify|run_finished|message": "PushEventKind",
   "active|background": "PresenceState",
+  "user|agent": "ScheduleCreator",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects

@@ -197,6 +197,15 @@ export const MESSAGE_ROLES = ["user", "assistant"] as const;
 /** One history role. */
 export type MessageRole = (typeof MESSAGE_ROLES)[number];
 
+/**
+ * `schedules`: who made a schedule. `user`: a client's `schedule.create` (the owner or a paired
+ * device); `agent`: the agent, through Pheby's `schedule_create` tool (it waits for the user's
+ * confirmation before it ever runs).
+ */
+export const SCHEDULE_CREATORS = ["user", "agent"] as const;
+/** One schedule creator. */
+export type ScheduleCreator = (typeof SCHEDULE_CREATORS)[number];
+
 /** `push`: the events a subscription can ask for (`push.subscribe.events`; all of them by default). */
 export const PUSH_EVENT_KINDS = ["approval", "clarify", "run_finished", "message"] as const;
 /** One push event kind. */
@@ -204,9 +213,10 @@ export type PushEventKind = (typeof PUSH_EVENT_KINDS)[number];
 
 /**
  * `push`: the `kind` of a push payload: an event kind, `resolved` (replaces an approval or clarify
- * notification that was answered or withdrawn) or `test` (from `push.test`).
+ * notification that was answered or withdrawn), `test` (from `push.test`) or `schedule` (the agent
+ * made a schedule that waits for the user's confirmation; sent to every subscription).
  */
-export const PUSH_PAYLOAD_KINDS = [...PUSH_EVENT_KINDS, "resolved", "test"] as const;
+export const PUSH_PAYLOAD_KINDS = [...PUSH_EVENT_KINDS, "resolved", "test", "schedule"] as const;
 /** One push payload kind. */
 export type PushPayloadKind = (typeof PUSH_PAYLOAD_KINDS)[number];
 

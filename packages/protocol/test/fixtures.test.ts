@@ -44,7 +44,15 @@ describe("valid http fixtures", () => {
       expect(names.has(definition as never), definition).toBe(true);
     const payloads = corpus.filter(([name]) => httpDefinition(name) === "PushPayload");
     const kinds = new Set(payloads.map(([, v]) => (v as { kind: string }).kind));
-    expect([...kinds].sort()).toEqual(["approval", "clarify", "message", "resolved", "run_finished", "test"]);
+    expect([...kinds].sort()).toEqual([
+      "approval",
+      "clarify",
+      "message",
+      "resolved",
+      "run_finished",
+      "schedule",
+      "test",
+    ]);
   });
 
   it.each(corpus)("%s is accepted by Zod and by the JSON Schema", (name, value) => {

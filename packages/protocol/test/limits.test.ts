@@ -108,6 +108,9 @@ describe("extension limits", () => {
       next_run_at: ts,
       last_run_at: null,
       last_status: null,
+      created_by: "user",
+      confirmed: true,
+      auto_approve: false,
     });
     const snapshot = (n: number) => ({
       type: "schedule.snapshot",
@@ -148,10 +151,15 @@ describe("extension limits", () => {
     const update = (extra: Record<string, unknown>) =>
       decodeClientFrame(JSON.stringify({ type: "schedule.update", schedule_id: "s", ...extra }), all);
     expect(update({})).toMatchObject({
-      error: { message: "frame needs at least one of: name, prompt, cron, at, timezone, enabled" },
+      error: {
+        message: "frame needs at least one of: name, prompt, cron, at, timezone, enabled, auto_approve",
+      },
     });
     expect(update({ name: null }).ok).toBe(true);
     expect(update({ enabled: false }).ok).toBe(true);
+    // auto_approve alone is a change (whether the sender may make it is the server's to say).
+    expect(update({ auto_approve: true }).ok).toBe(true);
+    expect(create({ cron: "0 8 * * *", auto_approve: true }).ok).toBe(true);
   });
 
   it("push: endpoints of 2048 characters, distinct events, keys of the RFC sizes", () => {

@@ -74,7 +74,11 @@ describe("JSON Schema bundles", () => {
     ]);
     expect((defs.ScheduleUpdate as { allOf?: unknown }).allOf).toEqual([
       { not: { required: ["cron", "at"] } },
-      { anyOf: ["name", "prompt", "cron", "at", "timezone", "enabled"].map((k) => ({ required: [k] })) },
+      {
+        anyOf: ["name", "prompt", "cron", "at", "timezone", "enabled", "auto_approve"].map((k) => ({
+          required: [k],
+        })),
+      },
     ]);
   });
 });

@@ -39,12 +39,14 @@ import { ResumeOutbox } from "./resume/outbox.js";
 import { recoverInterruptedRuns } from "./resume/recover.js";
 import { DEFAULT_CANCEL_GRACE_MS, RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
+import { stopRevokedWork } from "./runs/revoked-work.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
 import { Scheduler } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
 import { SERVER_FEATURES } from "./session/features.js";
 import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
+import { forgetRevokedDevices } from "./store/creators.js";
 import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
 import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
@@ -412,7 +414,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     conversationExists: (id) => store.getConversation(id) !== undefined,
     fire: async (row) => {
       const conv = store.getConversation(row.conversation_id);
-      return conv ? queue.serverPrompt(conv, row.prompt) : "gone";
+      return conv ? queue.serverPrompt(conv, row.prompt, row) : "gone";
     },
     // Every change reaches the `schedules` connections. A request's origin gets it as its reply
     // (request_id on its copy), except a creation, whose reply is schedule.created.
@@ -438,6 +440,14 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   });
   // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
   devices.onRevoked((deviceId) => push.forget(deviceId));
+  // And so does what it set in motion: queued runs, schedules, YOLO, its active runs.
+  devices.onRevoked((deviceId) =>
+    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
+  );
+  // What devices revoked while the server was down (`devices revoke-all`) left behind goes now.
+  const forgotten = forgetRevokedDevices(store.db);
+  if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo > 0)
+    log.info(forgotten, "work of revoked devices removed");
   const ctx: ServerContext = {
     store,
     attachments,

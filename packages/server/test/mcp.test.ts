@@ -20,7 +20,7 @@ import type {
   McpServerStdioSpec,
 } from "../src/agent/port.js";
 import { Lockout } from "../src/auth/lockout.js";
-import { type AgentToolDeps, agentTools } from "../src/mcp/agent-tools.js";
+import { type AgentToolDeps, agentTools, NOT_ACTIVE } from "../src/mcp/agent-tools.js";
 import { McpBridge, type McpBridgeGrant, type McpGrant, ToolError } from "../src/mcp/bridge.js";
 import { MAX_REQUEST_BYTES } from "../src/mcp/channel.js";
 import { MAX_SESSIONS_PER_GRANT } from "../src/mcp/http.js";
@@ -211,13 +211,20 @@ describe.each(["stdio", "http"] as const)("Pheby's MCP server over %s", (route) 
       name: "Inbox",
     });
     expect(created.isError).toBeFalsy();
-    const schedule = JSON.parse(textOf(created));
+    const answer = JSON.parse(textOf(created));
+    // The agent's schedule waits for the user, and the agent is told so.
+    expect(answer).toMatchObject({ active: false, note: NOT_ACTIVE });
+    const schedule = answer.schedule;
     expect(schedule).toMatchObject({
       conversation_id: CONV,
       name: "Inbox",
       cron: "0 8 * * 1-5",
       timezone: "Europe/Berlin",
-      enabled: true,
+      enabled: false,
+      next_run_at: null,
+      created_by: "agent",
+      confirmed: false,
+      auto_approve: false,
     });
     expect(p.scheduler.list(CONV).map((r) => r.id)).toEqual([schedule.schedule_id]);
     const bad = await p.call("schedule_create", { prompt: "p", cron: "61 * * * *" });
@@ -231,6 +238,15 @@ describe.each(["stdio", "http"] as const)("Pheby's MCP server over %s", (route) 
     const refused = await p.call("schedule_delete", { schedule_id: theirs.id });
     expect(textOf(refused)).toBe("No such schedule in this conversation.");
     expect(p.scheduler.list(OTHER)).toHaveLength(1);
+    // The user's schedule in this conversation is not the agent's to delete.
+    const users = p.scheduler.create({ conversationId: CONV, prompt: "mine", cron: "0 9 * * *" });
+    const notYours = await p.call("schedule_delete", { schedule_id: users.id });
+    expect(notYours).toMatchObject({ isError: true });
+    expect(textOf(notYours)).toBe(
+      "This schedule was made by the user: only the user can delete it, in Pheby.",
+    );
+    expect(p.scheduler.list(CONV).map((r) => r.id)).toEqual([schedule.schedule_id, users.id]);
+    p.scheduler.delete(users.id);
     const deleted = await p.call("schedule_delete", { schedule_id: schedule.schedule_id });
     expect(JSON.parse(textOf(deleted)).deleted.schedule_id).toBe(schedule.schedule_id);
     expect(p.scheduler.list(CONV)).toEqual([]);

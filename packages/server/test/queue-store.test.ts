@@ -31,6 +31,8 @@ const run = (runId: string, conversationId = C, extra: Partial<QueuedRun> = {}):
   clientMessageId: null,
   attachmentIds: [],
   queuedAt: 1,
+  deviceId: null,
+  scheduleId: null,
   ...extra,
 });
 

@@ -206,6 +206,9 @@ describe("the scheduler", () => {
       next_run_at: "2026-03-30T06:00:00.000Z",
       last_run_at: null,
       last_status: null,
+      created_by: "user",
+      confirmed: true,
+      auto_approve: false,
     });
     expect(f.changes).toEqual([{ id: row.id, deleted: false, status: null, origin: "origin-1" }]);
     f.clock.advanceTo(Date.parse("2026-03-30T05:59:59.999Z"));

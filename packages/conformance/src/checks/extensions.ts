@@ -108,7 +108,7 @@ export const extensionChecks: Check[] = [
     id: "extensions.schedules",
     section: "Pheby extensions: schedules",
     title:
-      "schedules: create/list/update/delete with their replies; the other schedules connections get schedule.changed without request_id, the requester only its reply; each rule broken is bad_request, an unknown conversation conversation_not_found, an unknown schedule not_found; a connection without the feature gets unknown_type and none of its events",
+      "schedules: create/list/update/delete with their replies (a client's schedule created_by user, confirmed, without auto_approve); the other schedules connections get schedule.changed without request_id, the requester only its reply; each rule broken is bad_request, an unknown conversation conversation_not_found, an unknown schedule not_found; a connection without the feature gets unknown_type and none of its events",
     async run(ctx) {
       const { plain, a, b } = await scheduleConnections(ctx);
       await plain.expectError({ type: "schedule.list" }, "unknown_type", "schedule.list without the feature");
@@ -128,6 +128,11 @@ export const extensionChecks: Check[] = [
           Date.parse(schedule.next_run_at) > Date.now() &&
           /^0?8:00:00/.test(new Date(schedule.next_run_at).toISOString().slice(11)),
         "schedule.created does not describe the schedule asked for (next run at 08:00 UTC on a weekday)",
+        schedule,
+      );
+      expect(
+        schedule.created_by === "user" && schedule.confirmed && !schedule.auto_approve,
+        "a client's schedule is not created_by user, confirmed, without auto_approve",
         schedule,
       );
       const heard = await b.waitFor(

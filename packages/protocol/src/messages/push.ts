@@ -238,6 +238,21 @@ export const PushTestPayload = z
   .object({ ...payloadHead("test"), subscription_id: z.string() })
   .describe("Push payload: a test notification");
 
+/**
+ * Push payload `schedule`: the agent made a schedule that does not run until the user confirms it
+ * (`schedule.update { schedule_id, enabled: true }`). Sent to every subscription, whatever its events.
+ */
+export const PushSchedulePayload = z
+  .object({
+    ...payloadHead("schedule"),
+    ...conversationFields,
+    schedule_id: z.string(),
+    prompt_preview: pushText
+      .optional()
+      .describe("The schedule's prompt, shortened and redacted; absent when the server sends no text"),
+  })
+  .describe("Push payload: the agent made a schedule that waits for confirmation");
+
 /** Every push payload schema, keyed by its `kind`. */
 export const pushPayloadSchemas = {
   approval: PushApprovalPayload,
@@ -246,4 +261,5 @@ export const pushPayloadSchemas = {
   message: PushMessagePayload,
   resolved: PushResolvedPayload,
   test: PushTestPayload,
+  schedule: PushSchedulePayload,
 } as const satisfies Record<(typeof PUSH_PAYLOAD_KINDS)[number], z.ZodTypeAny>;

@@ -1,6 +1,6 @@
 import { z } from "zod/v3";
 import { boundedText, event, OpaqueId, request, Timestamp, withFieldRules } from "../common.js";
-import { LIMITS, RUN_STATUSES } from "../constants.js";
+import { LIMITS, RUN_STATUSES, SCHEDULE_CREATORS } from "../constants.js";
 
 // The `schedules` extension (FEATURE_SCHEDULES): prompts the server sends into a conversation on a
 // cron schedule or once at a given time. The schema checks shape and lengths; whether a cron
@@ -23,6 +23,12 @@ const timezone = z
   .regex(/^[A-Za-z0-9_+/-]+$/, "must be an IANA time zone name")
   .describe("IANA time zone the cron expression is read in (e.g. Europe/Paris); default: the server's");
 
+const autoApprove = z
+  .boolean()
+  .describe(
+    "Let YOLO approve this schedule's runs (default false); true needs the master secret (a device gets bad_request)",
+  );
+
 /** A schedule, as every `schedules` message carries it. Exactly one of `cron` and `at` is non-null. */
 export const Schedule = z
   .object({
@@ -37,6 +43,17 @@ export const Schedule = z
     next_run_at: Timestamp.nullable().describe("null when it will not run again"),
     last_run_at: Timestamp.nullable(),
     last_status: z.enum(RUN_STATUSES).nullable().describe("How its last run ended; null before the first"),
+    created_by: z
+      .enum(SCHEDULE_CREATORS)
+      .describe("user: a client's schedule.create; agent: the agent's schedule_create tool"),
+    confirmed: z
+      .boolean()
+      .describe(
+        "true for a user's schedule; an agent's stays false (and disabled) until a client enables it",
+      ),
+    auto_approve: z
+      .boolean()
+      .describe("YOLO may approve its runs' permission questions; only the master secret sets it"),
   })
   .describe("A scheduled prompt");
 
@@ -65,6 +82,7 @@ export const ScheduleCreate = withFieldRules(
       at: at.optional(),
       timezone: timezone.optional(),
       name: name.optional(),
+      auto_approve: autoApprove.optional(),
     },
     "Create a schedule (exactly one of cron and at)",
   ),
@@ -88,13 +106,17 @@ export const ScheduleUpdate = withFieldRules(
       cron: cron.optional(),
       at: at.optional(),
       timezone: timezone.optional(),
-      enabled: z.boolean().optional(),
+      enabled: z
+        .boolean()
+        .optional()
+        .describe("true also confirms a schedule the agent made (confirmed becomes true)"),
+      auto_approve: autoApprove.optional(),
     },
     "Change a schedule",
   ),
   [
     { kind: "atMostOne", keys: ["cron", "at"] },
-    { kind: "atLeastOne", keys: ["name", "prompt", "cron", "at", "timezone", "enabled"] },
+    { kind: "atLeastOne", keys: ["name", "prompt", "cron", "at", "timezone", "enabled", "auto_approve"] },
   ],
 );
 

@@ -18,3 +18,8 @@ export function principalLog(principal: Principal): { principal: string; device?
     ? { principal: "device", device: principal.deviceId }
     : { principal: "owner" };
 }
+
+/** The paired device a principal is, or null for the owner (and for a peer not yet authenticated). */
+export function deviceOf(principal: Principal | null | undefined): string | null {
+  return principal?.kind === "device" ? principal.deviceId : null;
+}

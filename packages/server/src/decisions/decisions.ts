@@ -19,6 +19,8 @@ export interface Asker {
   runId: string;
   /** The agent-side session key shown as `session_key`. */
   sessionKey: string;
+  /** YOLO may answer its permission questions (false: a run nobody started from a client). */
+  autoApprove: boolean;
 }
 
 /** What {@link Decisions} needs from the server. */
@@ -192,7 +194,8 @@ export class Decisions {
   /**
    * A permission question of a backend. Only valid spec choices are offered,
    * in the spec's order. With YOLO on and "once" offered the server answers
-   * "once" itself and nothing is broadcast (the tool's own events show what ran).
+   * "once" itself and nothing is broadcast (the tool's own events show what ran),
+   * unless the run may not be auto-approved (a schedule's without `auto_approve`).
    */
   async askPermission(
     asker: Asker,
@@ -206,7 +209,7 @@ export class Decisions {
       this.deps.log.warn({ run: asker.runId }, "permission question without a valid choice refused");
       return CANCELLED;
     }
-    if (choices.includes("once") && this.deps.yolo(asker.conversationId)) {
+    if (choices.includes("once") && asker.autoApprove && this.deps.yolo(asker.conversationId)) {
       this.deps.log.info({ run: asker.runId }, "permission auto-approved once (YOLO)");
       return { outcome: "selected", choice: "once" };
     }

@@ -1,5 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { forgetRevokedDevices } from "../store/creators.js";
 import { OWNER } from "../store/push.js";
 import { DB_FILE, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -18,7 +19,10 @@ export interface DeviceSummary {
 /** The device registry of a data directory, for `pheby-server devices …` (see {@link openDeviceAdmin}). */
 export interface DeviceAdmin {
   list(): DeviceSummary[];
-  /** Revoke every device and remove the push subscriptions they made; returns their IDs. */
+  /**
+   * Revoke every device and remove the push subscriptions, schedules and queued runs they made and
+   * the YOLO they switched on; returns their IDs.
+   */
   revokeAll(): string[];
   close(): void;
 }
@@ -30,7 +34,11 @@ export interface DeviceAdmin {
  * authentication, so a revoked secret is refused from the next hello or HTTP request on, but the
  * revoked devices' open connections stay until they close or the server restarts. Their push
  * subscriptions go in the same transaction: a running server reads them at every notification, so a
- * revoked phone gets no push from then on (a live server only sweeps orphans when it starts).
+ * revoked phone gets no push from then on (a live server only sweeps orphans when it starts). Their
+ * schedules and queued runs are deleted and the YOLO they switched on is switched off in the same
+ * transaction too; a running server reads all three at each use, so none of them runs or
+ * auto-approves from then on, but its other connections are not told and a run already in progress
+ * goes on: stop the server first, or revoke over the socket (`device.revoke`), to cut those too.
  */
 export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): DeviceAdmin | undefined {
   if (!existsSync(join(dataDir, DB_FILE))) return undefined;
@@ -48,6 +56,7 @@ export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): De
       store.transaction(() => {
         const ids = registry.revokeAll();
         store.push.removeOrphans(OWNER);
+        forgetRevokedDevices(store.db);
         return ids;
       }),
     close: () => store.close(),

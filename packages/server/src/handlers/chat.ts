@@ -1,4 +1,5 @@
 import { FEATURE_QUEUE } from "@pheby/protocol";
+import { deviceOf } from "../auth/principal.js";
 import {
   type HandlerTable,
   PUBLISHED_BY_CORE,
@@ -23,6 +24,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
       text,
       clientMessageId: client_message_id,
       attachmentIds: ids,
+      deviceId: deviceOf(req.peer.principal),
     });
     return { reply: queued, outcome: { reply: queued, broadcast: changed } };
   }
@@ -31,6 +33,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
   const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
   const runId = ctx.runs.send(conv, text, { peer: req.peer, requestId: req.msg.request_id }, claim, {
     clientMessageId: client_message_id,
+    owner: { deviceId: deviceOf(req.peer.principal), autoApprove: true },
   });
   return {
     reply: { type: "run.accepted", conversation_id: conv.id, run_id: runId },

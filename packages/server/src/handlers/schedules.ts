@@ -1,7 +1,28 @@
+import { deviceOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
+import type { Peer } from "../outbox/outbox.js";
 import { ScheduleError } from "../schedules/rules.js";
 import { scheduleView } from "../schedules/view.js";
-import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation } from "./context.js";
+import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation, type ServerContext } from "./context.js";
+
+/**
+ * Auto-approval lets YOLO answer a schedule's runs unattended: only the master secret may switch it
+ * on. A device gets `bad_request` saying so, as for the devices extension's owner-only requests.
+ */
+function checkAutoApprove(req: { peer: Peer }, autoApprove: boolean | undefined): void {
+  if (autoApprove === true && req.peer.principal?.kind !== "owner")
+    throw new ProtocolError("bad_request", "only the owner (the master secret) may set auto_approve");
+}
+
+/** The owner approved an auto-approving schedule's prompt as it is: a device may not change it. */
+function checkPromptChange(ctx: ServerContext, req: { peer: Peer }, id: string, prompt: unknown): void {
+  if (prompt === undefined || req.peer.principal?.kind === "owner") return;
+  if (checked(() => ctx.scheduler.get(id)).auto_approve)
+    throw new ProtocolError(
+      "bad_request",
+      "only the owner (the master secret) may change the prompt of a schedule with auto_approve",
+    );
+}
 
 /** Run a scheduler call; its refusals become the protocol errors they name. */
 function checked<T>(call: () => T): T {
@@ -30,10 +51,20 @@ export const scheduleHandlers: HandlerTable = {
   },
 
   "schedule.create": (ctx, req) => {
-    const { conversation_id, prompt, cron, at, timezone, name } = req.msg;
+    const { conversation_id, prompt, cron, at, timezone, name, auto_approve } = req.msg;
+    checkAutoApprove(req, auto_approve);
     const row = checked(() =>
       ctx.scheduler.create(
-        { conversationId: conversation_id, prompt, cron, at, timezone, name },
+        {
+          conversationId: conversation_id,
+          prompt,
+          cron,
+          at,
+          timezone,
+          name,
+          deviceId: deviceOf(req.peer.principal),
+          autoApprove: auto_approve === true,
+        },
         { peer: req.peer },
       ),
     );
@@ -42,6 +73,8 @@ export const scheduleHandlers: HandlerTable = {
 
   "schedule.update": (ctx, req) => {
     const { schedule_id, type: _type, request_id, ...patch } = req.msg;
+    checkAutoApprove(req, patch.auto_approve);
+    checkPromptChange(ctx, req, schedule_id, patch.prompt);
     checked(() => ctx.scheduler.update(schedule_id, patch, { peer: req.peer, requestId: request_id }));
     return PUBLISHED_BY_CORE;
   },

@@ -54,6 +54,10 @@ export function agentTools(deps: AgentToolDeps): (call: ToolCall) => Promise<Too
 
 const json = (value: unknown): ToolResult => ({ text: JSON.stringify(value) });
 
+/** What `schedule_create` tells the agent: its schedule waits for the user. */
+export const NOT_ACTIVE =
+  "The schedule is saved but not active: it runs only after the user confirms it in Pheby. Tell the user it is waiting for their confirmation.";
+
 async function run(deps: AgentToolDeps, call: ToolCall): Promise<ToolResult> {
   const { conversationId: conv, args } = call;
   switch (call.tool) {
@@ -78,16 +82,20 @@ async function run(deps: AgentToolDeps, call: ToolCall): Promise<ToolResult> {
         at: (args.at as string | undefined) ?? null,
         timezone: (args.timezone as string | undefined) ?? null,
         name: (args.name as string | undefined) ?? null,
+        createdBy: "agent",
       });
-      return json(scheduleView(row));
+      return json({ schedule: scheduleView(row), active: false, note: NOT_ACTIVE });
     }
     case "schedule_list":
       return json(deps.scheduler.list(conv).map(scheduleView));
     case "schedule_delete": {
       const id = args.schedule_id as string;
       // Another conversation's schedule does not exist, as far as this conversation can tell.
-      if (deps.scheduler.list(conv).every((row) => row.id !== id)) {
-        throw new ToolError("No such schedule in this conversation.");
+      const row = deps.scheduler.list(conv).find((r) => r.id === id);
+      if (!row) throw new ToolError("No such schedule in this conversation.");
+      // The user's schedules are the user's: the agent removes only what it made itself.
+      if (row.created_by !== "agent") {
+        throw new ToolError("This schedule was made by the user: only the user can delete it, in Pheby.");
       }
       return json({ deleted: scheduleView(deps.scheduler.delete(id)) });
     }

@@ -76,11 +76,11 @@ export function toolDescription(
     case "ask_user":
       return `Ask the user a question on their phone and wait for the answer. Use it when you need a decision or information only the user has. Returns JSON: {"answered": true, "answer": "…"}, or {"answered": false, "reason": "…"} when nobody answered within ${env.askTimeoutSeconds} seconds (then carry on without it, or ask again later).`;
     case "schedule_create":
-      return `Schedule a prompt for later in this conversation: repeating (cron) or once (at). When it is due, Pheby sends the prompt to you as a new message and the user sees your answer, even when you were not asked anything. Times are read in the time zone given, default ${env.timezone}. Returns the schedule as JSON.`;
+      return `Schedule a prompt for later in this conversation: repeating (cron) or once (at). When it is due, Pheby sends the prompt to you as a new message and the user sees your answer, even when you were not asked anything. Times are read in the time zone given, default ${env.timezone}. The schedule does not run until the user confirms it in Pheby. Returns JSON: {"schedule": {…}, "active": false, "note": "…"}.`;
     case "schedule_list":
       return "List this conversation's schedules (JSON), with when each runs next and how its last run went.";
     case "schedule_delete":
-      return "Delete one of this conversation's schedules.";
+      return "Delete one of this conversation's schedules that you created (the user's own schedules are theirs to delete).";
     case "notify_user":
       return "Send the user a message in this conversation right now, outside your answer: it is kept in the conversation's history and notifies their phone where notifications are on. Use it for results or progress they should not miss.";
     case "send_file":

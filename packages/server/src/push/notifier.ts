@@ -1,4 +1,4 @@
-import type { ServerMessage } from "@pheby/protocol";
+import type { Schedule, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
 import type { PushStore, PushSubscriptionRow } from "../store/push.js";
@@ -12,6 +12,7 @@ import {
   type ResolvedPushInput,
   resolvedPush,
   runFinishedPush,
+  schedulePush,
 } from "./payload.js";
 import type { Presence } from "./presence.js";
 
@@ -54,7 +55,8 @@ interface Asked {
  * - a run's `run.finished`: `run_finished` when a client started it, `message` when the agent did
  *   (a schedule, background output), never both, and nothing for a cancelled run;
  * - `approval.resolved` / `clarify.resolved` of a question that was pushed → `resolved` with the
- *   question's `Topic`, so a lock screen stops offering a stale action.
+ *   question's `Topic`, so a lock screen stops offering a stale action;
+ * - `schedule.changed` of the agent's new, unconfirmed schedule → `schedule`, to every subscription.
  *
  * A conversation-bound push is skipped only while {@link Presence} proves the owner is looking.
  */
@@ -64,6 +66,8 @@ export class PushNotifier implements Outbox {
   readonly #messageRuns = new Map<string, string>();
   /** Questions pushed and still open, by approval_id / clarify_id. */
   readonly #asked = new Map<string, Asked>();
+  /** The agent's schedules already pushed as awaiting confirmation (one push each). */
+  readonly #proposed = new Set<string>();
 
   constructor(
     private readonly inner: Outbox,
@@ -131,6 +135,9 @@ export class PushNotifier implements Outbox {
       case "clarify.resolved":
         this.#resolved(msg.clarify_id, (asked) => ({ clarify_id: msg.clarify_id, ...asked }));
         return;
+      case "schedule.changed":
+        this.#schedule(msg.schedule, msg.deleted);
+        return;
       default:
         return;
     }
@@ -165,6 +172,30 @@ export class PushNotifier implements Outbox {
       ...(asked.expiresAt === undefined ? {} : { expiresAt: asked.expiresAt }),
     };
     this.#send(resolvedPush(input(base), this.deps.clock.now()));
+  }
+
+  /** The agent's new schedule waits for the user's confirmation: tell every subscription, once. */
+  #schedule(schedule: Schedule, deleted: boolean): void {
+    const id = schedule.schedule_id;
+    if (deleted || schedule.confirmed) {
+      this.#proposed.delete(id);
+      return;
+    }
+    if (schedule.created_by !== "agent" || this.#proposed.has(id)) return;
+    const name = this.deps.conversationName(schedule.conversation_id);
+    if (name === undefined) return;
+    this.#proposed.add(id);
+    this.#send(
+      schedulePush(
+        {
+          conversation_id: schedule.conversation_id,
+          schedule_id: id,
+          prompt: schedule.prompt,
+          conversationName: name,
+        },
+        this.deps.clock.now(),
+      ),
+    );
   }
 
   #runFinished(runId: string, status: "completed" | "cancelled" | "failed", error: string | undefined): void {

@@ -253,6 +253,39 @@ export function testPush(subscriptionId: string, now: number): PushNotification 
   };
 }
 
+/** What a `schedule` push needs: the agent's schedule awaiting confirmation. */
+export interface SchedulePushInput {
+  conversation_id: string;
+  schedule_id: string;
+  prompt: string;
+  conversationName: string;
+}
+
+/**
+ * `schedule` (urgency normal): the agent made a schedule that does not run until the user confirms
+ * it. Sent whatever events a subscription chose, and never suppressed by presence: the user must
+ * hear that the agent tried to plant work. The prompt preview is redacted like a command.
+ */
+export function schedulePush(input: SchedulePushInput, now: number): PushNotification {
+  const preview = clip(redactText(firstLine(input.prompt), 10_000));
+  return {
+    kind: "schedule",
+    event: undefined,
+    conversationId: undefined,
+    ts: iso(now),
+    ids: { conversation_id: input.conversation_id, schedule_id: input.schedule_id },
+    texts: {
+      title: "The agent made a schedule: confirm it to run it",
+      body: clip(`${input.conversationName}: ${preview}`),
+      conversation_name: clip(input.conversationName),
+      prompt_preview: preview,
+    },
+    ttlSeconds: RESULT_TTL_SECONDS,
+    urgency: "normal",
+    topic: pushTopic(input.schedule_id, "schedule"),
+  };
+}
+
 /**
  * The JSON payload of a notification: `{ v, kind, …ids, …texts }`, or without the texts (`withText`
  * false: previews off, or the retry after a 413). Texts are shortened, longest first, until the

@@ -64,6 +64,7 @@ class Run {
     readonly conversationId: string,
     readonly startedAt: number,
     readonly runId: string = newId(),
+    readonly owner: RunOwner = UNATTENDED,
   ) {
     this.messageId = `draft-${this.runId}`;
     this.done = new Promise((resolve) => {
@@ -98,8 +99,27 @@ export interface RunEngineDeps {
   runEnded?: (conversationId: string, ended: { runId: string; status: RunStatus }) => void;
 }
 
+/**
+ * Who set a run in motion. A revoked device's runs are cancelled; YOLO answers a permission
+ * question only in a run that may be auto-approved.
+ */
+export interface RunOwner {
+  /** The paired device behind it (its send, its queued follow-up, its schedule); null: the owner, or nobody. */
+  deviceId: string | null;
+  /**
+   * YOLO may approve its questions: true for a run a client started; a run nobody started from a
+   * client (a schedule, an agent's wake-up) only when its schedule has `auto_approve`.
+   */
+  autoApprove: boolean;
+}
+
+/** A run nobody started from a client: never auto-approved. */
+export const UNATTENDED: RunOwner = Object.freeze({ deviceId: null, autoApprove: false });
+
 /** What else a `send` may say about its run. */
 export interface SendOptions {
+  /** Who started it; default: the owner, from a client (YOLO applies). */
+  owner?: RunOwner;
   /** The run's ID when it was given earlier (a queued run's `run.queued`); default a new one. */
   runId?: string;
   /** The `client_message_id` the user message was sent with (`resume`), recorded with it. */
@@ -161,7 +181,10 @@ export class RunEngine {
     if (this.#active.has(conv.id)) {
       throw new ProtocolError("run_active", "A run is already active in this conversation");
     }
-    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim, options);
+    const { run, claimed, messageRow } = this.#begin(conv.id, text, claim, {
+      owner: { deviceId: null, autoApprove: true },
+      ...options,
+    });
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
@@ -212,9 +235,17 @@ export class RunEngine {
    * active run. Resolves with how the run ended; `gone` when the conversation no longer exists
    * (or the server is closing) by the time it would start.
    */
-  runPrompt(conv: ConversationRow, prompt: string): Promise<RunStatus | "gone"> {
-    return this.#serverRun(conv, prompt, (sink, signal, current, messageRow) =>
-      this.#promptBackend(current, { text: prompt, messageRow }, sink, signal),
+  runPrompt(
+    conv: ConversationRow,
+    prompt: string,
+    owner: RunOwner = UNATTENDED,
+  ): Promise<RunStatus | "gone"> {
+    return this.#serverRun(
+      conv,
+      prompt,
+      (sink, signal, current, messageRow) =>
+        this.#promptBackend(current, { text: prompt, messageRow }, sink, signal),
+      owner,
     );
   }
 
@@ -270,6 +301,17 @@ export class RunEngine {
     return delivered;
   }
 
+  /** A device was revoked: cancel every active run it set in motion; returns how many. */
+  cancelDevice(deviceId: string): number {
+    let cancelled = 0;
+    for (const run of this.#active.values()) {
+      if (run.owner.deviceId !== deviceId || run.cancelRequested || run.finished) continue;
+      this.#requestCancel(run, undefined);
+      cancelled++;
+    }
+    return cancelled;
+  }
+
   /** `run.cancel`. Throws `not_found` for a stale, unknown or already-cancelling run. */
   cancel(conversationId: string, runId: string, requestId: string | undefined): void {
     const run = this.#active.get(conversationId);
@@ -294,12 +336,13 @@ export class RunEngine {
       run: Run,
       messageRow: number | null,
     ) => Promise<TurnResult>,
+    owner: RunOwner = UNATTENDED,
   ): Promise<RunStatus | "gone"> {
     for (let active = this.#active.get(conv.id); active; active = this.#active.get(conv.id)) {
       await active.done;
     }
     if (this.#closed || !this.deps.store.getConversation(conv.id)) return "gone";
-    const { run, messageRow } = this.#begin(conv.id, userText);
+    const { run, messageRow } = this.#begin(conv.id, userText, undefined, { owner });
     run.sessionKey = conv.session_id ?? conv.id;
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
     this.#startMessage(run);
@@ -324,13 +367,16 @@ export class RunEngine {
   ): Promise<TurnResult> {
     const conv = this.deps.store.getConversation(run.conversationId);
     if (!conv) return { status: "failed", error: "The conversation was deleted" };
+    const settings = await this.deps.settings.forTurn(conv.id);
+    // Nobody watches a run that may not be auto-approved: the agent's own YOLO mode stays off too.
+    if (!run.owner.autoApprove) settings.yolo = false;
     return this.deps.backend.prompt(
       {
         conversationId: conv.id,
         sessionId: conv.session_id ?? "",
         text: turn.text,
         attachments: (turn.attachments ?? []).map((c) => c.ref),
-        settings: await this.deps.settings.forTurn(conv.id),
+        settings,
         history: (maxBytes: number) => this.#historyBefore(conv.id, turn.messageRow, maxBytes),
         ...(turn.meta ? { meta: turn.meta } : {}),
       },
@@ -382,7 +428,7 @@ export class RunEngine {
     claim: (messageId: string) => Claimed[] = () => [],
     options: SendOptions = {},
   ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
-    const run = new Run(conversationId, this.deps.clock.now(), options.runId);
+    const run = new Run(conversationId, this.deps.clock.now(), options.runId, options.owner);
     const { store } = this.deps;
     const { claimed, messageRow } = store.transaction(() => {
       const messageRow = store.startRun(
@@ -672,7 +718,12 @@ export class RunEngine {
 }
 
 function asker(run: Run): Asker {
-  return { conversationId: run.conversationId, runId: run.runId, sessionKey: run.sessionKey };
+  return {
+    conversationId: run.conversationId,
+    runId: run.runId,
+    sessionKey: run.sessionKey,
+    autoApprove: run.owner.autoApprove,
+  };
 }
 
 function validStatus(result: TurnResult): RunStatus {

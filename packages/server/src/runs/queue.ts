@@ -10,10 +10,11 @@ import { type AttachmentStore, queuedHolder } from "../attachments/store.js";
 import { ProtocolError } from "../errors.js";
 import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
 import type { QueuedRun } from "../store/queue.js";
+import type { ScheduleRow } from "../store/schedules.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import type { Clock } from "../util/time.js";
-import type { RunEngine } from "./engine.js";
+import type { RunEngine, RunOwner } from "./engine.js";
 
 /** What the queue needs from the server. */
 export interface RunQueueDeps {
@@ -30,7 +31,12 @@ export interface FollowUp {
   text: string;
   clientMessageId: string | undefined;
   attachmentIds: readonly string[];
+  /** The paired device that sent it; null: the owner. */
+  deviceId: string | null;
 }
+
+/** The schedule a server prompt comes from, as the queue records it. */
+export type PromptSource = Pick<ScheduleRow, "id" | "device_id" | "auto_approve">;
 
 /**
  * The `queue` extension: follow-ups sent while a run is active wait in the
@@ -53,18 +59,24 @@ export class RunQueue {
    * when cancelled while queued, `gone` when its conversation went first. A full queue does not refuse
    * it: it then waits its turn outside the queue.
    */
-  serverPrompt(conv: ConversationRow, text: string): Promise<RunStatus | "gone"> {
+  serverPrompt(conv: ConversationRow, text: string, source: PromptSource): Promise<RunStatus | "gone"> {
     const { store, runs, outbox, log } = this.deps;
-    if (!runs.busy(conv.id) && store.queue.list(conv.id).length === 0) return runs.runPrompt(conv, text);
+    const owner: RunOwner = { deviceId: source.device_id, autoApprove: source.auto_approve };
+    if (!runs.busy(conv.id) && store.queue.list(conv.id).length === 0)
+      return runs.runPrompt(conv, text, owner);
     let queued: ReturnType<RunQueue["enqueue"]>;
     try {
-      queued = this.enqueue(conv, { text, clientMessageId: undefined, attachmentIds: [] });
+      queued = this.enqueue(
+        conv,
+        { text, clientMessageId: undefined, attachmentIds: [], deviceId: source.device_id },
+        source.id,
+      );
     } catch (err) {
       log.warn(
         { err, conversation: conv.id },
         "the queue is full: a scheduled prompt waits its turn outside it",
       );
-      return runs.runPrompt(conv, text);
+      return runs.runPrompt(conv, text, owner);
     }
     outbox.publish(queued.changed);
     return new Promise((resolve) => this.#waiting.set(queued.queued.run_id, resolve));
@@ -85,6 +97,7 @@ export class RunQueue {
   enqueue(
     conv: ConversationRow,
     followUp: FollowUp,
+    scheduleId: string | null = null,
   ): { queued: ServerMessageOf<"run.queued">; changed: OutboxEvent } {
     const { store, attachments, clock } = this.deps;
     const runId = newId();
@@ -98,6 +111,8 @@ export class RunQueue {
         clientMessageId: followUp.clientMessageId ?? null,
         attachmentIds: [...followUp.attachmentIds],
         queuedAt: clock.now(),
+        deviceId: followUp.deviceId,
+        scheduleId,
       });
       if (queued === null) {
         throw new ProtocolError(
@@ -126,6 +141,20 @@ export class RunQueue {
   }
 
   /**
+   * A device was revoked: every run it queued leaves its queue, as if cancelled, and each queue that
+   * changed is published (`queue.changed`). Returns how many runs were removed.
+   */
+  dropDevice(deviceId: string): number {
+    const queued = this.deps.store.queue.ofDevice(deviceId);
+    const changed = new Set<string>();
+    for (const run of queued) {
+      if (this.cancel(run.conversationId, run.runId)) changed.add(run.conversationId);
+    }
+    for (const conversationId of changed) this.deps.outbox.publish(this.#changed(conversationId));
+    return queued.length;
+  }
+
+  /**
    * The conversation is being deleted: its queue goes first, so ending its
    * active run starts nothing (and no `queue.changed`: the deletion says it all).
    */
@@ -151,12 +180,19 @@ export class RunQueue {
     const queued = conv ? store.queue.shift(conversationId) : undefined;
     if (!conv || !queued) return;
     // A follow-up a client queued is its own run (a run_finished push); a scheduled prompt that
-    // joined the queue (one this process waits for) is the server's.
-    const origin = this.#waiting.has(queued.runId) ? {} : { byClient: true };
+    // joined the queue is the server's, auto-approved only when its schedule (read now, so also
+    // after a restart) allows it.
+    const schedule = queued.scheduleId === null ? undefined : store.schedules.get(queued.scheduleId);
+    const origin = queued.scheduleId === null ? { byClient: true } : {};
+    const owner: RunOwner = {
+      deviceId: queued.deviceId,
+      autoApprove: queued.scheduleId === null || schedule?.auto_approve === true,
+    };
     try {
       runs.send(conv, queued.text, origin, (messageId) => attachments.takeQueued(queued.runId, messageId), {
         runId: queued.runId,
         clientMessageId: queued.clientMessageId ?? undefined,
+        owner,
       });
     } catch (err) {
       log.error({ err, conversation: conversationId, run: queued.runId }, "a queued run could not start");

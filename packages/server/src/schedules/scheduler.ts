@@ -12,6 +12,7 @@
  * skipped: a slow agent never builds up a backlog of scheduled runs.
  */
 
+import type { ScheduleCreator } from "@pheby/protocol";
 import type { ScheduleChange, ScheduleRow, ScheduleStore } from "../store/schedules.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso, systemTimers, type Timers } from "../util/time.js";
@@ -45,6 +46,15 @@ export interface ScheduleInput {
   at?: string | null;
   timezone?: string | null;
   name?: string | null;
+  /**
+   * Who makes it (default a client, `user`). The agent's schedule is stored disabled and
+   * unconfirmed: it never runs until a client enables it.
+   */
+  createdBy?: ScheduleCreator;
+  /** The paired device whose request makes it (default none: the owner, or the agent). */
+  deviceId?: string | null;
+  /** Let YOLO approve its runs (default false; never for the agent's). */
+  autoApprove?: boolean;
 }
 
 /**
@@ -57,7 +67,9 @@ export interface SchedulePatch {
   cron?: string;
   at?: string;
   timezone?: string;
+  /** `true` also confirms an agent's schedule. */
   enabled?: boolean;
+  auto_approve?: boolean;
 }
 
 /** One change of a schedule, as {@link SchedulerOptions.changed} hears of it. */
@@ -178,6 +190,7 @@ export class Scheduler {
     if (!this.#o.conversationExists(input.conversationId)) {
       throw new ScheduleError("conversation_not_found", "Conversation not found");
     }
+    const byAgent = input.createdBy === "agent";
     const row: ScheduleRow = {
       id: newId(),
       conversation_id: input.conversationId,
@@ -185,12 +198,16 @@ export class Scheduler {
       prompt,
       ...when,
       timezone,
-      enabled: true,
-      next_run_at: nextOccurrence({ ...when, timezone }, now),
+      enabled: !byAgent,
+      next_run_at: byAgent ? null : nextOccurrence({ ...when, timezone }, now),
       last_run_at: null,
       last_status: null,
       in_flight: false,
       created_at: now,
+      created_by: byAgent ? "agent" : "user",
+      device_id: input.deviceId ?? null,
+      confirmed: !byAgent,
+      auto_approve: !byAgent && input.autoApprove === true,
     };
     if (!this.#o.store.insertBelow(row, this.#max)) {
       throw new ScheduleError("bad_request", `A server holds at most ${this.#max} schedules`);
@@ -220,6 +237,9 @@ export class Scheduler {
       Object.assign(change, this.#when(cron, at, timezone, enabled ? now : Number.NEGATIVE_INFINITY));
     }
     change.enabled = enabled;
+    // Enabling is the confirmation: from then on the agent's schedule runs like a user's.
+    if (enabled && !current.confirmed) change.confirmed = true;
+    if (patch.auto_approve !== undefined) change.auto_approve = patch.auto_approve;
     const merged = { ...current, ...change };
     change.next_run_at = enabled ? nextOccurrence(merged, now) : null;
     const row = this.#change(id, change, origin) ?? current;
@@ -239,6 +259,14 @@ export class Scheduler {
   /** Delete every schedule of a conversation (the conversation is being deleted). */
   deleteForConversation(conversationId: string): ScheduleRow[] {
     const rows = this.#o.store.deleteForConversation(conversationId);
+    for (const row of rows) this.#emit(row, { deleted: true });
+    if (rows.length > 0) this.#arm();
+    return rows;
+  }
+
+  /** Delete every schedule a device made (it was revoked). */
+  deleteForDevice(deviceId: string): ScheduleRow[] {
+    const rows = this.#o.store.deleteForDevice(deviceId);
     for (const row of rows) this.#emit(row, { deleted: true });
     if (rows.length > 0) this.#arm();
     return rows;

@@ -18,5 +18,8 @@ export function scheduleView(row: ScheduleRow): Schedule {
     next_run_at: isoOrNull(row.next_run_at),
     last_run_at: isoOrNull(row.last_run_at),
     last_status: row.last_status,
+    created_by: row.created_by,
+    confirmed: row.confirmed,
+    auto_approve: row.auto_approve,
   };
 }

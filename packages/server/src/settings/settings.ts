@@ -43,8 +43,14 @@ export class Settings {
     return this.store.yolo(conversationId);
   }
 
-  setYolo(conversationId: string, enabled: boolean): void {
-    this.store.setYolo(conversationId, enabled);
+  /** Switch YOLO; `deviceId`: the paired device switching it (null: the owner), so revoking it switches it off. */
+  setYolo(conversationId: string, enabled: boolean, deviceId: string | null = null): void {
+    this.store.setYolo(conversationId, enabled, deviceId);
+  }
+
+  /** Switch off the YOLO a revoked device switched on; returns those conversations. */
+  revokeYolo(deviceId: string): string[] {
+    return this.store.revokeYolo(deviceId);
   }
 
   /** The backend's catalogue (and capabilities), or `not_implemented` when it lacks the capability. */

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
@@ -103,6 +104,8 @@ export const MIGRATIONS: readonly string[] = [
   RESUME_MIGRATION,
   // v7 (issue 22): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,
+  // v8: who made each schedule and queued run, and who switched YOLO on (store/creators.ts).
+  CREATORS_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -10,6 +10,10 @@ export interface QueuedRun {
   /** Uploads to claim when the run starts (the user message is recorded then, not when queued). */
   attachmentIds: string[];
   queuedAt: number;
+  /** The paired device that queued it; null: the owner, or the server (a schedule's prompt). */
+  deviceId: string | null;
+  /** The schedule whose prompt it is; null: a client's follow-up. */
+  scheduleId: string | null;
 }
 
 interface Row {
@@ -19,6 +23,8 @@ interface Row {
   client_message_id: string | null;
   attachment_ids: string;
   queued_at: number;
+  device_id: string | null;
+  schedule_id: string | null;
 }
 
 /**
@@ -40,8 +46,8 @@ export class QueueStore {
     this.#db = db;
     this.#count = db.prepare("SELECT COUNT(*) AS n FROM queued_runs WHERE conversation_id = ?");
     this.#insert = db.prepare(
-      `INSERT INTO queued_runs (run_id, conversation_id, text, client_message_id, attachment_ids, queued_at)
-       VALUES (@run_id, @conversation_id, @text, @client_message_id, @attachment_ids, @queued_at)`,
+      `INSERT INTO queued_runs (run_id, conversation_id, text, client_message_id, attachment_ids, queued_at, device_id, schedule_id)
+       VALUES (@run_id, @conversation_id, @text, @client_message_id, @attachment_ids, @queued_at, @device_id, @schedule_id)`,
     );
     this.#list = db.prepare("SELECT * FROM queued_runs WHERE conversation_id = ? ORDER BY id");
     this.#first = db.prepare("SELECT * FROM queued_runs WHERE conversation_id = ? ORDER BY id LIMIT 1");
@@ -85,6 +91,13 @@ export class QueueStore {
     return this.#clear.run(conversationId).changes;
   }
 
+  /** Every queued run a device queued (it was revoked), any conversation, in queue order. */
+  ofDevice(deviceId: string): QueuedRun[] {
+    return (
+      this.#db.prepare("SELECT * FROM queued_runs WHERE device_id = ? ORDER BY id").all(deviceId) as Row[]
+    ).map(fromRow);
+  }
+
   /** Conversations that have queued runs, for the start after a restart. */
   conversations(): string[] {
     return (
@@ -105,6 +118,8 @@ function toRow(run: QueuedRun): Row {
     client_message_id: run.clientMessageId,
     attachment_ids: JSON.stringify(run.attachmentIds),
     queued_at: run.queuedAt,
+    device_id: run.deviceId,
+    schedule_id: run.scheduleId,
   };
 }
 
@@ -116,5 +131,7 @@ function fromRow(row: Row): QueuedRun {
     clientMessageId: row.client_message_id,
     attachmentIds: JSON.parse(row.attachment_ids) as string[],
     queuedAt: row.queued_at,
+    deviceId: row.device_id,
+    scheduleId: row.schedule_id,
   };
 }

@@ -1,3 +1,4 @@
+import type { ScheduleCreator } from "@pheby/protocol";
 import type Database from "better-sqlite3";
 
 /**
@@ -32,7 +33,7 @@ export const SCHEDULES_MIGRATION = `
 /** How a schedule's latest finished run ended (a run's `run.finished.status`). */
 export type ScheduleStatus = "completed" | "cancelled" | "failed";
 
-/** A schedule row (times in epoch ms, `enabled` as a boolean). */
+/** A schedule row (times in epoch ms, flags as booleans). */
 export interface ScheduleRow {
   id: string;
   conversation_id: string;
@@ -48,18 +49,37 @@ export interface ScheduleRow {
   /** A fired run has not ended yet. */
   in_flight: boolean;
   created_at: number;
+  /** A client's (`user`) or the agent's, through Pheby's `schedule_create` tool. */
+  created_by: ScheduleCreator;
+  /** The paired device whose request made it; null: the owner, or the agent. */
+  device_id: string | null;
+  /** False for an agent's schedule until a client enables it. */
+  confirmed: boolean;
+  /** YOLO may approve its runs' permission questions. */
+  auto_approve: boolean;
 }
 
 /** The fields a change may set. */
-export type ScheduleChange = Partial<Omit<ScheduleRow, "id" | "conversation_id" | "created_at">>;
+export type ScheduleChange = Partial<
+  Omit<ScheduleRow, "id" | "conversation_id" | "created_at" | "created_by" | "device_id">
+>;
 
-type Raw = Omit<ScheduleRow, "enabled" | "in_flight"> & { enabled: number; in_flight: number };
+/** The boolean columns, stored as 0 / 1. */
+const FLAGS = ["enabled", "in_flight", "confirmed", "auto_approve"] as const;
+type Flag = (typeof FLAGS)[number];
+type Raw = Omit<ScheduleRow, Flag> & Record<Flag, number>;
 
-const fromRaw = (raw: Raw): ScheduleRow => ({
-  ...raw,
-  enabled: raw.enabled === 1,
-  in_flight: raw.in_flight === 1,
-});
+const fromRaw = (raw: Raw): ScheduleRow => {
+  const row = { ...raw } as unknown as ScheduleRow;
+  for (const flag of FLAGS) row[flag] = raw[flag] === 1;
+  return row;
+};
+
+const toRaw = (row: ScheduleRow): Raw => {
+  const raw = { ...row } as unknown as Raw;
+  for (const flag of FLAGS) raw[flag] = row[flag] ? 1 : 0;
+  return raw;
+};
 
 const COLUMNS = new Set<keyof ScheduleChange>([
   "name",
@@ -72,6 +92,8 @@ const COLUMNS = new Set<keyof ScheduleChange>([
   "last_run_at",
   "last_status",
   "in_flight",
+  "confirmed",
+  "auto_approve",
 ]);
 
 /** Typed queries of the `schedules` table. Synchronous, like the rest of the store. */
@@ -81,10 +103,10 @@ export class ScheduleStore {
   insert(row: ScheduleRow): void {
     this.db
       .prepare(
-        `INSERT INTO schedules (id, conversation_id, name, prompt, cron, at, timezone, enabled, next_run_at, last_run_at, last_status, in_flight, created_at)
-         VALUES (@id, @conversation_id, @name, @prompt, @cron, @at, @timezone, @enabled, @next_run_at, @last_run_at, @last_status, @in_flight, @created_at)`,
+        `INSERT INTO schedules (id, conversation_id, name, prompt, cron, at, timezone, enabled, next_run_at, last_run_at, last_status, in_flight, created_at, created_by, device_id, confirmed, auto_approve)
+         VALUES (@id, @conversation_id, @name, @prompt, @cron, @at, @timezone, @enabled, @next_run_at, @last_run_at, @last_status, @in_flight, @created_at, @created_by, @device_id, @confirmed, @auto_approve)`,
       )
-      .run({ ...row, enabled: row.enabled ? 1 : 0, in_flight: row.in_flight ? 1 : 0 });
+      .run(toRaw(row));
   }
 
   get(id: string): ScheduleRow | undefined {
@@ -149,6 +171,19 @@ export class ScheduleStore {
     return this.db.transaction(() => {
       const rows = this.list(conversationId);
       this.db.prepare("DELETE FROM schedules WHERE conversation_id = ?").run(conversationId);
+      return rows;
+    })();
+  }
+
+  /** Delete every schedule a device made (it was revoked); returns their last states. */
+  deleteForDevice(deviceId: string): ScheduleRow[] {
+    return this.db.transaction(() => {
+      const rows = (
+        this.db
+          .prepare("SELECT * FROM schedules WHERE device_id = ? ORDER BY created_at, rowid")
+          .all(deviceId) as Raw[]
+      ).map(fromRaw);
+      this.db.prepare("DELETE FROM schedules WHERE device_id = ?").run(deviceId);
       return rows;
     })();
   }

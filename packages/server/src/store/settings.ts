@@ -38,8 +38,27 @@ export class SettingsStore {
     return row?.yolo === 1;
   }
 
-  setYolo(conversationId: string, enabled: boolean): void {
-    this.#upsert(conversationId, "yolo = excluded.yolo", { yolo: enabled ? 1 : 0 });
+  /** Switch YOLO; `deviceId` is the paired device that switched it on (null: the owner), kept while it stays on. */
+  setYolo(conversationId: string, enabled: boolean, deviceId: string | null = null): void {
+    this.#upsert(conversationId, "yolo = excluded.yolo, yolo_device_id = excluded.yolo_device_id", {
+      yolo: enabled ? 1 : 0,
+      yolo_device_id: enabled ? deviceId : null,
+    });
+  }
+
+  /** Switch off the YOLO a device switched on (it was revoked); returns those conversations. */
+  revokeYolo(deviceId: string): string[] {
+    return this.db.transaction(() => {
+      const ids = (
+        this.db
+          .prepare("SELECT conversation_id FROM conversation_settings WHERE yolo = 1 AND yolo_device_id = ?")
+          .all(deviceId) as { conversation_id: string }[]
+      ).map((r) => r.conversation_id);
+      this.db
+        .prepare("UPDATE conversation_settings SET yolo = 0, yolo_device_id = NULL WHERE yolo_device_id = ?")
+        .run(deviceId);
+      return ids;
+    })();
   }
 
   /** Set the model of a scope (`conversationId` undefined: the global default). */
@@ -66,6 +85,7 @@ export class SettingsStore {
   #upsert(conversationId: string, assignments: string, values: Record<string, unknown>): void {
     const row = {
       yolo: 0,
+      yolo_device_id: null,
       model: null,
       provider: null,
       effort: null,
@@ -74,8 +94,8 @@ export class SettingsStore {
     };
     this.db
       .prepare(
-        `INSERT INTO conversation_settings (conversation_id, yolo, model, provider, effort)
-         VALUES (@conversation_id, @yolo, @model, @provider, @effort)
+        `INSERT INTO conversation_settings (conversation_id, yolo, yolo_device_id, model, provider, effort)
+         VALUES (@conversation_id, @yolo, @yolo_device_id, @model, @provider, @effort)
          ON CONFLICT (conversation_id) DO UPDATE SET ${assignments}`,
       )
       .run(row);

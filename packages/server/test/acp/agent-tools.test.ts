@@ -129,24 +129,57 @@ describe.each(["stdio", "http"] as const)(
       ).toBe(true);
     });
 
-    it("schedule_create: the agent schedules itself, the phone sees it, and it fires as a run nobody asked for", async () => {
+    it("schedule_create: the agent's schedule waits, disabled, pushed and shown to the phone, until the user confirms it", async () => {
       const fake = fakeAgentDir();
-      const p = await pheby(fake);
+      const receiver = await startReceiver();
+      const p = await pheby(fake, { push: { allowPrivate: true, retry: FAST_RETRY } });
+      // A subscription that chose only messages still hears of the agent's schedule.
+      const phone = receiver.endpoint("phone");
+      await p.client.subscribePush(phone, { events: ["message"] });
       const id = await p.create();
-      const at = new Date(Date.now() + 1_500).toISOString();
+      const at = new Date(Date.now() + 60 * 60_000).toISOString();
       const run = await p.chat(
         id,
         `mcp schedule_create {"prompt":"echo scheduled hello","at":"${at}"}`,
         30_000,
       );
-      const created = JSON.parse(run.complete.text.replace(/^schedule_create -> /, ""));
-      expect(created).toMatchObject({ conversation_id: id, prompt: "echo scheduled hello", enabled: true });
+      const answer = JSON.parse(run.complete.text.replace(/^schedule_create -> /, ""));
+      expect(answer).toMatchObject({
+        active: false,
+        note: expect.stringMatching(/not active: it runs only after the user confirms/),
+      });
+      const created = answer.schedule;
+      expect(created).toMatchObject({
+        conversation_id: id,
+        prompt: "echo scheduled hello",
+        enabled: false,
+        next_run_at: null,
+        created_by: "agent",
+        confirmed: false,
+        auto_approve: false,
+      });
       const changed = await p.waitFor(
         "schedule.changed",
         (m) => m.schedule.schedule_id === created.schedule_id,
       );
-      expect(changed.deleted).toBe(false);
-      // The run nobody on the socket asked for: no request_id, the prompt sent to the agent.
+      expect(changed).toMatchObject({ deleted: false, schedule: { enabled: false, confirmed: false } });
+      const pushed = (await phone.next()).payload;
+      expect(pushed).toMatchObject({
+        v: 1,
+        kind: "schedule",
+        conversation_id: id,
+        schedule_id: created.schedule_id,
+        prompt_preview: "echo scheduled hello",
+      });
+      // The user confirms it (the client's confirmSchedule: enabling it is the confirmation), then
+      // moves it close by, so the test need not wait an hour. It fires as a run nobody asked for.
+      const confirmed = await p.client.confirmSchedule(created.schedule_id);
+      expect(confirmed).toMatchObject({ enabled: true, confirmed: true, created_by: "agent" });
+      await p.client.request({
+        type: "schedule.update",
+        schedule_id: created.schedule_id,
+        at: new Date(Date.now() + 1_500).toISOString(),
+      });
       const accepted = await p.waitFor(
         "run.accepted",
         (m) => m.run_id !== run.runId && m.conversation_id === id,
@@ -159,21 +192,30 @@ describe.each(["stdio", "http"] as const)(
         (m) => m.message_id === `draft-${accepted.run_id}`,
       );
       expect(complete?.text).toBe("echo: echo scheduled hello");
-      const listed = await p.chat(id, "mcp schedule_list", 30_000);
-      expect(JSON.parse(listed.complete.text.replace(/^schedule_list -> /, ""))).toEqual([
-        expect.objectContaining({
-          schedule_id: created.schedule_id,
-          enabled: false,
-          last_status: "completed",
-        }),
-      ]);
+      // The agent may delete what it made, never the user's.
+      const users = await p.client.request({
+        type: "schedule.create",
+        conversation_id: id,
+        prompt: "the user's",
+        cron: "0 8 * * *",
+      });
+      const refused = await p.chat(
+        id,
+        `mcp schedule_delete {"schedule_id":"${users.schedule.schedule_id}"}`,
+        30_000,
+      );
+      expect(refused.complete.text).toBe(
+        "schedule_delete -> error: This schedule was made by the user: only the user can delete it, in Pheby.",
+      );
       const deleted = await p.chat(
         id,
         `mcp schedule_delete {"schedule_id":"${created.schedule_id}"}`,
         30_000,
       );
       expect(deleted.complete.text).toContain('"deleted":{');
-      expect((await p.client.request({ type: "schedule.list" })).schedules).toEqual([]);
+      expect((await p.client.request({ type: "schedule.list" })).schedules).toEqual([users.schedule]);
+      expect(receiver.errors).toEqual([]);
+      await receiver.close();
     });
 
     it("notify_user: a message of its own in the conversation, after the answer, recorded in history, pushed as a message", async () => {

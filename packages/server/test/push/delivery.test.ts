@@ -12,6 +12,7 @@ import {
   RESULT_TTL_SECONDS,
   resolvedPush,
   runFinishedPush,
+  schedulePush,
   testPush,
 } from "../../src/push/payload.js";
 import { OWNER } from "../../src/store/push.js";
@@ -205,6 +206,30 @@ describe("each kind arrives at a real receiver and decrypts", () => {
     // No lone surrogate was produced by shortening.
     expect(JSON.stringify(got.payload)).not.toMatch(/\\ud[89ab]/i);
     expect((got.payload.body as string).length).toBeGreaterThan(10);
+  });
+
+  it("schedule: the agent's schedule, its prompt redacted and shortened, within the limit; ids only without previews", async () => {
+    const { r, phone, sub } = await phoneRig();
+    const prompt = `curl -H "Authorization: Bearer sk-abcdef0123456789abcdef0123456789" ${"é😀".repeat(5_000)}`;
+    const n = schedulePush(
+      { conversation_id: CONV, schedule_id: "s1", prompt, conversationName: "é😀".repeat(5_000) },
+      Date.now(),
+    );
+    expect(n).toMatchObject({
+      kind: "schedule",
+      event: undefined,
+      urgency: "normal",
+      ttlSeconds: RESULT_TTL_SECONDS,
+    });
+    await r.delivery.enqueue(sub, n, true);
+    const got = await phone.next();
+    expect(Buffer.byteLength(JSON.stringify(got.payload))).toBeLessThanOrEqual(MAX_PLAINTEXT_BYTES);
+    expect(got.payload).toMatchObject({ v: 1, kind: "schedule", conversation_id: CONV, schedule_id: "s1" });
+    expect(JSON.stringify(got.payload)).not.toContain("sk-abcdef0123456789");
+    await r.delivery.enqueue(sub, n, false);
+    expect(Object.keys((await phone.next()).payload).sort()).toEqual(
+      ["conversation_id", "kind", "schedule_id", "tag", "ts", "v"].sort(),
+    );
   });
 });
 

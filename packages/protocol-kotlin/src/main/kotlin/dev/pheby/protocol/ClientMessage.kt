@@ -453,6 +453,7 @@ data class ScheduleList(
  * @property at `at`: A single run at this time (ISO-8601 with an offset). Schema: format date-time (checked by the server). May be absent.
  * @property timezone `timezone`: IANA time zone the cron expression is read in (e.g. Europe/Paris); default: the server's. Schema: minLength 1, maxLength 64, pattern `^[A-Za-z0-9_+/-]+$` (checked by the server). May be absent.
  * @property name `name`: Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
+ * @property autoApprove `auto_approve`: Let YOLO approve this schedule's runs (default false); true needs the master secret (a device gets bad_request). May be absent.
  */
 @Serializable
 @SerialName("schedule.create")
@@ -464,6 +465,7 @@ data class ScheduleCreate(
     val at: String? = null,
     val timezone: String? = null,
     val name: String? = null,
+    @SerialName("auto_approve") val autoApprove: StrictBoolean? = null,
 ) : ClientMessage {
     init {
         require((cron != null) != (at != null)) { "ScheduleCreate: exactly one of cron, at" }
@@ -473,7 +475,7 @@ data class ScheduleCreate(
 /**
  * `schedule.update`: Change a schedule.
  *
- * Checked on construction: not both cron and at; at least one of name, prompt, cron, at, timezone, enabled.
+ * Checked on construction: not both cron and at; at least one of name, prompt, cron, at, timezone, enabled, auto_approve.
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property scheduleId `schedule_id`
@@ -482,7 +484,8 @@ data class ScheduleCreate(
  * @property cron `cron`: A standard five-field cron expression (minute hour day-of-month month day-of-week). Schema: maxLength 100, pattern `^\s*\S+(\s+\S+){4}\s*$` (checked by the server). May be absent.
  * @property at `at`: A single run at this time (ISO-8601 with an offset). Schema: format date-time (checked by the server). May be absent.
  * @property timezone `timezone`: IANA time zone the cron expression is read in (e.g. Europe/Paris); default: the server's. Schema: minLength 1, maxLength 64, pattern `^[A-Za-z0-9_+/-]+$` (checked by the server). May be absent.
- * @property enabled `enabled`: May be absent.
+ * @property enabled `enabled`: true also confirms a schedule the agent made (confirmed becomes true). May be absent.
+ * @property autoApprove `auto_approve`: Let YOLO approve this schedule's runs (default false); true needs the master secret (a device gets bad_request). May be absent.
  */
 @Serializable
 @SerialName("schedule.update")
@@ -495,10 +498,11 @@ data class ScheduleUpdate(
     val at: String? = null,
     val timezone: String? = null,
     val enabled: StrictBoolean? = null,
+    @SerialName("auto_approve") val autoApprove: StrictBoolean? = null,
 ) : ClientMessage {
     init {
         require(!(cron != null && at != null)) { "ScheduleUpdate: not both cron and at" }
-        require(name !is OptionalNullable.Absent || prompt != null || cron != null || at != null || timezone != null || enabled != null) { "ScheduleUpdate: at least one of name, prompt, cron, at, timezone, enabled" }
+        require(name !is OptionalNullable.Absent || prompt != null || cron != null || at != null || timezone != null || enabled != null || autoApprove != null) { "ScheduleUpdate: at least one of name, prompt, cron, at, timezone, enabled, auto_approve" }
     }
 }
 

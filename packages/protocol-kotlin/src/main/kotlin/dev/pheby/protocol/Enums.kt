@@ -240,6 +240,25 @@ sealed class RunStatus(value: String) : OpenEnum(value) {
 }
 
 /**
+ * Known values: `user`, `agent`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ScheduleCreator.Serializer::class)
+sealed class ScheduleCreator(value: String) : OpenEnum(value) {
+    object USER : ScheduleCreator("user")
+    object AGENT : ScheduleCreator("agent")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ScheduleCreator(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ScheduleCreator>({ listOf(USER, AGENT) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ScheduleCreator>("dev.pheby.protocol.ScheduleCreator", { of(it) })
+}
+
+/**
  * Known values: `conversation`, `global`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */

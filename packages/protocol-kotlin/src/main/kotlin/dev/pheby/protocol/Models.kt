@@ -359,6 +359,9 @@ data class RunState(
  * @property nextRunAt `next_run_at`: null when it will not run again. Schema: format date-time (checked by the server). Always present; may be null.
  * @property lastRunAt `last_run_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
  * @property lastStatus `last_status`: How its last run ended; null before the first. Always present; may be null.
+ * @property createdBy `created_by`: user: a client's schedule.create; agent: the agent's schedule_create tool.
+ * @property confirmed `confirmed`: true for a user's schedule; an agent's stays false (and disabled) until a client enables it.
+ * @property autoApprove `auto_approve`: YOLO may approve its runs' permission questions; only the master secret sets it.
  */
 @Serializable
 data class Schedule(
@@ -373,6 +376,9 @@ data class Schedule(
     @SerialName("next_run_at") val nextRunAt: String?,
     @SerialName("last_run_at") val lastRunAt: String?,
     @SerialName("last_status") val lastStatus: RunStatus?,
+    @SerialName("created_by") val createdBy: ScheduleCreator,
+    val confirmed: StrictBoolean,
+    @SerialName("auto_approve") val autoApprove: StrictBoolean,
 )
 
 /**

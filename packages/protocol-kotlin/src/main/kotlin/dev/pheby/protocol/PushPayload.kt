@@ -55,6 +55,7 @@ sealed interface PushPayload {
             PushMessagePayload::class to PushMessagePayload.serializer(),
             PushResolvedPayload::class to PushResolvedPayload.serializer(),
             PushTestPayload::class to PushTestPayload.serializer(),
+            PushSchedulePayload::class to PushSchedulePayload.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -247,6 +248,37 @@ data class PushTestPayload(
     override val title: String? = null,
     override val body: String? = null,
     @SerialName("subscription_id") val subscriptionId: String,
+) : PushPayload {
+    init {
+        require(v == 1L) { "v must be 1, was $v" }
+    }
+}
+
+/**
+ * `schedule`: Push payload: the agent made a schedule that waits for confirmation.
+ *
+ * @property v `v`: Payload version.
+ * @property tag `tag`: The RFC 8030 Topic it was sent with: show the notification under this tag, so a later payload with the same tag replaces it. Schema: pattern `^[A-Za-z0-9_-]{1,32}$` (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property title `title`: Absent when the server sends no text (privacy setting, or a retry without text). Schema: maxLength 256 (checked by the server). May be absent.
+ * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property scheduleId `schedule_id`
+ * @property promptPreview `prompt_preview`: The schedule's prompt, shortened and redacted; absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("schedule")
+data class PushSchedulePayload(
+    val v: StrictLong,
+    override val tag: String,
+    override val ts: String,
+    override val title: String? = null,
+    override val body: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("conversation_name") val conversationName: String? = null,
+    @SerialName("schedule_id") val scheduleId: String,
+    @SerialName("prompt_preview") val promptPreview: String? = null,
 ) : PushPayload {
     init {
         require(v == 1L) { "v must be 1, was $v" }
