@@ -32,6 +32,13 @@ export interface PushOptions {
   resolve?: Resolve;
 }
 
+/**
+ * What `push.test` and `push.list` say of any failed delivery. A subscription's endpoint is any
+ * public URL its client chose, so telling the client the HTTP status or network error of an
+ * attempt would make the server a port scanner of other hosts, seen from its own network.
+ */
+export const NOT_DELIVERED = "not delivered";
+
 /** The VAPID contact when the operator names none: the project, so a push service can find who sends. */
 export const DEFAULT_PUSH_SUBJECT = "https://github.com/pheby/pheby";
 
@@ -170,37 +177,27 @@ export class PushService {
       events: row.events as ServerMessageOf<"push.subscriptions">["subscriptions"][number]["events"],
       created_at: iso(row.created_at),
       last_success_at: row.last_success_at === null ? null : iso(row.last_success_at),
-      // An error older than the last success is history: the protocol shows the current state.
+      // An error older than the last success is history: the protocol shows the current state,
+      // without what the failure was (NOT_DELIVERED).
       last_error:
         row.last_error !== null &&
         (row.last_success_at === null || (row.last_error_at ?? 0) > row.last_success_at)
-          ? row.last_error
+          ? NOT_DELIVERED
           : null,
     }));
   }
 
-  /** `push.test`: one attempt, answered with the push service's verdict. */
+  /**
+   * `push.test`: one attempt, answered with whether it was delivered and nothing more: no status,
+   * no network error (see {@link NOT_DELIVERED}). The server's log has the details.
+   */
   async test(subscriptionId: string, principal: Principal | null): Promise<ServerMessageOf<"push.tested">> {
     const sub = this.#own(subscriptionId, principal);
     const notifier = this.#notifier;
     if (!notifier) throw new Error("push service not wired to an outbox");
     const result = await notifier.send(sub, testPush(sub.id, this.#deps.clock.now()), { once: true });
-    const base = { type: "push.tested", subscription_id: sub.id } as const;
-    switch (result.outcome) {
-      case "delivered":
-        return { ...base, ok: true, status: result.status, error: null };
-      case "removed":
-        return {
-          ...base,
-          ok: false,
-          status: result.status,
-          error: `HTTP ${result.status}: the push service no longer knows this subscription; it was removed`,
-        };
-      case "failed":
-        return { ...base, ok: false, status: result.status ?? null, error: result.error };
-      case "dropped":
-        return { ...base, ok: false, status: null, error: `not sent: ${result.reason}` };
-    }
+    const ok = result.outcome === "delivered";
+    return { type: "push.tested", subscription_id: sub.id, ok, status: null, error: ok ? null : NOT_DELIVERED };
   }
 
   /** `presence`: what this connection's UI shows now. */

@@ -1,6 +1,7 @@
 // The push extension end to end: a real server (ws, port 0), a real receiver that decrypts, the
 // simulator agent, the HTTP answer routes.
 import { readFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { decodeServerFrame, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
@@ -199,7 +200,7 @@ describe("each kind arrives and decrypts", () => {
     ]);
 
     const tested = await client.ok({ type: "push.test", subscription_id: subscriptionId }, "push.tested");
-    expect(tested).toMatchObject({ ok: true, status: 201, error: null });
+    expect(tested).toMatchObject({ ok: true, status: null, error: null });
     expect((await phone.next()).payload).toMatchObject({ kind: "test", subscription_id: subscriptionId });
 
     const list = await client.ok({ type: "push.list" }, "push.subscriptions");
@@ -327,17 +328,58 @@ describe("presence", () => {
 });
 
 describe("delivery that a bad endpoint cannot hurt", () => {
-  it("410 removes the subscription (push.test reports it)", async () => {
+  it("410 removes the subscription (push.test says only that it was not delivered)", async () => {
     const { ts, receiver } = await setup();
     const { client } = await connect(ts);
     const phone = receiver.endpoint("phone");
     const id = await subscribe(client, phone);
     phone.answer(410);
     const tested = await client.ok({ type: "push.test", subscription_id: id }, "push.tested");
-    expect(tested).toMatchObject({ ok: false, status: 410 });
+    expect(tested).toMatchObject({ ok: false, status: null, error: "not delivered" });
     expect((await client.ok({ type: "push.list" }, "push.subscriptions")).subscriptions).toEqual([]);
     const again = await client.request({ type: "push.test", subscription_id: id }, "push.tested");
     expect(again).toMatchObject({ type: "error", error: { code: "not_found" } });
+  });
+
+  it("push.test and push.list tell no status or network error of the endpoint's host (no scanning oracle)", async () => {
+    const { ts, receiver } = await setup();
+    const { client } = await connect(ts);
+    const tested = async (id: string) => {
+      const { request_id: _id, ...reply } = await client.ok(
+        { type: "push.test", subscription_id: id },
+        "push.tested",
+      );
+      return reply;
+    };
+    const verdict = (id: string, ok: boolean) => ({
+      type: "push.tested",
+      subscription_id: id,
+      ok,
+      status: null,
+      error: ok ? null : "not delivered",
+    });
+    for (const status of [500, 404, 403, 413, 307, 200, 201]) {
+      const endpoint = receiver.endpoint(`status-${status}`);
+      endpoint.answer(status);
+      const id = await subscribe(client, endpoint);
+      expect(await tested(id), `HTTP ${status}`).toEqual(verdict(id, status < 300));
+    }
+    // A port nothing listens on: the attempt fails with a connection error, not an HTTP status.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const { subscription_id: refused } = await client.ok(
+      {
+        type: "push.subscribe",
+        endpoint: `http://127.0.0.1:${port}/x`,
+        keys: receiver.endpoint("keys").keys,
+      },
+      "push.subscribed",
+    );
+    expect(await tested(refused)).toEqual(verdict(refused, false));
+    const list = await client.ok({ type: "push.list" }, "push.subscriptions");
+    expect(new Set(list.subscriptions.map((s) => s.last_error))).toEqual(new Set([null, "not delivered"]));
   });
 
   it("a hanging endpoint delays neither the run nor its frames (deltas measured with and without it)", async () => {
