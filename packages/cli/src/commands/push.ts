@@ -47,7 +47,7 @@ export const push: Command = {
             error: tested.error,
           });
         else
-          writeLine(io, tested.ok ? `delivered (HTTP ${tested.status})` : `not delivered: ${tested.error}`);
+          writeLine(io, tested.ok ? "delivered" : "not delivered");
         return tested.ok ? EXIT.ok : EXIT.failed;
       }
       case "remove": {
