@@ -400,8 +400,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: options.publicUrl,
   });
-  // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
-  devices.onRevoked((deviceId) => push.forget(deviceId));
   const ctx: ServerContext = {
     store,
     attachments,

@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { OWNER } from "../store/push.js";
 import { DB_FILE, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import { systemClock } from "../util/time.js";
@@ -18,7 +17,7 @@ export interface DeviceSummary {
 /** The device registry of a data directory, for `pheby-server devices …` (see {@link openDeviceAdmin}). */
 export interface DeviceAdmin {
   list(): DeviceSummary[];
-  /** Revoke every device and remove the push subscriptions they made; returns their IDs. */
+  /** Revoke every device (their push subscriptions go with them); returns their IDs. */
   revokeAll(): string[];
   close(): void;
 }
@@ -29,8 +28,8 @@ export interface DeviceAdmin {
  * server stopped or running (SQLite WAL): a running server reads device hashes at every
  * authentication, so a revoked secret is refused from the next hello or HTTP request on, but the
  * revoked devices' open connections stay until they close or the server restarts. Their push
- * subscriptions go in the same transaction: a running server reads them at every notification, so a
- * revoked phone gets no push from then on (a live server only sweeps orphans when it starts).
+ * subscriptions go in the same statement (a cascading foreign key): a running server reads them at
+ * every notification, so a revoked phone gets no push from then on.
  */
 export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): DeviceAdmin | undefined {
   if (!existsSync(join(dataDir, DB_FILE))) return undefined;
@@ -44,12 +43,7 @@ export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): De
         createdAt: d.created_at,
         lastSeenAt: d.last_seen_at,
       })),
-    revokeAll: () =>
-      store.transaction(() => {
-        const ids = registry.revokeAll();
-        store.push.removeOrphans(OWNER);
-        return ids;
-      }),
+    revokeAll: () => registry.revokeAll(),
     close: () => store.close(),
   };
 }

@@ -3,6 +3,7 @@ import {
   type HandlerTable,
   PUBLISHED_BY_CORE,
   type Request,
+  requireAuthorized,
   requireConversation,
   type ServerContext,
 } from "./context.js";
@@ -16,6 +17,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
   const { conversation_id, text, queue, client_message_id } = req.msg;
   // A live turn must not interleave with a history replay of the same session.
   await ctx.history.idle(conversation_id);
+  requireAuthorized(ctx, req.peer); // revoked while it waited: start nothing
   const conv = requireConversation(ctx, conversation_id);
   const ids = req.msg.attachment_ids ?? [];
   if (queue === true && ctx.runs.busy(conv.id)) {

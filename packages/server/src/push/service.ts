@@ -4,7 +4,7 @@ import type { Logger } from "pino";
 import type { Principal } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import type { Outbox } from "../outbox/outbox.js";
-import { OWNER } from "../store/push.js";
+import type { NewPushSubscription } from "../store/push.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
@@ -52,10 +52,13 @@ export interface PushServiceDeps {
   connected: () => Iterable<object>;
 }
 
-/** The credential a subscription records: `owner` (the master secret) or a paired device's id. */
-function credentialOf(principal: Principal | null): string {
-  return principal?.kind === "device" ? principal.deviceId : OWNER;
+/** The device a subscription records: a paired device's id, or null for the owner (the master secret). */
+function deviceOf(principal: Principal | null): string | null {
+  return principal?.kind === "device" ? principal.deviceId : null;
 }
+
+/** A `push.subscribe` whose endpoint and keys passed the checks, ready to store. */
+export type CheckedSubscription = Omit<NewPushSubscription, "id" | "device_id">;
 
 /** Decode a base64url key (padding tolerated); undefined when it is not base64url. */
 function keyBytes(value: string): Buffer | undefined {
@@ -100,15 +103,6 @@ export class PushService {
       ...(options.retry === undefined ? {} : { retry: options.retry }),
     });
     this.presence = new Presence(deps.connected);
-    const orphans = deps.store.push.removeOrphans(OWNER);
-    if (orphans > 0) deps.log.info({ removed: orphans }, "push subscriptions of revoked devices removed");
-  }
-
-  /** A device was revoked: its subscriptions go, so its phone gets no more notifications. */
-  forget(deviceId: string): void {
-    const removed = this.#deps.store.push.removeCreatedBy(deviceId);
-    if (removed > 0)
-      this.#deps.log.info({ device: deviceId, removed }, "push subscriptions of a revoked device removed");
   }
 
   /** Wrap the outbox the core writes to: events reach `inner` unchanged, then become pushes. */
@@ -126,11 +120,11 @@ export class PushService {
   }
 
   /**
-   * `push.subscribe`: the endpoint must pass the SSRF rule (`bad_request` otherwise, without echoing
-   * it) and the keys must be a P-256 point and a 16-byte secret. The same endpoint again updates
-   * its subscription (same id).
+   * `push.subscribe`, first half: the endpoint must pass the SSRF rule (`bad_request` otherwise,
+   * without echoing it) and the keys must be a P-256 point and a 16-byte secret. It awaits the
+   * endpoint's name resolution, so the caller checks its principal again before {@link store}.
    */
-  async subscribe(msg: ClientMessageOf<"push.subscribe">, principal: Principal | null): Promise<string> {
+  async check(msg: ClientMessageOf<"push.subscribe">): Promise<CheckedSubscription> {
     try {
       await checkEndpoint(msg.endpoint, this.#policy, this.#resolve);
     } catch (err) {
@@ -142,16 +136,23 @@ export class PushService {
     if (!p256dh || !isP256Point(p256dh))
       throw new ProtocolError("bad_request", "keys.p256dh: not a P-256 public key");
     if (auth?.length !== 16) throw new ProtocolError("bad_request", "keys.auth: must be 16 bytes");
+    return {
+      endpoint: msg.endpoint,
+      p256dh: p256dh.toString("base64url"),
+      auth: auth.toString("base64url"),
+      device_name: msg.device_name ?? null,
+      events: msg.events ?? PUSH_EVENT_KINDS,
+    };
+  }
+
+  /**
+   * `push.subscribe`, second half: store the checked subscription under `principal`; returns its
+   * id. The same endpoint again updates its subscription (same id). The row's device is a foreign
+   * key: a device deleted in the meantime makes this throw rather than store an orphan.
+   */
+  store(checked: CheckedSubscription, principal: Principal | null): string {
     const { row, evicted } = this.#deps.store.push.subscribe(
-      {
-        id: newId(),
-        endpoint: msg.endpoint,
-        p256dh: p256dh.toString("base64url"),
-        auth: auth.toString("base64url"),
-        device_name: msg.device_name ?? null,
-        events: msg.events ?? PUSH_EVENT_KINDS,
-        created_by: credentialOf(principal),
-      },
+      { ...checked, id: newId(), device_id: deviceOf(principal) },
       this.#deps.clock.now(),
     );
     this.#deps.log.info(
@@ -169,7 +170,7 @@ export class PushService {
 
   /** `push.list`: the subscriptions this credential may see (the owner: all), oldest first. */
   list(principal: Principal | null): ServerMessageOf<"push.subscriptions">["subscriptions"] {
-    const rows = this.#deps.store.push.list(this.#seesAll(principal) ? undefined : credentialOf(principal));
+    const rows = this.#deps.store.push.list(deviceOf(principal) ?? undefined);
     return rows.map((row) => ({
       subscription_id: row.id,
       device_name: row.device_name,
@@ -197,7 +198,13 @@ export class PushService {
     if (!notifier) throw new Error("push service not wired to an outbox");
     const result = await notifier.send(sub, testPush(sub.id, this.#deps.clock.now()), { once: true });
     const ok = result.outcome === "delivered";
-    return { type: "push.tested", subscription_id: sub.id, ok, status: null, error: ok ? null : NOT_DELIVERED };
+    return {
+      type: "push.tested",
+      subscription_id: sub.id,
+      ok,
+      status: null,
+      error: ok ? null : NOT_DELIVERED,
+    };
   }
 
   /** `presence`: what this connection's UI shows now. */
@@ -218,13 +225,11 @@ export class PushService {
     return this.#delivery.idle();
   }
 
-  #seesAll(principal: Principal | null): boolean {
-    return credentialOf(principal) === OWNER;
-  }
-
+  /** A subscription `principal` may see (the owner: any; a device: its own), else `not_found`. */
   #own(subscriptionId: string, principal: Principal | null) {
     const row = this.#deps.store.push.get(subscriptionId);
-    if (!row || (!this.#seesAll(principal) && row.created_by !== credentialOf(principal))) {
+    const device = deviceOf(principal);
+    if (!row || (device !== null && row.device_id !== device)) {
       throw new ProtocolError("not_found", "No such push subscription");
     }
     return row;

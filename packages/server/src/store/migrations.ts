@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { DEVICES_MIGRATION } from "./devices.js";
-import { PUSH_MIGRATION } from "./push.js";
+import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
 
@@ -103,6 +103,8 @@ export const MIGRATIONS: readonly string[] = [
   RESUME_MIGRATION,
   // v7 (issue 22): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,
+  // Push subscriptions bound to their device by a cascading foreign key (store/push.ts).
+  PUSH_DEVICE_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */
