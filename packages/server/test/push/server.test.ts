@@ -14,6 +14,8 @@ import { openDeviceAdmin } from "../../src/devices/admin.js";
 import {
   captureLogs,
   createConversation,
+  helloWith,
+  pairDevice,
   RawClient,
   SECRET,
   send,
@@ -610,27 +612,13 @@ describe("POST /approvals/{id} and /clarify/{id}", () => {
 });
 
 describe("subscriptions and paired devices", () => {
-  /** Pair a device through the owner's connection; returns its secret and ID. */
-  async function pairDeviceOn(ts: TestServer, owner: RawClient) {
-    const { code } = await owner.ok({ type: "pair.create", name: "Pixel 9" }, "pair.created");
-    const phone = await RawClient.open(ts.wsUrl);
-    phone.send({ type: "hello", protocol_version: 1, features: ["devices"], pairing_code: code });
-    const ready = await phone.next("ready");
-    phone.close();
-    return { id: ready.device!.device_id, secret: ready.device!.device_secret };
-  }
-
   /** A server, the owner's connection (push, devices), and a paired device's connection (push). */
   async function ownerAndPairedPhone() {
     const { ts, receiver } = await setup({ publicUrl: "wss://pheby.example.com/ws" });
-    const owner = await RawClient.open(ts.wsUrl);
-    owner.send({ type: "hello", secret: SECRET, protocol_version: 1, features: ["push", "devices"] });
-    await owner.next("ready");
+    const owner = await helloWith(ts, ["push", "devices"]);
     cleanups.push(() => owner.close());
-    const device = await pairDeviceOn(ts, owner);
-    const phone = await RawClient.open(ts.wsUrl);
-    phone.send({ type: "hello", secret: device.secret, protocol_version: 1, features: ["push"] });
-    await phone.next("ready");
+    const device = await pairDevice(ts, owner);
+    const phone = await helloWith(ts, ["push"], device.secret);
     cleanups.push(() => phone.close());
     return { ts, receiver, owner, device, phone };
   }
