@@ -18,3 +18,8 @@ export function principalLog(principal: Principal): { principal: string; device?
     ? { principal: "device", device: principal.deviceId }
     : { principal: "owner" };
 }
+
+/** The paired device a principal is, or null for the owner (and for a peer before its hello). */
+export function deviceIdOf(principal: Principal | null): string | null {
+  return principal?.kind === "device" ? principal.deviceId : null;
+}

@@ -1,9 +1,9 @@
 import { createECDH } from "node:crypto";
 import { type ClientMessageOf, PUSH_EVENT_KINDS, type ServerMessageOf } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { Principal } from "../auth/principal.js";
+import { deviceIdOf, type Principal } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
-import type { Outbox } from "../outbox/outbox.js";
+import type { Outbox, Peer } from "../outbox/outbox.js";
 import type { NewPushSubscription } from "../store/push.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
@@ -49,12 +49,7 @@ export interface PushServiceDeps {
   clock: Clock;
   log: Logger;
   /** The connections still authenticated (the Fanout's peers), for presence. */
-  connected: () => Iterable<object>;
-}
-
-/** The device a subscription records: a paired device's id, or null for the owner (the master secret). */
-function deviceOf(principal: Principal | null): string | null {
-  return principal?.kind === "device" ? principal.deviceId : null;
+  connected: () => Iterable<Peer>;
 }
 
 /** A `push.subscribe` whose endpoint and keys passed the checks, ready to store. */
@@ -152,7 +147,7 @@ export class PushService {
    */
   store(checked: CheckedSubscription, principal: Principal | null): string {
     const { row, evicted } = this.#deps.store.push.subscribe(
-      { ...checked, id: newId(), device_id: deviceOf(principal) },
+      { ...checked, id: newId(), device_id: deviceIdOf(principal) },
       this.#deps.clock.now(),
     );
     this.#deps.log.info(
@@ -170,7 +165,7 @@ export class PushService {
 
   /** `push.list`: the subscriptions this credential may see (the owner: all), oldest first. */
   list(principal: Principal | null): ServerMessageOf<"push.subscriptions">["subscriptions"] {
-    const rows = this.#deps.store.push.list(deviceOf(principal) ?? undefined);
+    const rows = this.#deps.store.push.list(deviceIdOf(principal) ?? undefined);
     return rows.map((row) => ({
       subscription_id: row.id,
       device_name: row.device_name,
@@ -208,7 +203,7 @@ export class PushService {
   }
 
   /** `presence`: what this connection's UI shows now. */
-  setPresence(connection: object, msg: ClientMessageOf<"presence">): void {
+  setPresence(connection: Peer, msg: ClientMessageOf<"presence">): void {
     const state: PresenceState = { state: msg.state };
     if (msg.conversation_id !== undefined) state.conversationId = msg.conversation_id;
     this.presence.update(connection, state);
@@ -228,7 +223,7 @@ export class PushService {
   /** A subscription `principal` may see (the owner: any; a device: its own), else `not_found`. */
   #own(subscriptionId: string, principal: Principal | null) {
     const row = this.#deps.store.push.get(subscriptionId);
-    const device = deviceOf(principal);
+    const device = deviceIdOf(principal);
     if (!row || (device !== null && row.device_id !== device)) {
       throw new ProtocolError("not_found", "No such push subscription");
     }

@@ -3,12 +3,14 @@ import type { SentKey, SentOutcome, SentRequests } from "../store/sent-requests.
 
 /**
  * Refusals that say "not now", not "never": a retry of the same request may
- * well succeed, so they are never remembered.
+ * well succeed, so they are never remembered. `unauthorized` is about the
+ * requester (a device revoked while its request waited), not the request.
  */
 export const TRANSIENT_ERRORS: ReadonlySet<ErrorCode> = new Set([
   "run_active",
   "rate_limited",
   "internal_error",
+  "unauthorized",
 ]);
 
 /**

@@ -644,6 +644,47 @@ describe("subscriptions and paired devices", () => {
     expect(left.subscriptions.map((s) => s.subscription_id)).toEqual([ownerSub]);
   });
 
+  it("a device's presence silences only that device's own subscriptions, never the owner's", async () => {
+    const { receiver, owner, phone } = await ownerAndPairedPhone();
+    const ownerEndpoint = receiver.endpoint("owner-browser");
+    const phoneEndpoint = receiver.endpoint("phone");
+    await subscribe(owner, ownerEndpoint, { events: ["run_finished"] });
+    await subscribe(phone, phoneEndpoint, { events: ["run_finished"] });
+    const conv = await createConversation(owner, "Shared");
+
+    // The phone looks at the conversation: its own subscription is skipped, the owner's is not.
+    phone.send({ type: "presence", state: "active", conversation_id: conv });
+    await phone.ok({ type: "ping" }, "pong");
+    const watchedByPhone = await send(owner, conv, "the phone is looking");
+    await owner.run(watchedByPhone);
+    expect((await ownerEndpoint.next()).payload).toMatchObject({
+      kind: "run_finished",
+      run_id: watchedByPhone,
+    });
+
+    // Now the owner's console looks and the phone does not: the other way round.
+    phone.send({ type: "presence", state: "background" });
+    owner.send({ type: "presence", state: "active", conversation_id: conv });
+    await owner.ok({ type: "ping" }, "pong");
+    await phone.ok({ type: "ping" }, "pong");
+    const watchedByOwner = await send(owner, conv, "the owner is looking");
+    await owner.run(watchedByOwner);
+    expect((await phoneEndpoint.next()).payload).toMatchObject({
+      kind: "run_finished",
+      run_id: watchedByOwner,
+    });
+
+    // Both look elsewhere: both get it (and this last push proves the earlier ones were not late).
+    owner.send({ type: "presence", state: "background" });
+    await owner.ok({ type: "ping" }, "pong");
+    const unwatched = await send(owner, conv, "nobody is looking");
+    await owner.run(unwatched);
+    expect((await ownerEndpoint.next()).payload).toMatchObject({ run_id: unwatched });
+    expect((await phoneEndpoint.next()).payload).toMatchObject({ run_id: unwatched });
+    expect(ownerEndpoint.received.map((p) => p.payload.run_id)).toEqual([watchedByPhone, unwatched]);
+    expect(phoneEndpoint.received.map((p) => p.payload.run_id)).toEqual([watchedByOwner, unwatched]);
+  });
+
   it("the operator's revoke-all (another process, server running) removes the devices' subscriptions at once", async () => {
     const { ts, receiver, owner, device, phone } = await ownerAndPairedPhone();
     const phoneSub = await subscribe(phone, receiver.endpoint("phone"));
