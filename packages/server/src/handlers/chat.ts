@@ -1,4 +1,5 @@
 import { FEATURE_QUEUE } from "@pheby/protocol";
+import { conversationNotFound } from "../errors.js";
 import {
   type HandlerTable,
   PUBLISHED_BY_CORE,
@@ -48,7 +49,10 @@ export const chatHandlers: HandlerTable = {
       client_message_id === undefined
         ? undefined
         : { kind: "chat.send" as const, scope: conversation_id, clientMessageId: client_message_id };
-    return once(ctx, key, () => accept(ctx, req));
+    // A conversation that never existed gets its error without a row: the ids would cost disk and
+    // buy nothing (no retry of such a send can ever have another outcome).
+    if (key && !ctx.store.conversationExisted(conversation_id)) throw conversationNotFound();
+    return once(ctx, req.peer, key, () => accept(ctx, req));
   },
 
   "run.cancel": (ctx, req) => {

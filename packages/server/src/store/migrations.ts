@@ -3,6 +3,7 @@ import { DEVICES_MIGRATION } from "./devices.js";
 import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
+import { SENT_REQUESTS_PRINCIPAL_MIGRATION } from "./sent-requests.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
@@ -105,6 +106,8 @@ export const MIGRATIONS: readonly string[] = [
   SCHEDULES_MIGRATION,
   // Push subscriptions bound to their device by a cascading foreign key (store/push.ts).
   PUSH_DEVICE_MIGRATION,
+  // Remembered sends record their sender, kept per sender up to a bound (store/sent-requests.ts).
+  SENT_REQUESTS_PRINCIPAL_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */
