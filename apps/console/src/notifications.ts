@@ -72,7 +72,7 @@ export class NotificationsPanel {
     test.addEventListener("click", async () => {
       try {
         const tested = await this.client.testPush(s.subscription_id);
-        this.report(tested.ok ? "Test notification sent." : `Test failed: ${tested.error}`);
+        this.report(tested.ok ? "Test notification sent." : "Test notification not delivered.");
       } catch (err) {
         this.report(`Test failed: ${(err as Error).message}`);
       }

@@ -60,6 +60,11 @@ export const LIMITS = {
   clientMessageIdChars: 64,
   /** `resume`: a repeated `client_message_id` gets the original outcome for this long (24 hours), in seconds. */
   clientMessageIdWindowSeconds: 24 * 60 * 60,
+  /**
+   * `resume`: outcomes remembered per credential (the master secret, or each paired device); beyond
+   * it the oldest is forgotten early, so a repeat of a very old `client_message_id` may run again.
+   */
+  clientMessageIdsPerPrincipal: 10_000,
   /** `queue`: maximum number of queued runs per conversation; `run.queued.position` is 1..20. */
   queuedRunsPerConversation: 20,
   /** `schedules`: maximum number of schedules on a server (all conversations together). */

@@ -51,6 +51,7 @@ describe("extension limits", () => {
       pushTopicChars: 32,
       pairingCodeSeconds: 600,
       clientMessageIdWindowSeconds: 86_400,
+      clientMessageIdsPerPrincipal: 10_000,
     });
     expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
   });

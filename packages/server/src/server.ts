@@ -438,9 +438,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: options.publicUrl,
   });
-  // A revoked device's push subscriptions go with it: its phone must not keep getting notifications.
-  devices.onRevoked((deviceId) => push.forget(deviceId));
-  // And so does what it set in motion: queued runs, schedules, YOLO, its active runs.
+  // What a revoked device set in motion goes with it: queued runs, schedules, YOLO, its active runs.
+  // (Its push subscriptions go by the database's cascading foreign key.)
   devices.onRevoked((deviceId) =>
     stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
   );

@@ -505,3 +505,22 @@ export async function spawnServerProcess(dataDir: string): Promise<{ child: Chil
   });
   return { child, port };
 }
+
+/** Pair a device through `owner` (a connection with the master secret and `devices`); returns its ID and secret. */
+export async function pairDevice(ts: TestServer, owner: RawClient, name = "Pixel 9") {
+  const { code } = await owner.ok({ type: "pair.create", name }, "pair.created");
+  const phone = await RawClient.open(ts.wsUrl);
+  phone.send({ type: "hello", protocol_version: 1, features: ["devices"], pairing_code: code });
+  const ready = await phone.next("ready");
+  phone.close();
+  if (!ready.device) throw new Error(`pairing failed: ${JSON.stringify(ready)}`);
+  return { id: ready.device.device_id, secret: ready.device.device_secret };
+}
+
+/** A connection authenticated with `secret` (default: the master secret) that enabled `features`. */
+export async function helloWith(ts: TestServer, features: string[], secret = SECRET): Promise<RawClient> {
+  const client = await RawClient.open(ts.wsUrl);
+  client.send({ type: "hello", secret, protocol_version: 1, features });
+  await client.next("ready");
+  return client;
+}

@@ -46,8 +46,7 @@ export const push: Command = {
             status: tested.status,
             error: tested.error,
           });
-        else
-          writeLine(io, tested.ok ? `delivered (HTTP ${tested.status})` : `not delivered: ${tested.error}`);
+        else writeLine(io, tested.ok ? "delivered" : "not delivered");
         return tested.ok ? EXIT.ok : EXIT.failed;
       }
       case "remove": {

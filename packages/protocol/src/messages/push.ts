@@ -94,7 +94,9 @@ export const PushSubscriptionInfo = z
     last_error: z
       .string()
       .nullable()
-      .describe("The last failed delivery (status and reason), or null; cleared by a success"),
+      .describe(
+        'Null, or "not delivered" when the last delivery failed (no status or reason: see push.tested); cleared by a success',
+      ),
   })
   .describe("A push subscription");
 
@@ -111,7 +113,12 @@ export const PushSubscriptions = event(
 /** `push.test`: send a test notification to one subscription and report the outcome. */
 export const PushTest = request("push.test", { subscription_id: OpaqueId }, "Send a test notification");
 
-/** `push.tested`: reply to `push.test`, once the push service answered (or the attempt failed). */
+/**
+ * `push.tested`: reply to `push.test`, once the push service answered (or the attempt failed). It
+ * says only whether the test was delivered: `status` is always null and `error` null or
+ * `"not delivered"`, whatever the endpoint's host answered (the fields keep their types so older
+ * clients decode it).
+ */
 export const PushTested = event(
   "push.tested",
   {
@@ -122,9 +129,9 @@ export const PushTested = event(
       .int()
       .nullable()
       .describe(
-        "The push service's HTTP status, or null when no response arrived (timeout, refused address)",
+        "Always null: the server does not tell what an endpoint's host answered (it would be a port scanner)",
       ),
-    error: z.string().nullable().describe("Why it failed, or null"),
+    error: z.string().nullable().describe('Null when delivered, else "not delivered"'),
   },
   "Outcome of a test notification",
 );

@@ -19,7 +19,7 @@ export function principalLog(principal: Principal): { principal: string; device?
     : { principal: "owner" };
 }
 
-/** The paired device a principal is, or null for the owner (and for a peer not yet authenticated). */
-export function deviceOf(principal: Principal | null | undefined): string | null {
+/** The paired device a principal is, or null for the owner (and for a peer before its hello). */
+export function deviceIdOf(principal: Principal | null | undefined): string | null {
   return principal?.kind === "device" ? principal.deviceId : null;
 }

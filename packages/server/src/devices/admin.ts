@@ -1,7 +1,6 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { forgetRevokedDevices } from "../store/creators.js";
-import { OWNER } from "../store/push.js";
 import { DB_FILE, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
 import { systemClock } from "../util/time.js";
@@ -20,8 +19,8 @@ export interface DeviceSummary {
 export interface DeviceAdmin {
   list(): DeviceSummary[];
   /**
-   * Revoke every device and remove the push subscriptions, schedules and queued runs they made and
-   * the YOLO they switched on; returns their IDs.
+   * Revoke every device (their push subscriptions go with them) and remove the schedules and
+   * queued runs they made and the YOLO they switched on; returns their IDs.
    */
   revokeAll(): string[];
   close(): void;
@@ -33,12 +32,12 @@ export interface DeviceAdmin {
  * server stopped or running (SQLite WAL): a running server reads device hashes at every
  * authentication, so a revoked secret is refused from the next hello or HTTP request on, but the
  * revoked devices' open connections stay until they close or the server restarts. Their push
- * subscriptions go in the same transaction: a running server reads them at every notification, so a
- * revoked phone gets no push from then on (a live server only sweeps orphans when it starts). Their
- * schedules and queued runs are deleted and the YOLO they switched on is switched off in the same
- * transaction too; a running server reads all three at each use, so none of them runs or
- * auto-approves from then on, but its other connections are not told and a run already in progress
- * goes on: stop the server first, or revoke over the socket (`device.revoke`), to cut those too.
+ * subscriptions go in the same statement (a cascading foreign key): a running server reads them at
+ * every notification, so a revoked phone gets no push from then on. Their schedules and queued runs
+ * are deleted and the YOLO they switched on is switched off in the same transaction; a running
+ * server reads all three at each use, so none of them runs or auto-approves from then on, but its
+ * other connections are not told and a run already in progress goes on: stop the server first, or
+ * revoke over the socket (`device.revoke`), to cut those too.
  */
 export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): DeviceAdmin | undefined {
   if (!existsSync(join(dataDir, DB_FILE))) return undefined;
@@ -55,7 +54,6 @@ export function openDeviceAdmin(dataDir: string, clock: Clock = systemClock): De
     revokeAll: () =>
       store.transaction(() => {
         const ids = registry.revokeAll();
-        store.push.removeOrphans(OWNER);
         forgetRevokedDevices(store.db);
         return ids;
       }),

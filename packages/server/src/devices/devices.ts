@@ -25,8 +25,8 @@ export type RevokeListener = (deviceId: string) => void;
 /**
  * The `devices` extension's operations, as the handlers and the handshake use them: open a pairing
  * code, pair, list, and revoke with everything revoking means (connections closed with 4401,
- * HTTP transfers cut, the secret refused from now on, and the {@link onRevoked} listeners told,
- * which is where the push extension removes the device's subscriptions).
+ * HTTP transfers cut, the secret refused from now on, its push subscriptions deleted with its row
+ * by a cascading foreign key, and the {@link onRevoked} listeners told).
  */
 export class Devices {
   readonly #listeners: RevokeListener[] = [];
@@ -61,6 +61,11 @@ export class Devices {
     const device = this.deps.registry.pair(code, deviceName);
     if (device) this.deps.log.info({ device: device.id }, "device paired");
     return device;
+  }
+
+  /** True while the device is paired (not revoked, here or by another process). */
+  paired(deviceId: string): boolean {
+    return this.deps.registry.has(deviceId);
   }
 
   /** `device.snapshot`'s devices, oldest first. */
@@ -99,8 +104,8 @@ export class Devices {
   }
 
   /**
-   * Run `listener` after each revoke. The hook for what other extensions keep per device: the push
-   * extension removes the subscriptions the device created here.
+   * Run `listener` after each revoke: the hook for what other extensions keep per device and no
+   * foreign key removes.
    */
   onRevoked(listener: RevokeListener): void {
     this.#listeners.push(listener);

@@ -81,6 +81,11 @@ export class DeviceRegistry {
     return this.store.list();
   }
 
+  /** True when a device with this ID is paired. */
+  has(id: string): boolean {
+    return this.store.exists(id);
+  }
+
   /** Revoke a device: its secret stops working at the next check. False when the ID is unknown. */
   revoke(id: string): boolean {
     this.#seenWritten.delete(id);

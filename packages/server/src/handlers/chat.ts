@@ -1,9 +1,11 @@
 import { FEATURE_QUEUE } from "@pheby/protocol";
-import { deviceOf } from "../auth/principal.js";
+import { deviceIdOf } from "../auth/principal.js";
+import { conversationNotFound } from "../errors.js";
 import {
   type HandlerTable,
   PUBLISHED_BY_CORE,
   type Request,
+  requireAuthorized,
   requireConversation,
   type ServerContext,
 } from "./context.js";
@@ -17,6 +19,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
   const { conversation_id, text, queue, client_message_id } = req.msg;
   // A live turn must not interleave with a history replay of the same session.
   await ctx.history.idle(conversation_id);
+  requireAuthorized(ctx, req.peer); // revoked while it waited: start nothing
   const conv = requireConversation(ctx, conversation_id);
   const ids = req.msg.attachment_ids ?? [];
   if (queue === true && ctx.runs.busy(conv.id)) {
@@ -24,7 +27,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
       text,
       clientMessageId: client_message_id,
       attachmentIds: ids,
-      deviceId: deviceOf(req.peer.principal),
+      deviceId: deviceIdOf(req.peer.principal),
     });
     return { reply: queued, outcome: { reply: queued, broadcast: changed } };
   }
@@ -33,7 +36,7 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
   const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
   const runId = ctx.runs.send(conv, text, { peer: req.peer, requestId: req.msg.request_id }, claim, {
     clientMessageId: client_message_id,
-    owner: { deviceId: deviceOf(req.peer.principal), autoApprove: true },
+    owner: { deviceId: deviceIdOf(req.peer.principal), autoApprove: true },
   });
   return {
     reply: { type: "run.accepted", conversation_id: conv.id, run_id: runId },
@@ -49,7 +52,10 @@ export const chatHandlers: HandlerTable = {
       client_message_id === undefined
         ? undefined
         : { kind: "chat.send" as const, scope: conversation_id, clientMessageId: client_message_id };
-    return once(ctx, key, () => accept(ctx, req));
+    // A conversation that never existed gets its error without a row: the ids would cost disk and
+    // buy nothing (no retry of such a send can ever have another outcome).
+    if (key && !ctx.store.conversationExisted(conversation_id)) throw conversationNotFound();
+    return once(ctx, req.peer, key, () => accept(ctx, req));
   },
 
   "run.cancel": (ctx, req) => {

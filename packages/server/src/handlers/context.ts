@@ -5,7 +5,7 @@ import type { AttachmentStore } from "../attachments/store.js";
 import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
 import type { Devices } from "../devices/devices.js";
-import { conversationNotFound } from "../errors.js";
+import { conversationNotFound, ProtocolError } from "../errors.js";
 import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { PushService } from "../push/service.js";
 import type { IdempotentRequests } from "../resume/idempotency.js";
@@ -76,6 +76,19 @@ export type Handler<T extends ClientMessageType> = (
 
 /** Handlers by request type; one module per domain contributes a table. */
 export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };
+
+/**
+ * `unauthorized` when the requester's device was revoked since its request arrived. A revoke closes
+ * the device's connections, but a request already waiting on something (a name resolution, a
+ * history replay) would otherwise go on to store or start work under a device that no longer
+ * exists: a handler calls this after every await, before it stores or acts.
+ */
+export function requireAuthorized(ctx: ServerContext, peer: Peer): void {
+  const principal = peer.principal;
+  if (principal?.kind === "device" && !ctx.devices.paired(principal.deviceId)) {
+    throw new ProtocolError("unauthorized", "device revoked");
+  }
+}
 
 /** A live conversation, or `conversation_not_found`. */
 export function requireConversation(ctx: ServerContext, id: string): ConversationRow {

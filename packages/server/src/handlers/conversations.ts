@@ -77,7 +77,7 @@ export const conversationHandlers: HandlerTable = {
       client_message_id === undefined
         ? undefined
         : { kind: "conversation.create" as const, scope: "", clientMessageId: client_message_id };
-    return once(ctx, key, async () => {
+    return once(ctx, req.peer, key, async () => {
       const id = newId();
       const name = req.msg.name?.trim() || DEFAULT_NAME;
       const { sessionId } = await ctx.backend.createSession(id);

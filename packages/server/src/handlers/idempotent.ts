@@ -1,6 +1,8 @@
 import type { ServerMessage } from "@pheby/protocol";
+import { deviceIdOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
-import type { SentKey } from "../store/sent-requests.js";
+import type { Peer } from "../outbox/outbox.js";
+import { OWNER_SENDER, type SentKey } from "../store/sent-requests.js";
 import type { Outcome, ServerContext } from "./context.js";
 
 /** A request handled: the reply a retry would get again, and the outcome of this first try. */
@@ -18,12 +20,14 @@ export interface Handled {
  */
 export async function once(
   ctx: ServerContext,
+  peer: Peer,
   key: SentKey | undefined,
   handle: () => Promise<Handled>,
 ): Promise<Outcome> {
   if (key === undefined) return (await handle()).outcome;
   let first: Outcome | undefined;
-  const settled = await ctx.sends.once(key, async () => {
+  const sender = deviceIdOf(peer.principal) ?? OWNER_SENDER;
+  const settled = await ctx.sends.once(key, sender, async () => {
     const handled = await handle();
     first = handled.outcome;
     return handled.reply;

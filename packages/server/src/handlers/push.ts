@@ -1,16 +1,19 @@
-import type { HandlerTable } from "./context.js";
+import { type HandlerTable, requireAuthorized } from "./context.js";
 
 /**
  * The `push` extension's requests (a peer that did not enable it gets `unknown_type`). A
- * subscription records the credential that created it; the owner sees and removes them all.
+ * subscription records the device that created it (none: the owner); the owner sees and removes
+ * them all. After each await the requester is checked again: a device revoked meanwhile stores
+ * nothing and is told nothing.
  */
 export const pushHandlers: HandlerTable = {
-  "push.subscribe": async (ctx, req) => ({
-    reply: {
-      type: "push.subscribed",
-      subscription_id: await ctx.push.subscribe(req.msg, req.peer.principal),
-    },
-  }),
+  "push.subscribe": async (ctx, req) => {
+    const checked = await ctx.push.check(req.msg);
+    requireAuthorized(ctx, req.peer);
+    return {
+      reply: { type: "push.subscribed", subscription_id: ctx.push.store(checked, req.peer.principal) },
+    };
+  },
   "push.unsubscribe": (ctx, req) => {
     ctx.push.unsubscribe(req.msg.subscription_id, req.peer.principal);
     return { reply: { type: "push.unsubscribed", subscription_id: req.msg.subscription_id } };
@@ -18,9 +21,12 @@ export const pushHandlers: HandlerTable = {
   "push.list": (ctx, req) => ({
     reply: { type: "push.subscriptions", subscriptions: ctx.push.list(req.peer.principal) },
   }),
-  "push.test": async (ctx, req) => ({
-    reply: await ctx.push.test(req.msg.subscription_id, req.peer.principal),
-  }),
+  // The test push itself re-reads its subscription before each attempt (gone with its device).
+  "push.test": async (ctx, req) => {
+    const tested = await ctx.push.test(req.msg.subscription_id, req.peer.principal);
+    requireAuthorized(ctx, req.peer);
+    return { reply: tested };
+  },
   // No reply: a hint about what the UI shows.
   presence: (ctx, req) => {
     ctx.push.setPresence(req.peer, req.msg);

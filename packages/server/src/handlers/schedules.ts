@@ -1,4 +1,4 @@
-import { deviceOf } from "../auth/principal.js";
+import { deviceIdOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { ScheduleError } from "../schedules/rules.js";
@@ -62,7 +62,7 @@ export const scheduleHandlers: HandlerTable = {
           at,
           timezone,
           name,
-          deviceId: deviceOf(req.peer.principal),
+          deviceId: deviceIdOf(req.peer.principal),
           autoApprove: auto_approve === true,
         },
         { peer: req.peer },

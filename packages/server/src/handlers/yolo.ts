@@ -1,4 +1,4 @@
-import { deviceOf } from "../auth/principal.js";
+import { deviceIdOf } from "../auth/principal.js";
 import { eventOf } from "../outbox/outbox.js";
 import { type HandlerTable, requireConversation } from "./context.js";
 
@@ -14,7 +14,7 @@ export const yoloHandlers: HandlerTable = {
   "yolo.set": (ctx, req) => {
     const { conversation_id, enabled } = req.msg;
     requireConversation(ctx, conversation_id);
-    ctx.settings.setYolo(conversation_id, enabled, deviceOf(req.peer.principal));
+    ctx.settings.setYolo(conversation_id, enabled, deviceIdOf(req.peer.principal));
     const changed = { type: "yolo.changed", enabled, scope: "conversation", conversation_id } as const;
     return { reply: changed, broadcast: eventOf(changed) };
   },

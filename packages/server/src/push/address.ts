@@ -39,40 +39,53 @@ const NON_PUBLIC_V4: [string, number][] = [
   ["224.0.0.0", 4], // multicast
   ["240.0.0.0", 4], // reserved, and broadcast
 ];
+// IPv6: only global unicast (2000::/3, RFC 4291 and IANA's allocations) is public. Everything
+// outside it is not: unique-local, link-local, multicast, the IPv4-compatible (::/96) and
+// IPv4-translated (::ffff:0:0:0/96, SIIT: RFC 2765, RFC 6145) forms, local-use NAT64
+// (64:ff9b:1::/48), SRv6 SIDs, discard and whatever is reserved today, so a form added later is
+// refused until it is judged. The two forms that name the IPv4 address actually reached are judged
+// by that address instead (embeddedIpv4).
+// The special-purpose ranges inside 2000::/3 that are not globally reachable unicast.
 const NON_PUBLIC_V6: [string, number][] = [
-  ["::", 96], // unspecified, loopback and the deprecated IPv4-compatible form
-  ["64:ff9b:1::", 48], // local-use NAT64
-  ["100::", 64], // discard
   ["2001::", 23], // IETF protocol assignments (Teredo, benchmarking, ORCHID)
   ["2001:db8::", 32], // documentation
   ["2002::", 16], // 6to4: the embedded IPv4 address is reached through a relay
   ["3fff::", 20], // documentation
-  ["5f00::", 16], // SRv6 SIDs
-  ["fc00::", 7], // unique local
-  ["fe80::", 10], // link-local
-  ["fec0::", 10], // site-local (deprecated)
-  ["ff00::", 8], // multicast
 ];
 
 const NON_PUBLIC = new BlockList();
 for (const [net, prefix] of NON_PUBLIC_V4) NON_PUBLIC.addSubnet(net, prefix, "ipv4");
 for (const [net, prefix] of NON_PUBLIC_V6) NON_PUBLIC.addSubnet(net, prefix, "ipv6");
+const GLOBAL_UNICAST = new BlockList();
+GLOBAL_UNICAST.addSubnet("2000::", 3, "ipv6");
 
 /**
- * True for a globally reachable unicast address. IPv4-mapped IPv6 addresses are judged by their
- * IPv4 address (BlockList matches IPv4 rules against them), NAT64 (`64:ff9b::/96`) addresses by the
- * IPv4 address they embed. Anything that is not an IP address, or carries a zone, is not public.
+ * The IPv4 address an IPv6 address stands for, when connecting to it reaches that IPv4 address:
+ * IPv4-mapped (`::ffff:0:0/96`, a dual-stack socket's IPv4 peer) and the well-known NAT64 prefix
+ * (`64:ff9b::/96`, RFC 6052). Undefined for any other address.
+ */
+function embeddedIpv4(address: string): string | undefined {
+  const g = ipv6Groups(address);
+  const zero = (from: number, to: number) => g.slice(from, to).every((group) => group === 0);
+  const mapped = zero(0, 5) && g[5] === 0xffff;
+  const nat64 = g[0] === 0x64 && g[1] === 0xff9b && zero(2, 6);
+  if (!mapped && !nat64) return undefined;
+  return `${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`;
+}
+
+/**
+ * True for a globally reachable unicast address. IPv4-mapped and NAT64 (`64:ff9b::/96`) addresses
+ * are judged by the IPv4 address they embed; any other IPv6 address must be global unicast
+ * (`2000::/3`) outside its special-purpose ranges. Anything that is not an IP address, or carries
+ * a zone, is not public.
  */
 export function isPublicAddress(address: string): boolean {
   const family = isIP(address);
   if (family === 0 || address.includes("%")) return false;
   if (family === 4) return !NON_PUBLIC.check(address, "ipv4");
-  if (NON_PUBLIC.check(address, "ipv6")) return false;
-  const g = ipv6Groups(address);
-  if (g[0] === 0x64 && g[1] === 0xff9b && g[2] === 0 && g[3] === 0 && g[4] === 0 && g[5] === 0) {
-    return isPublicAddress(`${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`);
-  }
-  return true;
+  const v4 = embeddedIpv4(address);
+  if (v4 !== undefined) return isPublicAddress(v4);
+  return GLOBAL_UNICAST.check(address, "ipv6") && !NON_PUBLIC.check(address, "ipv6");
 }
 
 /** An IP literal's bare form (`[::1]` → `::1`), or undefined for a DNS name. */

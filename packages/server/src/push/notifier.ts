@@ -58,7 +58,8 @@ interface Asked {
  *   question's `Topic`, so a lock screen stops offering a stale action;
  * - `schedule.changed` of the agent's new, unconfirmed schedule → `schedule`, to every subscription.
  *
- * A conversation-bound push is skipped only while {@link Presence} proves the owner is looking.
+ * A conversation-bound push is skipped for a subscription only while {@link Presence} proves that
+ * the principal that made it (the owner, or that device) is looking.
  */
 export class PushNotifier implements Outbox {
   readonly #runs = new Map<string, RunInfo>();
@@ -216,22 +217,23 @@ export class PushNotifier implements Outbox {
     }
   }
 
-  /** Send a conversation's notification unless the owner is looking at it; returns how many were queued. */
+  /**
+   * Send a conversation's notification to every subscription whose own principal is not looking at
+   * the conversation (see {@link Presence}); returns how many were queued.
+   */
   #notify(notification: PushNotification): number {
-    if (
-      notification.conversationId !== undefined &&
-      this.deps.presence.watching(notification.conversationId)
-    ) {
-      return 0;
-    }
-    return this.#send(notification);
+    const watching =
+      notification.conversationId === undefined
+        ? undefined
+        : this.deps.presence.watching(notification.conversationId);
+    return this.#send(notification, (s) => !watching?.has(s.device_id));
   }
 
-  /** Queue a notification for every subscription that chose its event; returns how many. */
-  #send(notification: PushNotification): number {
+  /** Queue a notification for every subscription that chose its event (and passes `also`); returns how many. */
+  #send(notification: PushNotification, also: (s: PushSubscriptionRow) => boolean = () => true): number {
     const targets = this.deps.store
       .list()
-      .filter((s) => notification.event === undefined || s.events.includes(notification.event));
+      .filter((s) => (notification.event === undefined || s.events.includes(notification.event)) && also(s));
     for (const sub of targets) void this.send(sub, notification);
     return targets.length;
   }

@@ -1,10 +1,10 @@
 import { createECDH } from "node:crypto";
 import { type ClientMessageOf, PUSH_EVENT_KINDS, type ServerMessageOf } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { Principal } from "../auth/principal.js";
+import { deviceIdOf, type Principal } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
-import type { Outbox } from "../outbox/outbox.js";
-import { OWNER } from "../store/push.js";
+import type { Outbox, Peer } from "../outbox/outbox.js";
+import type { NewPushSubscription } from "../store/push.js";
 import type { Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
@@ -32,6 +32,13 @@ export interface PushOptions {
   resolve?: Resolve;
 }
 
+/**
+ * What `push.test` and `push.list` say of any failed delivery. A subscription's endpoint is any
+ * public URL its client chose, so telling the client the HTTP status or network error of an
+ * attempt would make the server a port scanner of other hosts, seen from its own network.
+ */
+export const NOT_DELIVERED = "not delivered";
+
 /** The VAPID contact when the operator names none: the project, so a push service can find who sends. */
 export const DEFAULT_PUSH_SUBJECT = "https://github.com/pheby/pheby";
 
@@ -42,13 +49,11 @@ export interface PushServiceDeps {
   clock: Clock;
   log: Logger;
   /** The connections still authenticated (the Fanout's peers), for presence. */
-  connected: () => Iterable<object>;
+  connected: () => Iterable<Peer>;
 }
 
-/** The credential a subscription records: `owner` (the master secret) or a paired device's id. */
-function credentialOf(principal: Principal | null): string {
-  return principal?.kind === "device" ? principal.deviceId : OWNER;
-}
+/** A `push.subscribe` whose endpoint and keys passed the checks, ready to store. */
+export type CheckedSubscription = Omit<NewPushSubscription, "id" | "device_id">;
 
 /** Decode a base64url key (padding tolerated); undefined when it is not base64url. */
 function keyBytes(value: string): Buffer | undefined {
@@ -93,15 +98,6 @@ export class PushService {
       ...(options.retry === undefined ? {} : { retry: options.retry }),
     });
     this.presence = new Presence(deps.connected);
-    const orphans = deps.store.push.removeOrphans(OWNER);
-    if (orphans > 0) deps.log.info({ removed: orphans }, "push subscriptions of revoked devices removed");
-  }
-
-  /** A device was revoked: its subscriptions go, so its phone gets no more notifications. */
-  forget(deviceId: string): void {
-    const removed = this.#deps.store.push.removeCreatedBy(deviceId);
-    if (removed > 0)
-      this.#deps.log.info({ device: deviceId, removed }, "push subscriptions of a revoked device removed");
   }
 
   /** Wrap the outbox the core writes to: events reach `inner` unchanged, then become pushes. */
@@ -119,11 +115,11 @@ export class PushService {
   }
 
   /**
-   * `push.subscribe`: the endpoint must pass the SSRF rule (`bad_request` otherwise, without echoing
-   * it) and the keys must be a P-256 point and a 16-byte secret. The same endpoint again updates
-   * its subscription (same id).
+   * `push.subscribe`, first half: the endpoint must pass the SSRF rule (`bad_request` otherwise,
+   * without echoing it) and the keys must be a P-256 point and a 16-byte secret. It awaits the
+   * endpoint's name resolution, so the caller checks its principal again before {@link store}.
    */
-  async subscribe(msg: ClientMessageOf<"push.subscribe">, principal: Principal | null): Promise<string> {
+  async check(msg: ClientMessageOf<"push.subscribe">): Promise<CheckedSubscription> {
     try {
       await checkEndpoint(msg.endpoint, this.#policy, this.#resolve);
     } catch (err) {
@@ -135,16 +131,23 @@ export class PushService {
     if (!p256dh || !isP256Point(p256dh))
       throw new ProtocolError("bad_request", "keys.p256dh: not a P-256 public key");
     if (auth?.length !== 16) throw new ProtocolError("bad_request", "keys.auth: must be 16 bytes");
+    return {
+      endpoint: msg.endpoint,
+      p256dh: p256dh.toString("base64url"),
+      auth: auth.toString("base64url"),
+      device_name: msg.device_name ?? null,
+      events: msg.events ?? PUSH_EVENT_KINDS,
+    };
+  }
+
+  /**
+   * `push.subscribe`, second half: store the checked subscription under `principal`; returns its
+   * id. The same endpoint again updates its subscription (same id). The row's device is a foreign
+   * key: a device deleted in the meantime makes this throw rather than store an orphan.
+   */
+  store(checked: CheckedSubscription, principal: Principal | null): string {
     const { row, evicted } = this.#deps.store.push.subscribe(
-      {
-        id: newId(),
-        endpoint: msg.endpoint,
-        p256dh: p256dh.toString("base64url"),
-        auth: auth.toString("base64url"),
-        device_name: msg.device_name ?? null,
-        events: msg.events ?? PUSH_EVENT_KINDS,
-        created_by: credentialOf(principal),
-      },
+      { ...checked, id: newId(), device_id: deviceIdOf(principal) },
       this.#deps.clock.now(),
     );
     this.#deps.log.info(
@@ -162,7 +165,7 @@ export class PushService {
 
   /** `push.list`: the subscriptions this credential may see (the owner: all), oldest first. */
   list(principal: Principal | null): ServerMessageOf<"push.subscriptions">["subscriptions"] {
-    const rows = this.#deps.store.push.list(this.#seesAll(principal) ? undefined : credentialOf(principal));
+    const rows = this.#deps.store.push.list(deviceIdOf(principal) ?? undefined);
     return rows.map((row) => ({
       subscription_id: row.id,
       device_name: row.device_name,
@@ -170,41 +173,37 @@ export class PushService {
       events: row.events as ServerMessageOf<"push.subscriptions">["subscriptions"][number]["events"],
       created_at: iso(row.created_at),
       last_success_at: row.last_success_at === null ? null : iso(row.last_success_at),
-      // An error older than the last success is history: the protocol shows the current state.
+      // An error older than the last success is history: the protocol shows the current state,
+      // without what the failure was (NOT_DELIVERED).
       last_error:
         row.last_error !== null &&
         (row.last_success_at === null || (row.last_error_at ?? 0) > row.last_success_at)
-          ? row.last_error
+          ? NOT_DELIVERED
           : null,
     }));
   }
 
-  /** `push.test`: one attempt, answered with the push service's verdict. */
+  /**
+   * `push.test`: one attempt, answered with whether it was delivered and nothing more: no status,
+   * no network error (see {@link NOT_DELIVERED}). The server's log has the details.
+   */
   async test(subscriptionId: string, principal: Principal | null): Promise<ServerMessageOf<"push.tested">> {
     const sub = this.#own(subscriptionId, principal);
     const notifier = this.#notifier;
     if (!notifier) throw new Error("push service not wired to an outbox");
     const result = await notifier.send(sub, testPush(sub.id, this.#deps.clock.now()), { once: true });
-    const base = { type: "push.tested", subscription_id: sub.id } as const;
-    switch (result.outcome) {
-      case "delivered":
-        return { ...base, ok: true, status: result.status, error: null };
-      case "removed":
-        return {
-          ...base,
-          ok: false,
-          status: result.status,
-          error: `HTTP ${result.status}: the push service no longer knows this subscription; it was removed`,
-        };
-      case "failed":
-        return { ...base, ok: false, status: result.status ?? null, error: result.error };
-      case "dropped":
-        return { ...base, ok: false, status: null, error: `not sent: ${result.reason}` };
-    }
+    const ok = result.outcome === "delivered";
+    return {
+      type: "push.tested",
+      subscription_id: sub.id,
+      ok,
+      status: null,
+      error: ok ? null : NOT_DELIVERED,
+    };
   }
 
   /** `presence`: what this connection's UI shows now. */
-  setPresence(connection: object, msg: ClientMessageOf<"presence">): void {
+  setPresence(connection: Peer, msg: ClientMessageOf<"presence">): void {
     const state: PresenceState = { state: msg.state };
     if (msg.conversation_id !== undefined) state.conversationId = msg.conversation_id;
     this.presence.update(connection, state);
@@ -221,13 +220,11 @@ export class PushService {
     return this.#delivery.idle();
   }
 
-  #seesAll(principal: Principal | null): boolean {
-    return credentialOf(principal) === OWNER;
-  }
-
+  /** A subscription `principal` may see (the owner: any; a device: its own), else `not_found`. */
   #own(subscriptionId: string, principal: Principal | null) {
     const row = this.#deps.store.push.get(subscriptionId);
-    if (!row || (!this.#seesAll(principal) && row.created_by !== credentialOf(principal))) {
+    const device = deviceIdOf(principal);
+    if (!row || (device !== null && row.device_id !== device)) {
       throw new ProtocolError("not_found", "No such push subscription");
     }
     return row;

@@ -3,12 +3,14 @@ import type { SentKey, SentOutcome, SentRequests } from "../store/sent-requests.
 
 /**
  * Refusals that say "not now", not "never": a retry of the same request may
- * well succeed, so they are never remembered.
+ * well succeed, so they are never remembered. `unauthorized` is about the
+ * requester (a device revoked while its request waited), not the request.
  */
 export const TRANSIENT_ERRORS: ReadonlySet<ErrorCode> = new Set([
   "run_active",
   "rate_limited",
   "internal_error",
+  "unauthorized",
 ]);
 
 /**
@@ -25,13 +27,18 @@ export class IdempotentRequests {
   constructor(private readonly sent: SentRequests) {}
 
   /**
-   * Settle the request `key`: its remembered outcome, or the outcome of
+   * Settle the request `key` of `principal` (who it is remembered for: `"owner"` or a device's
+   * id): its remembered outcome, or the outcome of
    * `work` now. `work` performs the request (its broadcasts included) and
    * returns the reply to remember; it throws an error carrying a protocol
    * `code` to refuse. Transient refusals and errors without such a code
    * (internal faults) are rethrown unremembered.
    */
-  async once(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<SentOutcome> {
+  async once(
+    key: SentKey,
+    principal: string,
+    work: () => ServerMessage | Promise<ServerMessage>,
+  ): Promise<SentOutcome> {
     const id = `${key.kind}\u0000${key.scope}\u0000${key.clientMessageId}`;
     for (;;) {
       const remembered = this.sent.recall(key);
@@ -41,7 +48,7 @@ export class IdempotentRequests {
       // Whatever the first try ends with, look again: it is remembered now, or this one runs.
       await running.catch(() => undefined);
     }
-    const attempt = this.#settle(key, work);
+    const attempt = this.#settle(key, principal, work);
     this.#inFlight.set(id, attempt);
     try {
       return await attempt;
@@ -50,7 +57,11 @@ export class IdempotentRequests {
     }
   }
 
-  async #settle(key: SentKey, work: () => ServerMessage | Promise<ServerMessage>): Promise<SentOutcome> {
+  async #settle(
+    key: SentKey,
+    principal: string,
+    work: () => ServerMessage | Promise<ServerMessage>,
+  ): Promise<SentOutcome> {
     let outcome: SentOutcome;
     try {
       outcome = { reply: await work() };
@@ -59,7 +70,7 @@ export class IdempotentRequests {
       if (code === undefined) throw err;
       outcome = { error: { code, message: (err as Error).message } };
     }
-    this.sent.remember(key, outcome);
+    this.sent.remember(key, outcome, principal);
     return outcome;
   }
 }

@@ -62,6 +62,10 @@ export class DeviceStore {
     return this.#credentials.all();
   }
 
+  exists(id: string): boolean {
+    return this.db.prepare("SELECT 1 FROM devices WHERE id = ?").get(id) !== undefined;
+  }
+
   touch(id: string, at: number): void {
     this.db.prepare("UPDATE devices SET last_seen_at = ? WHERE id = ?").run(at, id);
   }

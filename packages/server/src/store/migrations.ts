@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
-import { PUSH_MIGRATION } from "./push.js";
+import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
+import { SENT_REQUESTS_PRINCIPAL_MIGRATION } from "./sent-requests.js";
 
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
@@ -106,6 +107,10 @@ export const MIGRATIONS: readonly string[] = [
   SCHEDULES_MIGRATION,
   // v8: who made each schedule and queued run, and who switched YOLO on (store/creators.ts).
   CREATORS_MIGRATION,
+  // v9: push subscriptions bound to their device by a cascading foreign key (store/push.ts).
+  PUSH_DEVICE_MIGRATION,
+  // v10: remembered sends record their sender, kept per sender up to a bound (store/sent-requests.ts).
+  SENT_REQUESTS_PRINCIPAL_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -3,7 +3,8 @@ import type Database from "better-sqlite3";
 /**
  * Migration step of the push subscriptions table (issue 20): v5 of `MIGRATIONS`
  * (store/migrations.ts). `created_by` is the credential that subscribed: `"owner"` (the master secret) or a paired
- * device's id (issue 24).
+ * device's id (issue 24). A shipped step never changes: {@link PUSH_DEVICE_MIGRATION} replaces
+ * `created_by` by a foreign key.
  */
 export const PUSH_MIGRATION = `
   CREATE TABLE push_subscriptions (
@@ -24,11 +25,44 @@ export const PUSH_MIGRATION = `
   CREATE INDEX push_subscriptions_lru ON push_subscriptions (last_used_at);
 `;
 
+/**
+ * Migration step binding each subscription to the device that made it: `created_by` (`"owner"` or a
+ * device's id, checked by nothing) becomes `device_id`, a foreign key to `devices` with
+ * `ON DELETE CASCADE` (null: the owner, the master secret). Deleting a device row, whoever does it
+ * (`device.revoke`, the operator's `devices revoke-all` from another process), deletes its
+ * subscriptions in the same statement, and no subscription can be stored for a device that is gone.
+ * SQLite cannot add a foreign key to an existing column, so the table is rebuilt (copy, drop,
+ * rename); subscriptions of devices deleted earlier are not copied.
+ */
+export const PUSH_DEVICE_MIGRATION = `
+  CREATE TABLE push_subscriptions_by_device (
+    id              TEXT PRIMARY KEY,
+    endpoint        TEXT NOT NULL UNIQUE,
+    p256dh          TEXT NOT NULL,
+    auth            TEXT NOT NULL,
+    device_name     TEXT,
+    events          TEXT NOT NULL,
+    device_id       TEXT REFERENCES devices (id) ON DELETE CASCADE,  -- null: the owner (master secret)
+    created_at      INTEGER NOT NULL,
+    updated_at      INTEGER NOT NULL,
+    last_used_at    INTEGER NOT NULL,
+    last_success_at INTEGER,
+    last_error      TEXT,
+    last_error_at   INTEGER
+  );
+  INSERT INTO push_subscriptions_by_device
+    SELECT id, endpoint, p256dh, auth, device_name, events, NULLIF(created_by, 'owner'), created_at,
+           updated_at, last_used_at, last_success_at, last_error, last_error_at
+    FROM push_subscriptions
+    WHERE created_by = 'owner' OR created_by IN (SELECT id FROM devices);
+  DROP TABLE push_subscriptions;
+  ALTER TABLE push_subscriptions_by_device RENAME TO push_subscriptions;
+  CREATE INDEX push_subscriptions_lru ON push_subscriptions (last_used_at);
+  CREATE INDEX push_subscriptions_device ON push_subscriptions (device_id);
+`;
+
 /** At most this many subscriptions are kept; a new one beyond it replaces the least recently used. */
 export const MAX_PUSH_SUBSCRIPTIONS = 50;
-
-/** `created_by` of a subscription the owner (the master secret) made. */
-export const OWNER = "owner";
 
 /** A stored subscription. */
 export interface PushSubscriptionRow {
@@ -39,7 +73,8 @@ export interface PushSubscriptionRow {
   device_name: string | null;
   /** The subscribed event kinds (decoded from the JSON column). */
   events: string[];
-  created_by: string;
+  /** The paired device that subscribed, or null for the owner (the master secret). */
+  device_id: string | null;
   created_at: number;
   updated_at: number;
   last_used_at: number;
@@ -56,9 +91,8 @@ export interface NewPushSubscription {
   auth: string;
   device_name: string | null;
   events: readonly string[];
-  created_by: string;
+  device_id: string | null;
 }
-
 type RawRow = Omit<PushSubscriptionRow, "events"> & { events: string };
 
 const decode = (row: RawRow): PushSubscriptionRow => ({ ...row, events: JSON.parse(row.events) as string[] });
@@ -85,7 +119,7 @@ export class PushStore {
         this.db
           .prepare(
             `UPDATE push_subscriptions SET p256dh = @p256dh, auth = @auth, device_name = @device_name,
-               events = @events, created_by = @created_by, updated_at = @now, last_used_at = @now,
+               events = @events, device_id = @device_id, updated_at = @now, last_used_at = @now,
                last_error = NULL, last_error_at = NULL
              WHERE id = @id`,
           )
@@ -104,9 +138,9 @@ export class PushStore {
       }
       this.db
         .prepare(
-          `INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, device_name, events, created_by,
+          `INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, device_name, events, device_id,
              created_at, updated_at, last_used_at)
-           VALUES (@id, @endpoint, @p256dh, @auth, @device_name, @events, @created_by, @now, @now, @now)`,
+           VALUES (@id, @endpoint, @p256dh, @auth, @device_name, @events, @device_id, @now, @now, @now)`,
         )
         .run(values);
       return { row: this.get(sub.id)!, evicted };
@@ -120,14 +154,14 @@ export class PushStore {
     return row && decode(row);
   }
 
-  /** Every subscription, oldest first; only those `createdBy` made when given (a device sees its own). */
-  list(createdBy?: string): PushSubscriptionRow[] {
+  /** Every subscription, oldest first; only those device `deviceId` made when given (a device sees its own). */
+  list(deviceId?: string): PushSubscriptionRow[] {
     const rows = (
-      createdBy === undefined
+      deviceId === undefined
         ? this.db.prepare("SELECT * FROM push_subscriptions ORDER BY created_at, id").all()
         : this.db
-            .prepare("SELECT * FROM push_subscriptions WHERE created_by = ? ORDER BY created_at, id")
-            .all(createdBy)
+            .prepare("SELECT * FROM push_subscriptions WHERE device_id = ? ORDER BY created_at, id")
+            .all(deviceId)
     ) as RawRow[];
     return rows.map(decode);
   }
@@ -139,23 +173,6 @@ export class PushStore {
   /** Remove a subscription; false when there was none. */
   remove(id: string): boolean {
     return this.db.prepare("DELETE FROM push_subscriptions WHERE id = ?").run(id).changes > 0;
-  }
-
-  /** Remove every subscription `createdBy` made (a revoked device's); returns how many. */
-  removeCreatedBy(createdBy: string): number {
-    return this.db.prepare("DELETE FROM push_subscriptions WHERE created_by = ?").run(createdBy).changes;
-  }
-
-  /**
-   * Remove the subscriptions of devices that no longer exist (revoked while the server was down, e.g.
-   * by `pheby-server devices revoke-all`); returns how many.
-   */
-  removeOrphans(owner: string): number {
-    return this.db
-      .prepare(
-        "DELETE FROM push_subscriptions WHERE created_by != ? AND created_by NOT IN (SELECT id FROM devices)",
-      )
-      .run(owner).changes;
   }
 
   /** A delivery succeeded: it counts as a use (eviction order). */

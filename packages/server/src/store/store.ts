@@ -163,6 +163,11 @@ export class Store {
       | undefined;
   }
 
+  /** True when a conversation with this ID was ever created here (deleted ones included). */
+  conversationExisted(id: string): boolean {
+    return this.db.prepare("SELECT 1 FROM conversations WHERE id = ?").get(id) !== undefined;
+  }
+
   /** The live conversation bound to an agent session. */
   conversationBySession(sessionId: string): ConversationRow | undefined {
     return this.db

@@ -65,6 +65,58 @@ describe("isPublicAddress", () => {
   });
 });
 
+describe("isPublicAddress: IPv6 forms that embed or translate an IPv4 address, at their exact edges", () => {
+  // [address, public?]: the first and last address of each range, and the neighbours just outside.
+  it.each([
+    // IPv4-translated (SIIT, ::ffff:0:0:0/96): refused whole, whatever IPv4 address it names.
+    ["::ffff:0:0:0", false],
+    ["::ffff:0:127.0.0.1", false],
+    ["::ffff:0:10.0.0.1", false],
+    ["::ffff:0:8.8.8.8", false],
+    ["::ffff:0:ffff:ffff", false],
+    ["::fffe:ffff:ffff:ffff", false], // just below it: reserved space, outside 2000::/3
+    ["::ffff:1:0:0", false], // just above it: the same
+    // IPv4-mapped (::ffff:0:0/96): judged by the IPv4 address, edges of 10.0.0.0/8 included.
+    ["::ffff:0:0", false],
+    ["::ffff:9.255.255.255", true],
+    ["::ffff:10.0.0.0", false],
+    ["::ffff:10.255.255.255", false],
+    ["::ffff:11.0.0.0", true],
+    ["::ffff:ffff:ffff", false],
+    // IPv4-compatible (::/96, deprecated): refused whole.
+    ["::8.8.8.8", false],
+    ["::ffff:ffff", false],
+    // NAT64 well-known prefix (64:ff9b::/96) by its IPv4 address; anything next to it is refused.
+    ["64:ff9b::8.8.8.8", true],
+    ["64:ff9b::127.0.0.1", false],
+    ["64:ff9b::1:808:808", false],
+    ["64:ff9b:1::808:808", false], // local-use NAT64
+    // Global unicast is 2000::/3; inside it 6to4 and Teredo (which embed IPv4) are refused.
+    ["1fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", false],
+    ["2000::", true],
+    ["2001::808:808", false], // Teredo
+    ["2001:1ff:ffff:ffff:ffff:ffff:ffff:ffff", false],
+    ["2001:200::", true],
+    ["2002::", false], // 6to4
+    ["2002:808:808::", false],
+    ["2002:ffff:ffff:ffff:ffff:ffff:ffff:ffff", false],
+    ["2003::", true],
+    ["3fff:fff:ffff:ffff:ffff:ffff:ffff:ffff", false],
+    ["3fff:1000::", true],
+    ["3fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", true],
+    ["4000::", false],
+  ])("%s: public %s", (address, expected) => {
+    expect(isPublicAddress(address)).toBe(expected);
+  });
+
+  it("refuses an endpoint whose name resolves to an IPv4-translated address", async () => {
+    await expect(
+      checkEndpoint("https://push.example.net/x", STRICT, resolveTo("::ffff:0:7f00:1")),
+    ).rejects.toThrow(/not public/);
+    await expect(checkEndpoint("https://[::ffff:0:a00:1]/x", STRICT)).rejects.toThrow(/not public/);
+  });
+});
+
 describe("parseEndpoint / checkEndpoint (at subscribe time)", () => {
   it.each([
     ["http://push.example.net/x", "must be an https URL"],

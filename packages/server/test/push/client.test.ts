@@ -27,7 +27,13 @@ describe("@pheby/client push API", () => {
     expect(await client.listPush()).toMatchObject([
       { subscription_id: id, device_name: "Pixel", events: ["run_finished"] },
     ]);
-    expect(await client.testPush(id)).toMatchObject({ type: "push.tested", ok: true, status: 201 });
+    expect(await client.testPush(id)).toMatchObject({
+      type: "push.tested",
+      subscription_id: id,
+      ok: true,
+      status: null,
+      error: null,
+    });
 
     const { conversation_id } = await client.request({ type: "conversation.create" });
     client.presence("active", conversation_id);

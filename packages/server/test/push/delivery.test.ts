@@ -15,7 +15,6 @@ import {
   schedulePush,
   testPush,
 } from "../../src/push/payload.js";
-import { OWNER } from "../../src/store/push.js";
 import { newId } from "../../src/util/ids.js";
 import { CONV, phoneRig, rig } from "./rig.js";
 
@@ -393,7 +392,7 @@ describe("SSRF at send time (the address actually connected to)", () => {
         ...phone.keys,
         device_name: null,
         events: ["approval"],
-        created_by: OWNER,
+        device_id: null,
       },
       Date.now(),
     ).row;

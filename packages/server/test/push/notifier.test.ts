@@ -1,11 +1,12 @@
 import { ServerMessage } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
 import { Fanout } from "../../src/outbox/fanout.js";
-import type { OutboxEvent } from "../../src/outbox/outbox.js";
+import type { OutboxEvent, Peer } from "../../src/outbox/outbox.js";
 import { PushNotifier } from "../../src/push/notifier.js";
 import { pushTopic } from "../../src/push/payload.js";
 import { Presence } from "../../src/push/presence.js";
 import { systemClock } from "../../src/util/time.js";
+import { FakePeer } from "../fake-peer.js";
 import { CONV, phoneRig, type Rig, rig } from "./rig.js";
 
 const OTHER = "ffffffffffffffffffffffffffffffff";
@@ -19,7 +20,7 @@ async function withPhone() {
 }
 
 /** Connections still connected, as the Fanout's peers would be. */
-const live = new Set<object>();
+const live = new Set<Peer>();
 
 function notifier(r: Rig, presence = new Presence(() => live)) {
   const inner = new Fanout();
@@ -226,8 +227,8 @@ describe("PushNotifier: presence", () => {
     r.subscribe(phone);
     const presence = new Presence(() => live);
     const { observe } = notifier(r, presence);
-    const console = { name: "console" };
-    const tablet = { name: "tablet" };
+    const console = new FakePeer();
+    const tablet = new FakePeer();
     live.add(console).add(tablet);
 
     // Each step waits for the queue: approvals of one conversation share a Topic, so a queued one

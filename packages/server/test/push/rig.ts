@@ -11,7 +11,7 @@ import type { Resolve } from "../../src/push/address.js";
 import { PushDelivery, type RetryPolicy } from "../../src/push/delivery.js";
 import { PushSender } from "../../src/push/sender.js";
 import { loadOrCreateVapidKeys } from "../../src/push/vapid.js";
-import { OWNER, type PushStore, type PushSubscriptionRow } from "../../src/store/push.js";
+import type { PushStore, PushSubscriptionRow } from "../../src/store/push.js";
 import { Store } from "../../src/store/store.js";
 import { newId } from "../../src/util/ids.js";
 import { systemClock } from "../../src/util/time.js";
@@ -91,7 +91,7 @@ export async function rig(
           ...endpoint.keys,
           device_name: endpoint.name,
           events,
-          created_by: OWNER,
+          device_id: null,
         },
         Date.now(),
       ).row,

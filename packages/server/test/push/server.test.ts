@@ -1,6 +1,7 @@
 // The push extension end to end: a real server (ws, port 0), a real receiver that decrypts, the
 // simulator agent, the HTTP answer routes.
 import { readFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
 import { join } from "node:path";
 import { decodeServerFrame, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
@@ -13,6 +14,8 @@ import { openDeviceAdmin } from "../../src/devices/admin.js";
 import {
   captureLogs,
   createConversation,
+  helloWith,
+  pairDevice,
   RawClient,
   SECRET,
   send,
@@ -199,7 +202,7 @@ describe("each kind arrives and decrypts", () => {
     ]);
 
     const tested = await client.ok({ type: "push.test", subscription_id: subscriptionId }, "push.tested");
-    expect(tested).toMatchObject({ ok: true, status: 201, error: null });
+    expect(tested).toMatchObject({ ok: true, status: null, error: null });
     expect((await phone.next()).payload).toMatchObject({ kind: "test", subscription_id: subscriptionId });
 
     const list = await client.ok({ type: "push.list" }, "push.subscriptions");
@@ -327,17 +330,58 @@ describe("presence", () => {
 });
 
 describe("delivery that a bad endpoint cannot hurt", () => {
-  it("410 removes the subscription (push.test reports it)", async () => {
+  it("410 removes the subscription (push.test says only that it was not delivered)", async () => {
     const { ts, receiver } = await setup();
     const { client } = await connect(ts);
     const phone = receiver.endpoint("phone");
     const id = await subscribe(client, phone);
     phone.answer(410);
     const tested = await client.ok({ type: "push.test", subscription_id: id }, "push.tested");
-    expect(tested).toMatchObject({ ok: false, status: 410 });
+    expect(tested).toMatchObject({ ok: false, status: null, error: "not delivered" });
     expect((await client.ok({ type: "push.list" }, "push.subscriptions")).subscriptions).toEqual([]);
     const again = await client.request({ type: "push.test", subscription_id: id }, "push.tested");
     expect(again).toMatchObject({ type: "error", error: { code: "not_found" } });
+  });
+
+  it("push.test and push.list tell no status or network error of the endpoint's host (no scanning oracle)", async () => {
+    const { ts, receiver } = await setup();
+    const { client } = await connect(ts);
+    const tested = async (id: string) => {
+      const { request_id: _id, ...reply } = await client.ok(
+        { type: "push.test", subscription_id: id },
+        "push.tested",
+      );
+      return reply;
+    };
+    const verdict = (id: string, ok: boolean) => ({
+      type: "push.tested",
+      subscription_id: id,
+      ok,
+      status: null,
+      error: ok ? null : "not delivered",
+    });
+    for (const status of [500, 404, 403, 413, 307, 200, 201]) {
+      const endpoint = receiver.endpoint(`status-${status}`);
+      endpoint.answer(status);
+      const id = await subscribe(client, endpoint);
+      expect(await tested(id), `HTTP ${status}`).toEqual(verdict(id, status < 300));
+    }
+    // A port nothing listens on: the attempt fails with a connection error, not an HTTP status.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, "127.0.0.1", resolve));
+    const { port } = closed.address() as AddressInfo;
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const { subscription_id: refused } = await client.ok(
+      {
+        type: "push.subscribe",
+        endpoint: `http://127.0.0.1:${port}/x`,
+        keys: receiver.endpoint("keys").keys,
+      },
+      "push.subscribed",
+    );
+    expect(await tested(refused)).toEqual(verdict(refused, false));
+    const list = await client.ok({ type: "push.list" }, "push.subscriptions");
+    expect(new Set(list.subscriptions.map((s) => s.last_error))).toEqual(new Set([null, "not delivered"]));
   });
 
   it("a hanging endpoint delays neither the run nor its frames (deltas measured with and without it)", async () => {
@@ -568,27 +612,13 @@ describe("POST /approvals/{id} and /clarify/{id}", () => {
 });
 
 describe("subscriptions and paired devices", () => {
-  /** Pair a device through the owner's connection; returns its secret and ID. */
-  async function pairDeviceOn(ts: TestServer, owner: RawClient) {
-    const { code } = await owner.ok({ type: "pair.create", name: "Pixel 9" }, "pair.created");
-    const phone = await RawClient.open(ts.wsUrl);
-    phone.send({ type: "hello", protocol_version: 1, features: ["devices"], pairing_code: code });
-    const ready = await phone.next("ready");
-    phone.close();
-    return { id: ready.device!.device_id, secret: ready.device!.device_secret };
-  }
-
   /** A server, the owner's connection (push, devices), and a paired device's connection (push). */
   async function ownerAndPairedPhone() {
     const { ts, receiver } = await setup({ publicUrl: "wss://pheby.example.com/ws" });
-    const owner = await RawClient.open(ts.wsUrl);
-    owner.send({ type: "hello", secret: SECRET, protocol_version: 1, features: ["push", "devices"] });
-    await owner.next("ready");
+    const owner = await helloWith(ts, ["push", "devices"]);
     cleanups.push(() => owner.close());
-    const device = await pairDeviceOn(ts, owner);
-    const phone = await RawClient.open(ts.wsUrl);
-    phone.send({ type: "hello", secret: device.secret, protocol_version: 1, features: ["push"] });
-    await phone.next("ready");
+    const device = await pairDevice(ts, owner);
+    const phone = await helloWith(ts, ["push"], device.secret);
     cleanups.push(() => phone.close());
     return { ts, receiver, owner, device, phone };
   }
@@ -612,6 +642,47 @@ describe("subscriptions and paired devices", () => {
     await owner.ok({ type: "device.revoke", device_id: device.id }, "device.revoked");
     const left = await owner.ok({ type: "push.list" }, "push.subscriptions");
     expect(left.subscriptions.map((s) => s.subscription_id)).toEqual([ownerSub]);
+  });
+
+  it("a device's presence silences only that device's own subscriptions, never the owner's", async () => {
+    const { receiver, owner, phone } = await ownerAndPairedPhone();
+    const ownerEndpoint = receiver.endpoint("owner-browser");
+    const phoneEndpoint = receiver.endpoint("phone");
+    await subscribe(owner, ownerEndpoint, { events: ["run_finished"] });
+    await subscribe(phone, phoneEndpoint, { events: ["run_finished"] });
+    const conv = await createConversation(owner, "Shared");
+
+    // The phone looks at the conversation: its own subscription is skipped, the owner's is not.
+    phone.send({ type: "presence", state: "active", conversation_id: conv });
+    await phone.ok({ type: "ping" }, "pong");
+    const watchedByPhone = await send(owner, conv, "the phone is looking");
+    await owner.run(watchedByPhone);
+    expect((await ownerEndpoint.next()).payload).toMatchObject({
+      kind: "run_finished",
+      run_id: watchedByPhone,
+    });
+
+    // Now the owner's console looks and the phone does not: the other way round.
+    phone.send({ type: "presence", state: "background" });
+    owner.send({ type: "presence", state: "active", conversation_id: conv });
+    await owner.ok({ type: "ping" }, "pong");
+    await phone.ok({ type: "ping" }, "pong");
+    const watchedByOwner = await send(owner, conv, "the owner is looking");
+    await owner.run(watchedByOwner);
+    expect((await phoneEndpoint.next()).payload).toMatchObject({
+      kind: "run_finished",
+      run_id: watchedByOwner,
+    });
+
+    // Both look elsewhere: both get it (and this last push proves the earlier ones were not late).
+    owner.send({ type: "presence", state: "background" });
+    await owner.ok({ type: "ping" }, "pong");
+    const unwatched = await send(owner, conv, "nobody is looking");
+    await owner.run(unwatched);
+    expect((await ownerEndpoint.next()).payload).toMatchObject({ run_id: unwatched });
+    expect((await phoneEndpoint.next()).payload).toMatchObject({ run_id: unwatched });
+    expect(ownerEndpoint.received.map((p) => p.payload.run_id)).toEqual([watchedByPhone, unwatched]);
+    expect(phoneEndpoint.received.map((p) => p.payload.run_id)).toEqual([watchedByOwner, unwatched]);
   });
 
   it("the operator's revoke-all (another process, server running) removes the devices' subscriptions at once", async () => {

@@ -1,6 +1,9 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { MAX_PUSH_SUBSCRIPTIONS, OWNER, type PushStore } from "../../src/store/push.js";
-import { Store } from "../../src/store/store.js";
+import { MIGRATIONS } from "../../src/store/migrations.js";
+import { MAX_PUSH_SUBSCRIPTIONS, PUSH_DEVICE_MIGRATION, type PushStore } from "../../src/store/push.js";
+import { DB_FILE, Store } from "../../src/store/store.js";
 import { newId } from "../../src/util/ids.js";
 import { useTempDirs } from "../helpers.js";
 
@@ -10,24 +13,28 @@ afterEach(() => {
   for (const s of open.splice(0)) s.close();
 });
 
-/** A real SQLite file, migrated. */
-function pushStore(dir = tempDir()): { push: PushStore; dir: string } {
+/** A real SQLite file, migrated, with paired devices `devices` (rows only: no secret needed here). */
+function pushStore(dir = tempDir(), devices: string[] = []): { push: PushStore; store: Store; dir: string } {
   const store = new Store(dir);
   open.push(store);
-  return { push: store.push, dir };
+  for (const id of devices) addDevice(store.db, id);
+  return { push: store.push, store, dir };
 }
 
-const sub = (
-  endpoint: string,
-  extra: Partial<{ id: string; created_by: string; events: string[] }> = {},
-) => ({
+function addDevice(db: Database.Database, id: string): void {
+  db.prepare(
+    "INSERT INTO devices (id, name, secret_hash, created_at, last_seen_at) VALUES (?, NULL, ?, 0, NULL)",
+  ).run(id, Buffer.from(id));
+}
+
+const sub = (endpoint: string, extra: Partial<{ id: string; device_id: string; events: string[] }> = {}) => ({
   id: extra.id ?? newId(),
   endpoint,
   p256dh: "BPub",
   auth: "YXV0aA",
   device_name: "Pixel",
   events: extra.events ?? ["approval", "clarify", "run_finished", "message"],
-  created_by: extra.created_by ?? OWNER,
+  device_id: extra.device_id ?? null,
 });
 
 describe("PushStore", () => {
@@ -36,7 +43,7 @@ describe("PushStore", () => {
     const { row } = push.subscribe(sub("https://push.example.net/a"), 1000);
     expect(row).toMatchObject({
       endpoint: "https://push.example.net/a",
-      created_by: "owner",
+      device_id: null,
       created_at: 1000,
     });
     for (const s of open.splice(0)) s.close();
@@ -83,8 +90,8 @@ describe("PushStore", () => {
   });
 
   it("lists by creator (a device sees its own), removes, and records the last success and error", () => {
-    const { push } = pushStore();
-    const mine = push.subscribe(sub("https://push.example.net/a", { created_by: "device-1" }), 1).row;
+    const { push } = pushStore(undefined, ["device-1"]);
+    const mine = push.subscribe(sub("https://push.example.net/a", { device_id: "device-1" }), 1).row;
     push.subscribe(sub("https://push.example.net/b"), 2);
     expect(push.list("device-1").map((r) => r.id)).toEqual([mine.id]);
     expect(push.list()).toHaveLength(2);
@@ -101,14 +108,67 @@ describe("PushStore", () => {
     expect(push.list("device-1")).toEqual([]);
   });
 
-  it("removes a revoked device's subscriptions, and at start those of devices that no longer exist", () => {
-    const { push } = pushStore();
+  it("deleting a device deletes its subscriptions (a cascading foreign key), and none can name a missing device", () => {
+    const { push, store } = pushStore(undefined, ["device-a", "device-b"]);
     push.subscribe(sub("https://push.example.net/owner"), 1);
-    push.subscribe(sub("https://push.example.net/a", { created_by: "device-a" }), 2);
-    push.subscribe(sub("https://push.example.net/b", { created_by: "device-b" }), 3);
-    expect(push.removeCreatedBy("device-a")).toBe(1);
-    // device-b is not in the devices table (revoked while the server was down): an orphan.
-    expect(push.removeOrphans(OWNER)).toBe(1);
-    expect(push.list().map((r) => r.created_by)).toEqual([OWNER]);
+    push.subscribe(sub("https://push.example.net/a", { device_id: "device-a" }), 2);
+    push.subscribe(sub("https://push.example.net/b", { device_id: "device-b" }), 3);
+    expect(store.devices.delete("device-a")).toBe(true);
+    expect(push.list().map((r) => r.device_id)).toEqual([null, "device-b"]);
+    // The operator's revoke-all deletes every device row: their subscriptions go with them.
+    store.devices.deleteAll();
+    expect(push.list().map((r) => r.device_id)).toEqual([null]);
+    // A subscribe that finishes after its device was deleted cannot store an orphan.
+    expect(() => push.subscribe(sub("https://push.example.net/late", { device_id: "device-a" }), 4)).toThrow(
+      /FOREIGN KEY/,
+    );
+    expect(push.count()).toBe(1);
+  });
+});
+
+describe("the migration that binds subscriptions to their device", () => {
+  it("keeps the owner's and live devices' subscriptions, drops orphans, and cascades from then on", () => {
+    const dir = tempDir();
+    // A database one step before the migration, as the previous release left it.
+    const step = MIGRATIONS.indexOf(PUSH_DEVICE_MIGRATION);
+    expect(step).toBeGreaterThan(0);
+    const old = new Database(join(dir, DB_FILE));
+    old.pragma("foreign_keys = ON");
+    for (const sql of MIGRATIONS.slice(0, step)) old.exec(sql);
+    old.pragma(`user_version = ${step}`);
+    addDevice(old, "device-live");
+    const insert = old.prepare(
+      `INSERT INTO push_subscriptions (id, endpoint, p256dh, auth, device_name, events, created_by,
+         created_at, updated_at, last_used_at, last_success_at, last_error, last_error_at)
+       VALUES (?, ?, 'BPub', 'YXV0aA', 'Pixel', '["approval"]', ?, 1, 2, 3, 4, 'HTTP 500', 5)`,
+    );
+    insert.run("s-owner", "https://push.example.net/owner", "owner");
+    insert.run("s-live", "https://push.example.net/live", "device-live");
+    insert.run("s-orphan", "https://push.example.net/orphan", "device-revoked-while-down");
+    old.close();
+
+    const { push, store } = pushStore(dir);
+    expect(push.list().map((r) => [r.id, r.device_id])).toEqual([
+      ["s-live", "device-live"],
+      ["s-owner", null],
+    ]);
+    expect(push.get("s-live")).toEqual({
+      id: "s-live",
+      endpoint: "https://push.example.net/live",
+      p256dh: "BPub",
+      auth: "YXV0aA",
+      device_name: "Pixel",
+      events: ["approval"],
+      device_id: "device-live",
+      created_at: 1,
+      updated_at: 2,
+      last_used_at: 3,
+      last_success_at: 4,
+      last_error: "HTTP 500",
+      last_error_at: 5,
+    });
+    expect(store.db.pragma("foreign_key_check")).toEqual([]);
+    store.devices.delete("device-live");
+    expect(push.list().map((r) => r.id)).toEqual(["s-owner"]);
   });
 });

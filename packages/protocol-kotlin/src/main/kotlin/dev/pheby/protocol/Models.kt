@@ -296,7 +296,7 @@ data class PushServerInfo(
  * @property events `events`
  * @property createdAt `created_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  * @property lastSuccessAt `last_success_at`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
- * @property lastError `last_error`: The last failed delivery (status and reason), or null; cleared by a success. Always present; may be null.
+ * @property lastError `last_error`: Null, or "not delivered" when the last delivery failed (no status or reason: see push.tested); cleared by a success. Always present; may be null.
  */
 @Serializable
 data class PushSubscriptionInfo(

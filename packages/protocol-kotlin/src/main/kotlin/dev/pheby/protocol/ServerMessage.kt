@@ -703,8 +703,8 @@ data class PushSubscriptions(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property subscriptionId `subscription_id`
  * @property ok `ok`: true when the push service accepted the message (2xx).
- * @property status `status`: The push service's HTTP status, or null when no response arrived (timeout, refused address). Always present; may be null.
- * @property error `error`: Why it failed, or null. Always present; may be null.
+ * @property status `status`: Always null: the server does not tell what an endpoint's host answered (it would be a port scanner). Always present; may be null.
+ * @property error `error`: Null when delivered, else "not delivered". Always present; may be null.
  */
 @Serializable
 @SerialName("push.tested")
