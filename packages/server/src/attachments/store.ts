@@ -1,12 +1,4 @@
-import {
-  chmodSync,
-  constants,
-  copyFileSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-} from "node:fs";
+import { chmodSync, constants, copyFileSync, readFileSync, realpathSync, renameSync } from "node:fs";
 import { type FileHandle, open, readdir, realpath, rename, rm } from "node:fs/promises";
 import { basename, join, sep } from "node:path";
 import { type AttachmentDescriptor, LIMITS } from "@pheby/protocol";
