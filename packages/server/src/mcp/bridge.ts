@@ -198,21 +198,39 @@ export class McpBridge {
       this.#reply(socket, { ok: false, error: "Not authorized." });
       return;
     }
-    const tool = request.tool;
-    if (typeof tool !== "string" || !isAgentToolName(tool) || !this.options.tools.includes(tool)) {
-      this.#reply(socket, { ok: false, error: "This tool is not offered." });
-      return;
-    }
-    let args: Record<string, unknown>;
-    try {
-      args = parseToolArguments(tool, request.arguments);
-    } catch (err) {
-      this.#reply(socket, { ok: false, error: `Bad arguments: ${describeZodError(err)}` });
-      return;
-    }
     const controller = new AbortController();
     const onClose = () => controller.abort();
     socket.once("close", onClose);
+    try {
+      this.#reply(socket, await this.call(grant, request.tool, request.arguments, controller.signal));
+    } finally {
+      socket.off("close", onClose);
+    }
+  }
+
+  /**
+   * Check and run one call of `grant`'s: the tool must be offered, its arguments valid, its
+   * conversation known. Socket calls come here once their token matched; the in-process
+   * simulator calls it directly, so its calls take the very same path.
+   */
+  async call(
+    grant: McpGrant,
+    tool: unknown,
+    rawArgs: unknown,
+    signal?: AbortSignal,
+  ): Promise<ChannelResponse> {
+    if (typeof tool !== "string" || !isAgentToolName(tool) || !this.options.tools.includes(tool)) {
+      return { ok: false, error: "This tool is not offered." };
+    }
+    let args: Record<string, unknown>;
+    try {
+      args = parseToolArguments(tool, rawArgs);
+    } catch (err) {
+      return { ok: false, error: `Bad arguments: ${describeZodError(err)}` };
+    }
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    signal?.addEventListener("abort", onAbort, { once: true });
     this.#calls.add(controller);
     try {
       const conversationId = await grant.conversationOf({ tool, args });
@@ -228,19 +246,13 @@ export class McpBridge {
         signal: controller.signal,
         toolTimeoutMs: grant.toolTimeoutMs,
       });
-      this.#reply(
-        socket,
-        result.isError ? { ok: false, error: result.text } : { ok: true, text: result.text },
-      );
+      return result.isError ? { ok: false, error: result.text } : { ok: true, text: result.text };
     } catch (err) {
       if (!(err instanceof ToolError))
         this.options.log.error({ err, tool, agent: grant.agent }, "agent tool failed");
-      this.#reply(socket, {
-        ok: false,
-        error: err instanceof ToolError ? err.message : "Pheby failed to run this tool.",
-      });
+      return { ok: false, error: err instanceof ToolError ? err.message : "Pheby failed to run this tool." };
     } finally {
-      socket.off("close", onClose);
+      signal?.removeEventListener("abort", onAbort);
       this.#calls.delete(controller);
     }
   }
