@@ -82,7 +82,7 @@ describe("/sim schedule", () => {
     const a = await connect(on);
     const conv = await createConversation(a);
     await a.run(await send(a, conv, "/sim schedule"));
-    expect((await a.request({ type: "schedule.list" }, "schedule.snapshot")).schedules).toMatchObject([
+    expect((await a.ok({ type: "schedule.list" }, "schedule.snapshot")).schedules).toMatchObject([
       { prompt: SIM_SCHEDULE.prompt, created_by: "agent" },
     ]);
 
@@ -93,7 +93,7 @@ describe("/sim schedule", () => {
     const frames = await c.run(await send(c, other, "/sim schedule Water the plants"));
     expect(text(frames)).toBe("I could not create a schedule: Pheby's tools for agents are turned off.");
     expect(frames.filter((f) => f.type === "tool.event").map((f) => f.status)).toEqual(["running", "failed"]);
-    expect((await c.request({ type: "schedule.list" }, "schedule.snapshot")).schedules).toEqual([]);
+    expect((await c.ok({ type: "schedule.list" }, "schedule.snapshot")).schedules).toEqual([]);
   });
 
   it("the tool's own rules hold: a schedule_create the server refuses is relayed, not made", async () => {
@@ -104,6 +104,6 @@ describe("/sim schedule", () => {
     const conv = await createConversation(a);
     const frames = await a.run(await send(a, conv, "/sim schedule Water the plants"));
     expect(text(frames)).toBe("I could not create a schedule: This tool is not offered.");
-    expect((await a.request({ type: "schedule.list" }, "schedule.snapshot")).schedules).toEqual([]);
+    expect((await a.ok({ type: "schedule.list" }, "schedule.snapshot")).schedules).toEqual([]);
   });
 });
