@@ -1,6 +1,6 @@
 // The open conversation's scheduled prompts (the `schedules` extension): what is scheduled, when it
 // runs next and how its last run went; add one (repeating with cron, or once at a time), delete
-// one. Hidden when the server does not enable the extension.
+// one, confirm one the agent made (it waits, disabled, until the user does). Hidden when the server does not enable the extension.
 import type { PhebyClient } from "@pheby/client";
 import { FEATURE_SCHEDULES, type Schedule } from "@pheby/protocol";
 import { h, replace } from "./dom.js";
@@ -128,6 +128,15 @@ export class SchedulesPanel {
     }
   }
 
+  /** Confirm an agent's schedule: enabling it is the confirmation; until then it never runs. */
+  private async confirm(id: string): Promise<void> {
+    try {
+      this.changed(await this.client.confirmSchedule(id), false);
+    } catch (err) {
+      this.report(`Could not confirm the schedule: ${(err as Error).message}`);
+    }
+  }
+
   private render(): void {
     this.summary.textContent = `Schedules (${this.schedules.size})`;
     replace(
@@ -135,7 +144,11 @@ export class SchedulesPanel {
       ...[...this.schedules.values()].map((s) =>
         h(
           "li",
-          { "data-schedule-id": s.schedule_id, "data-enabled": String(s.enabled) },
+          {
+            "data-schedule-id": s.schedule_id,
+            "data-enabled": String(s.enabled),
+            "data-confirmed": String(s.confirmed !== false),
+          },
           h("b", {}, s.name ?? s.prompt),
           " · ",
           s.cron ? `cron ${s.cron} (${s.timezone})` : `once at ${new Date(s.at!).toLocaleString()}`,
@@ -147,6 +160,22 @@ export class SchedulesPanel {
           ),
           s.last_status
             ? h("span", { class: "last", "data-status": s.last_status }, ` · last ${s.last_status}`)
+            : null,
+          s.confirmed === false
+            ? h(
+                "span",
+                { class: "unconfirmed", "data-testid": "schedule-unconfirmed" },
+                h("span", {}, "Made by the agent, not active until you confirm."),
+                h(
+                  "button",
+                  {
+                    type: "button",
+                    "data-testid": "schedule-confirm",
+                    onclick: () => void this.confirm(s.schedule_id),
+                  },
+                  "Confirm",
+                ),
+              )
             : null,
           " ",
           h(

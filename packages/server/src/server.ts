@@ -498,6 +498,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       return delivered;
     },
   });
+  const openBridge = () => {
+    if (!bridge) throw new Error("Pheby's MCP bridge is not open");
+    return bridge;
+  };
+  const conversationIdOf = (sessionId: string) => store.conversationBySession(sessionId)?.id ?? null;
   /** A run the agent's output outside any turn starts, in the conversation of its session. */
   const serverRun = (what: string, sessionId: string, start: (conv: ConversationRow) => Promise<unknown>) => {
     const conv = store.conversationBySession(sessionId);
@@ -517,17 +522,17 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     tools: toolsEnabled
       ? {
           names: toolNames,
-          grant: (caller) => {
-            if (!bridge) throw new Error("Pheby's MCP bridge is not open");
-            return bridge.grant({
+          grant: (caller) =>
+            openBridge().grant({
               ...(caller.agent === undefined ? {} : { agent: caller.agent }),
               ...(caller.toolTimeoutMs === undefined ? {} : { toolTimeoutMs: caller.toolTimeoutMs }),
               conversationOf: async (call) => {
                 const session = await caller.sessionOf(call);
-                return session === null ? null : (store.conversationBySession(session)?.id ?? null);
+                return session === null ? null : conversationIdOf(session);
               },
-            });
-          },
+            }),
+          call: (sessionId, tool, args) =>
+            openBridge().call({ conversationOf: async () => conversationIdOf(sessionId) }, tool, args),
         }
       : undefined,
     sessionTitle(sessionId, title) {

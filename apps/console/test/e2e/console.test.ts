@@ -396,6 +396,41 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     await page.click('[data-testid="schedule-list"] li button');
     await page.waitForSelector('[data-testid="schedule-list"] li', { state: "detached" });
     expect(await page.textContent('[data-testid="schedules"] summary')).toBe("Schedules (0)");
+
+    // The agent schedules itself (/sim schedule, through Pheby's schedule_create tool): the schedule
+    // arrives by schedule.changed, marked as the agent's and waiting, until the user confirms it.
+    await send("/sim schedule Water the plants");
+    const waiting = '[data-testid="schedule-list"] li[data-confirmed="false"][data-enabled="false"]';
+    await page.waitForSelector(waiting);
+    await settled();
+    expect(await page.textContent(`${lastAssistant} >> .text`)).toMatch(
+      /^I created the schedule \S+ \(every day at 09:00\)\. It is not active until you confirm it in Pheby\.$/,
+    );
+    expect(await page.textContent(`${waiting} [data-testid="schedule-unconfirmed"]`)).toContain(
+      "Made by the agent, not active until you confirm.",
+    );
+    // On a phone (390 px) the note wraps and its Confirm button stays inside the screen.
+    const wide = page.viewportSize()!;
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      const confirm = page.locator(`${waiting} [data-testid="schedule-confirm"]`);
+      await confirm.scrollIntoViewIfNeeded();
+      const box = (await confirm.boundingBox())!;
+      expect(box.x).toBeGreaterThanOrEqual(0);
+      expect(box.x + box.width).toBeLessThanOrEqual(390);
+      expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+      await shot("schedule-unconfirmed-phone");
+      await confirm.click();
+      await page.waitForSelector(
+        '[data-testid="schedule-list"] li[data-confirmed="true"][data-enabled="true"]',
+      );
+    } finally {
+      await page.setViewportSize(wide);
+    }
+    expect(await page.$('[data-testid="schedule-unconfirmed"]')).toBeNull();
+    expect(await page.textContent('[data-testid="schedule-list"] li .next')).toMatch(/^next /);
+    await page.click('[data-testid="schedule-list"] li button[aria-label="Delete schedule"]');
+    await page.waitForSelector('[data-testid="schedule-list"] li', { state: "detached" });
   });
 
   it("after a dropped connection resumes: an approval answered elsewhere meanwhile shows answered, with the rest of the run", async () => {

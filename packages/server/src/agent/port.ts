@@ -242,6 +242,16 @@ export interface AgentTools {
    * when the process is gone.
    */
   grant(caller: ToolCaller): { stdio: McpServerStdioSpec; http: McpServerHttpSpec; revoke(): void };
+  /**
+   * Call one of them from inside the server process (the simulator), in the conversation of
+   * `sessionId`: the same checks and the same code as a call through the MCP server. Resolves
+   * with the tool's result text; a refusal comes back as `{ isError: true }`.
+   */
+  call(
+    sessionId: string,
+    tool: string,
+    args: Record<string, unknown>,
+  ): Promise<{ text: string; isError?: boolean }>;
 }
 
 /** Server callbacks available to a backend for its whole life. */

@@ -18,6 +18,7 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { type ZodRawShape, z } from "zod/v3";
 import type { McpServerHttpSpec, McpServerStdioSpec } from "../agent/port.js";
 import { type AgentShare, sharedDir } from "../agent-user/shared-dir.js";
 import type { Lockout } from "../auth/lockout.js";
@@ -25,7 +26,8 @@ import { MCP_ENV, MCP_SERVER_NAME } from "./channel.js";
 import { Grants } from "./grants.js";
 import { McpHttpListener } from "./http.js";
 import { acceptRelay } from "./socket.js";
-import type { McpGrant, ToolServerOptions } from "./tool-server.js";
+import { type McpGrant, runTool, type ToolResult, type ToolServerOptions } from "./tool-server.js";
+import { type AgentToolName, TOOL_INPUTS } from "./tools.js";
 
 export { type McpGrant, type ToolCall, ToolError, type ToolResult } from "./tool-server.js";
 
@@ -130,6 +132,21 @@ export class McpBridge {
       },
       revoke,
     };
+  }
+
+  /**
+   * Call a tool from inside Pheby's process (the simulator) as `grant`: the checks an MCP call
+   * gets (the tool offered, its arguments against the tool's schema), then the same runner.
+   */
+  async call(grant: McpGrant, tool: string, args: Record<string, unknown>): Promise<ToolResult> {
+    const offered = this.options.tools.find((name): name is AgentToolName => name === tool);
+    if (offered === undefined) return { text: "This tool is not offered.", isError: true };
+    const parsed = z.object(TOOL_INPUTS[offered] as ZodRawShape).safeParse(args);
+    if (!parsed.success) {
+      const fields = parsed.error.issues.map((issue) => issue.path.join(".") || "arguments");
+      return { text: `Bad arguments: ${[...new Set(fields)].join(", ")}`, isError: true };
+    }
+    return runTool(this.options, grant, offered, parsed.data, new AbortController().signal);
   }
 
   /** Stop: every connection closes (pending calls are aborted), the socket is removed. */

@@ -67,32 +67,47 @@ export function toolServer(options: ToolServerOptions, grant: McpGrant): McpServ
       tool,
       { description: toolDescription(tool, options), inputSchema: TOOL_INPUTS[tool] as ZodRawShape },
       async (args: Record<string, unknown>, extra: { signal: AbortSignal }) => {
-        const text = (text: string, isError: boolean) => ({
-          content: [{ type: "text" as const, text }],
-          ...(isError ? { isError: true } : {}),
-        });
-        try {
-          const conversationId = await grant.conversationOf({ tool, args });
-          if (conversationId === null) {
-            throw new ToolError(
-              "Pheby cannot tell which conversation this call belongs to: its tools work while you answer a message in a Pheby conversation.",
-            );
-          }
-          const result = await options.run({
-            conversationId,
-            tool,
-            args,
-            signal: extra.signal,
-            toolTimeoutMs: grant.toolTimeoutMs,
-          });
-          return text(result.text, result.isError === true);
-        } catch (err) {
-          if (err instanceof ToolError) return text(err.message, true);
-          options.log.error({ err, tool, agent: grant.agent }, "agent tool failed");
-          return text("Pheby failed to run this tool.", true);
-        }
+        const result = await runTool(options, grant, tool, args, extra.signal);
+        return {
+          content: [{ type: "text" as const, text: result.text }],
+          ...(result.isError ? { isError: true } : {}),
+        };
       },
     );
   }
   return server;
+}
+
+/**
+ * Run one call of `grant`'s whose arguments were checked, in the conversation the grant names:
+ * both routes' MCP servers and {@link McpBridge.call} (the in-process simulator) come here, so a
+ * tool behaves the same whoever calls it. A refusal is `isError`, never a throw.
+ */
+export async function runTool(
+  options: ToolServerOptions,
+  grant: McpGrant,
+  tool: AgentToolName,
+  args: Record<string, unknown>,
+  signal: AbortSignal,
+): Promise<ToolResult> {
+  try {
+    const conversationId = await grant.conversationOf({ tool, args });
+    if (conversationId === null) {
+      throw new ToolError(
+        "Pheby cannot tell which conversation this call belongs to: its tools work while you answer a message in a Pheby conversation.",
+      );
+    }
+    const result = await options.run({
+      conversationId,
+      tool,
+      args,
+      signal,
+      toolTimeoutMs: grant.toolTimeoutMs,
+    });
+    return result.isError === true ? { text: result.text, isError: true } : { text: result.text };
+  } catch (err) {
+    if (err instanceof ToolError) return { text: err.message, isError: true };
+    options.log.error({ err, tool, agent: grant.agent }, "agent tool failed");
+    return { text: "Pheby failed to run this tool.", isError: true };
+  }
 }

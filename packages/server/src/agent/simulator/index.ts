@@ -33,6 +33,9 @@ export const SIM_LONG_MAX = 1_000_000;
 /** Words streamed by `/sim slow`. */
 export const SIM_SLOW_WORDS = 200;
 
+/** When the schedule of `/sim schedule` would run (every day at 09:00), and its default prompt. */
+export const SIM_SCHEDULE = { cron: "0 9 * * *", prompt: "Summarise my day" } as const;
+
 /** The command `/sim approval` and `/sim timeout` ask to run. */
 export const SIM_APPROVAL_COMMAND = "rm -rf /tmp/pheby-sim-build";
 /** The question of `/sim clarify` and its choices. */
@@ -47,7 +50,7 @@ export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image.";
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt].";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -200,6 +203,38 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     );
   }
 
+  /**
+   * `/sim schedule [prompt]`: the agent schedules itself through Pheby's own `schedule_create`
+   * tool, exactly as a real agent's MCP call would (so the schedule waits, unconfirmed, for the
+   * user), then relays what the tool said.
+   */
+  async function schedule(prompt: string, sink: TurnSink, signal: AbortSignal, sessionId: string) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const args = {
+      prompt: prompt || SIM_SCHEDULE.prompt,
+      cron: SIM_SCHEDULE.cron,
+      name: "Simulated schedule",
+    };
+    sink.toolStart({ toolCallId, toolName: "schedule_create", args });
+    if (!host?.tools) {
+      sink.toolEnd({ toolCallId, status: "failed", error: "Pheby's tools are off" });
+      return reply("I could not create a schedule: Pheby's tools for agents are turned off.", sink, signal);
+    }
+    const result = await host.tools.call(sessionId, "schedule_create", args);
+    if (signal.aborted) return cancelled;
+    if (result.isError) {
+      sink.toolEnd({ toolCallId, status: "failed", error: result.text });
+      return reply(`I could not create a schedule: ${result.text}`, sink, signal);
+    }
+    sink.toolEnd({ toolCallId, status: "completed" });
+    const { schedule: made } = JSON.parse(result.text) as { schedule: { schedule_id: string } };
+    return reply(
+      `I created the schedule ${made.schedule_id} (every day at 09:00). It is not active until you confirm it in Pheby.`,
+      sink,
+      signal,
+    );
+  }
+
   /** Deliver a generated file: by path through `workDir` when set (like a real agent), else as bytes. */
   async function deliver(bytes: Buffer, meta: { filename: string; mimeType: string }, sink: TurnSink) {
     let file: ProducedFile = { source: "bytes", bytes, ...meta };
@@ -296,6 +331,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         await deliver(png, SIM_IMAGE, sink);
         return reply(`Here is your image: ${SIM_IMAGE.filename} (${png.length} bytes).`, sink, signal);
       }
+      case "schedule":
+        return schedule(args.slice(1).join(" "), sink, signal, input.sessionId);
       default:
         return reply(HELP, sink, signal);
     }

@@ -29,7 +29,9 @@ suspend fun PhebyClient.listSchedules(conversationId: String? = null): ScheduleS
  * day-of-week, read in [timezone], an IANA name; null: the server's zone) or once, at [at] (ISO-8601
  * with an offset, e.g. `2026-12-24T08:00:00+01:00`). Exactly one of [cron] and [at]: giving both or
  * neither throws [IllegalArgumentException] before anything is sent (the schema forbids it). [name]:
- * a label for lists (at most 200 characters).
+ * a label for lists (at most 200 characters). [autoApprove]: let YOLO approve its runs' permission
+ * questions (a run nobody started from a client is otherwise never auto-approved); `true` needs the
+ * master secret (a paired device gets `bad_request`).
  *
  * Returns the new schedule (`schedule.created`); the other `schedules` clients get `schedule.changed`.
  * Throws [PhebyException]: `bad_request` naming the rule (a cron expression or time zone the server
@@ -43,7 +45,18 @@ suspend fun PhebyClient.createSchedule(
     at: String? = null,
     timezone: String? = null,
     name: String? = null,
-): ScheduleCreated = request(ScheduleCreate(conversationId = conversationId, prompt = prompt, cron = cron, at = at, timezone = timezone, name = name))
+    autoApprove: Boolean? = null,
+): ScheduleCreated = request(
+    ScheduleCreate(
+        conversationId = conversationId,
+        prompt = prompt,
+        cron = cron,
+        at = at,
+        timezone = timezone,
+        name = name,
+        autoApprove = autoApprove,
+    ),
+)
 
 /**
  * `schedule.update`: changes only what it is given; at least one field (else [IllegalArgumentException]).
@@ -53,7 +66,9 @@ suspend fun PhebyClient.createSchedule(
  * @param cron Makes it a repeating schedule (its `at` is cleared); not together with [at].
  * @param at Makes it a one-shot schedule (its `cron` is cleared); must be in the future.
  * @param enabled false pauses it, true resumes it (a one-shot schedule whose time has passed:
- *   `bad_request` "at is in the past").
+ *   `bad_request` "at is in the past"); true also confirms a schedule the agent made ([confirmSchedule]).
+ * @param autoApprove Let YOLO approve its runs, or stop it; `true` needs the master secret (a paired
+ *   device gets `bad_request`).
  * @return its new state (`schedule.changed`, `deleted` false); the other `schedules` clients get the same
  *   event without `requestId`. Throws [PhebyException] as [createSchedule] does, and `not_found` for an
  *   unknown [scheduleId].
@@ -66,9 +81,27 @@ suspend fun PhebyClient.updateSchedule(
     at: String? = null,
     timezone: String? = null,
     enabled: Boolean? = null,
+    autoApprove: Boolean? = null,
 ): ScheduleChanged = request(
-    ScheduleUpdate(scheduleId = scheduleId, name = name, prompt = prompt, cron = cron, at = at, timezone = timezone, enabled = enabled),
+    ScheduleUpdate(
+        scheduleId = scheduleId,
+        name = name,
+        prompt = prompt,
+        cron = cron,
+        at = at,
+        timezone = timezone,
+        enabled = enabled,
+        autoApprove = autoApprove,
+    ),
 )
+
+/**
+ * Confirm a schedule the agent made (`createdBy` [dev.pheby.protocol.ScheduleCreator.AGENT],
+ * `confirmed` false): `schedule.update { enabled: true }`, after which it runs like the user's own.
+ * Returns its new state, `confirmed` true.
+ */
+suspend fun PhebyClient.confirmSchedule(scheduleId: String): ScheduleChanged =
+    updateSchedule(scheduleId, enabled = true)
 
 /**
  * `schedule.delete`: its last state with `deleted` true (the other `schedules` clients get the same

@@ -7,6 +7,7 @@ import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunStatus
 import dev.pheby.protocol.ScheduleChanged
 import dev.pheby.protocol.ScheduleCreated
+import dev.pheby.protocol.ScheduleCreator
 import dev.pheby.protocol.ServerMessage
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
@@ -63,7 +64,12 @@ class SchedulesTest : ServerTest() {
         assertNotNull(created.nextRunAt)
         assertNull(created.lastRunAt)
         assertNull(created.lastStatus)
-        val once = owner.createSchedule(id, "Remind me", at = inFuture(3600)).schedule
+        assertEquals(ScheduleCreator.USER, created.createdBy)
+        assertTrue(created.confirmed, "a client's schedule is confirmed")
+        assertFalse(created.autoApprove)
+        // The owner (the master secret) may let YOLO approve a schedule's runs.
+        val once = owner.createSchedule(id, "Remind me", at = inFuture(3600), autoApprove = true).schedule
+        assertTrue(once.autoApprove)
         assertNull(once.name)
         assertNull(once.cron)
         assertEquals(listOf(created, once), owner.listSchedules(id).schedules, "oldest first")
@@ -132,6 +138,37 @@ class SchedulesTest : ServerTest() {
         assertEquals(listOf(longest), owner.listSchedules(id).schedules, "nothing refused was stored")
         owner.ping() // the connection is still usable
         owner.deleteSchedule(longest.scheduleId)
+    }
+
+    @Test
+    fun `the agent's schedule waits unconfirmed until confirmSchedule, and autoApprove is the owner's to switch`() = blocking {
+        val id = newConversation("Agent's")
+        val made = async(start = CoroutineStart.UNDISPATCHED) {
+            watcher.events.first { it is ScheduleChanged && it.schedule.conversationId == id } as ScheduleChanged
+        }
+        val ran = async(start = CoroutineStart.UNDISPATCHED) {
+            owner.events.first { it is RunFinished && it.conversationId == id } as RunFinished
+        }
+        // The simulator schedules itself through Pheby's schedule_create tool, as a real agent does.
+        owner.sendMessage(id, "/sim schedule Water the plants")
+        val waiting = made.await().schedule
+        assertEquals(RunStatus.COMPLETED, ran.await().status)
+        assertEquals(ScheduleCreator.AGENT, waiting.createdBy)
+        assertEquals("Water the plants", waiting.prompt)
+        assertFalse(waiting.confirmed)
+        assertFalse(waiting.enabled)
+        assertNull(waiting.nextRunAt, "it does not run before the user confirms it")
+
+        val confirmed = owner.confirmSchedule(waiting.scheduleId)
+        assertFalse(confirmed.deleted)
+        assertTrue(confirmed.schedule.confirmed)
+        assertTrue(confirmed.schedule.enabled)
+        assertNotNull(confirmed.schedule.nextRunAt)
+        assertEquals(ScheduleCreator.AGENT, confirmed.schedule.createdBy, "still the agent's")
+        assertFalse(confirmed.schedule.autoApprove)
+        assertTrue(owner.updateSchedule(waiting.scheduleId, autoApprove = true).schedule.autoApprove)
+        assertFalse(owner.updateSchedule(waiting.scheduleId, autoApprove = false).schedule.autoApprove)
+        owner.deleteSchedule(waiting.scheduleId)
     }
 
     @Test
