@@ -151,12 +151,18 @@ describe("pheby-server", () => {
     expect(await chat("mcp list")).toBe("schedule_create,schedule_list");
     const heard = client.next("schedule.changed");
     const made = await chat('mcp schedule_create {"prompt":"water the plants","cron":"0 7 * * *"}');
+    // The agent's schedule waits, disabled and unconfirmed, until the user confirms it.
     expect(JSON.parse(made!.replace(/^schedule_create -> /, ""))).toMatchObject({
-      conversation_id,
-      prompt: "water the plants",
-      timezone: "Europe/Paris",
+      active: false,
+      schedule: {
+        conversation_id,
+        prompt: "water the plants",
+        timezone: "Europe/Paris",
+        created_by: "agent",
+        confirmed: false,
+      },
     });
-    expect((await heard).schedule).toMatchObject({ conversation_id, cron: "0 7 * * *" });
+    expect((await heard).schedule).toMatchObject({ conversation_id, cron: "0 7 * * *", enabled: false });
     client.close();
     app.child.kill("SIGTERM");
     expect(await app.exited).toBe(0);
