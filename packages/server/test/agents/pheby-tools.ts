@@ -102,9 +102,18 @@ export function describePhebyTools(spec: PhebyToolsSpec): void {
         : { at: new Date(Date.now() + 20_000).toISOString() };
       const text = await callTool("schedule_create", { prompt: "say hello", name: "Greeting", ...when });
       expect(text).toContain('"prompt":"say hello"');
+      expect(text).toContain("not active");
       const { schedules } = await p.client.request({ type: "schedule.list", conversation_id: conv });
-      const schedule = schedules.find((s) => s.name === "Greeting")!;
-      expect(schedule).toMatchObject({ conversation_id: conv, enabled: true });
+      const made = schedules.find((s) => s.name === "Greeting")!;
+      // The agent's schedule waits for the user, who confirms it (enabling it is the confirmation).
+      expect(made).toMatchObject({
+        conversation_id: conv,
+        enabled: false,
+        confirmed: false,
+        created_by: "agent",
+      });
+      const schedule = await p.client.confirmSchedule(made.schedule_id);
+      expect(schedule).toMatchObject({ enabled: true, confirmed: true });
       const due = Date.parse(schedule.next_run_at!);
       const run = await unsolicitedRun(due);
       expect(run.finished.status).toBe("completed");
