@@ -30,12 +30,12 @@ if (process.argv.includes("--check")) {
   ];
   if (drifted.length > 0) {
     console.error(
-      `Kotlin models drifted from packages/protocol/schema: ${drifted.join(", ")}.\n` +
+      `Kotlin sources drifted from packages/protocol/schema: ${drifted.join(", ")}.\n` +
         "Run `pnpm --filter @pheby/protocol-kotlin generate` and commit the result.",
     );
     process.exit(1);
   }
-  console.log(`Kotlin models match the JSON Schema (${Object.keys(files).length} generated files)`);
+  console.log(`Kotlin models match the JSON Schema and meta.json (${Object.keys(files).length} generated files)`);
 } else {
   for (const [name, text] of Object.entries(files)) writeFileSync(join(outDir, name), text);
   console.log(`wrote ${Object.keys(files).join(", ")} to src/main/kotlin/dev/pheby/protocol`);
