@@ -1,4 +1,4 @@
-// `pnpm --filter @pheby/protocol schema`: regenerate the committed JSON Schema bundles.
+// `pnpm --filter @pheby/protocol schema`: regenerate the committed JSON Schema bundles and meta.json.
 import { writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { buildSchemas, serialize } from "./json-schema.js";

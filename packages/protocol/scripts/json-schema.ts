@@ -1,5 +1,6 @@
 // Builds the three JSON Schema bundles (client, server, http) from the Zod
-// source. Used by `pnpm schema` to write them and by the drift test to compare.
+// source, and meta.json (the protocol's tables, see meta.ts). Used by `pnpm schema`
+// to write them and by the drift test to compare.
 import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
@@ -29,6 +30,7 @@ import {
   serverMessageSchemas,
   ToolState,
 } from "../src/index.js";
+import { buildMeta } from "./meta.js";
 
 type JsonObject = Record<string, unknown>;
 
@@ -165,7 +167,7 @@ function inlinePathRefs(defs: Record<string, JsonObject>): Record<string, JsonOb
   return walk(defs) as Record<string, JsonObject>;
 }
 
-/** The three bundles, keyed by file name. */
+/** The three bundles and meta.json, keyed by file name in schema/. */
 export function buildSchemas(): Record<string, JsonObject> {
   return {
     "client.schema.json": bundle(
@@ -181,6 +183,7 @@ export function buildSchemas(): Record<string, JsonObject> {
       true,
     ),
     "http.schema.json": httpBundle(),
+    "meta.json": buildMeta() as unknown as JsonObject,
   };
 }
 

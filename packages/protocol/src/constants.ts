@@ -52,8 +52,12 @@ export const LIMITS = {
   shortTextChars: 4_000,
   /** Maximum length of ID and model fields sent by the client. */
   idChars: 256,
-  /** Maximum number of `hello.features` (our choice: a Pheby extension, see docs/protocol.md). */
-  helloFeatures: 16,
+  /**
+   * Maximum number of `hello.features` a server accepts (our choice: a Pheby extension, see
+   * docs/protocol.md). Earlier servers (0.1.0) accepted 16 and close a longer list with 4401, so clients
+   * send at most {@link HELLO_FEATURES_SENT_MAX}.
+   */
+  helloFeatures: 64,
   /** Maximum length of one `hello.features` name. */
   featureNameChars: 64,
   /** `resume`: maximum `client_message_id` length (1..64 characters). */
@@ -152,6 +156,67 @@ export const FEATURES = [
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
+
+/**
+ * Every feature, ordered by how much it changes what an app can show first, so a client that must
+ * drop names from its `hello` (see {@link HELLO_FEATURES_SENT_MAX}) drops the ones it misses least:
+ *
+ * 1. `delta.append`: every streamed answer, the first thing on screen, arrives through it.
+ * 2. `resume`: what reappears after a drop (a replay instead of a stale draft) and sends safe to retry.
+ * 3. `queue`: follow-ups typed during a run are shown queued instead of refused.
+ * 4. `expiry`: approval and question cards show when they lapse.
+ * 5. `push`: notifications while the app is in the background; no frame on screen depends on it.
+ * 6. `schedules`: a screen of its own, opened later.
+ * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
+ *
+ * A new feature takes its place in this list in the change that adds it (a test checks that every
+ * feature is here exactly once).
+ */
+export const FEATURE_PRIORITY = [
+  FEATURE_DELTA_APPEND,
+  FEATURE_RESUME,
+  FEATURE_QUEUE,
+  FEATURE_EXPIRY,
+  FEATURE_PUSH,
+  FEATURE_SCHEDULES,
+  FEATURE_DEVICES,
+] as const satisfies readonly Feature[];
+
+/**
+ * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and answer
+ * a longer list with `unauthorized` and a final 4401 close, so a client never sends more to a server it
+ * does not know, whatever {@link LIMITS}.helloFeatures (what a server accepts) says. Clients keep the
+ * first 16 of the names they ask for in {@link FEATURE_PRIORITY} order (see {@link helloFeatureNames}).
+ */
+export const HELLO_FEATURES_SENT_MAX = 16 as const;
+
+/**
+ * The `hello.features` a client sends for the names it wants: known features in
+ * {@link FEATURE_PRIORITY} order, then any other names in the order given, without repeats, at most
+ * {@link HELLO_FEATURES_SENT_MAX}. `required` names (a pairing hello's `devices`) are kept whatever
+ * else is dropped.
+ *
+ * @example
+ * ```ts
+ * helloFeatureNames(["push", "delta.append"]) // → ["delta.append", "push"]
+ * ```
+ */
+export function helloFeatureNames(wanted: Iterable<string>, required: Iterable<string> = []): string[] {
+  const names = new Set(wanted);
+  const must = new Set([...required].filter((name) => names.has(name)));
+  const rank = (name: string) => {
+    const i = (FEATURE_PRIORITY as readonly string[]).indexOf(name);
+    return i === -1 ? FEATURE_PRIORITY.length : i;
+  };
+  // Array.prototype.sort is stable: unknown names keep the caller's order after the known ones.
+  const ordered = [...names].sort((a, b) => rank(a) - rank(b));
+  const kept = [...must];
+  for (const name of ordered) {
+    if (kept.length >= HELLO_FEATURES_SENT_MAX) break;
+    if (!must.has(name)) kept.push(name);
+  }
+  return ordered.filter((name) => kept.includes(name));
+}
 
 /** Reasoning effort levels; `none` disables thinking. */
 export const REASONING_EFFORTS = [

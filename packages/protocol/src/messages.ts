@@ -316,6 +316,77 @@ export const ALTERNATIVE_REPLY_TYPES = {
   "conversation.open": "conversation.resumed",
 } as const satisfies { readonly [T in RequestType]?: ServerMessageType };
 
+/**
+ * The three ways a reply leaves the server (docs/protocol.md, "Broadcast rules"):
+ *
+ * - `requester`: the reply goes to the requester only, with its `request_id`. Some requests also cause
+ *   a separate event for everyone (`conversation.rename` → `conversation.renamed`, `yolo.set` →
+ *   `yolo.changed`): a second frame without `request_id`, which the requester receives too.
+ * - `broadcast`: the reply is an event every (eligible) connection gets once; only the requester's
+ *   copy carries its `request_id` (`run.accepted`).
+ * - `broadcast_all`: the reply is an event every connection gets once, and every copy carries the
+ *   requester's `request_id`, as the spec says of `approval.resolved` and `clarify.resolved`.
+ */
+export const REPLY_RULE_NAMES = ["requester", "broadcast", "broadcast_all"] as const;
+/** One of the three reply rules ({@link REPLY_RULE_NAMES}). */
+export type ReplyRule = (typeof REPLY_RULE_NAMES)[number];
+
+/**
+ * Which reply rule the {@link REPLY_TYPES} reply of each request follows. An extension's broadcast
+ * reaches only the connections that enabled its feature (`schedule.changed`, `device.revoked`). The
+ * `run.finished` answering a `run.cancel` of a *queued* run goes to the canceller only: nobody else
+ * saw that run start.
+ */
+export const REPLY_RULES = {
+  hello: "requester",
+  ping: "requester",
+  "conversation.list": "requester",
+  "conversation.create": "requester",
+  "conversation.open": "requester",
+  "conversation.rename": "requester",
+  "conversation.delete": "requester",
+  "chat.send": "broadcast",
+  "run.cancel": "broadcast_all",
+  "approval.respond": "broadcast_all",
+  "clarify.respond": "broadcast_all",
+  "yolo.current": "requester",
+  "yolo.set": "requester",
+  "models.list": "requester",
+  "models.current": "requester",
+  "model.set": "requester",
+  "reasoning.current": "requester",
+  "reasoning.set": "requester",
+  "push.subscribe": "requester",
+  "push.unsubscribe": "requester",
+  "push.list": "requester",
+  "push.test": "requester",
+  "schedule.list": "requester",
+  "schedule.create": "requester",
+  "schedule.update": "broadcast",
+  "schedule.delete": "broadcast",
+  "pair.create": "requester",
+  "device.list": "requester",
+  "device.revoke": "broadcast",
+} as const satisfies Record<RequestType, ReplyRule>;
+
+/** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */
+export const ALTERNATIVE_REPLY_RULES = {
+  "chat.send": "requester",
+  "conversation.open": "requester",
+} as const satisfies Record<keyof typeof ALTERNATIVE_REPLY_TYPES, ReplyRule>;
+
+/** The rule the reply of type `reply` to a request of type `request` follows, or undefined when it is not one of its replies. */
+export function replyRuleOf(request: ClientMessageType, reply: string): ReplyRule | undefined {
+  if (!Object.hasOwn(REPLY_TYPES, request)) return undefined;
+  const type = request as RequestType;
+  if (REPLY_TYPES[type] === reply) return REPLY_RULES[type];
+  if (Object.hasOwn(ALTERNATIVE_REPLY_TYPES, type)) {
+    const alt = type as keyof typeof ALTERNATIVE_REPLY_TYPES;
+    if (ALTERNATIVE_REPLY_TYPES[alt] === reply) return ALTERNATIVE_REPLY_RULES[alt];
+  }
+  return undefined;
+}
+
 /** Every client message type that gets no reply on success (only an `error` on failure). */
 export const NO_REPLY_TYPES = ["presence"] as const satisfies readonly Exclude<
   ClientMessageType,

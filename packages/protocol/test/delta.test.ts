@@ -12,17 +12,17 @@ const hello = (features: unknown) =>
   decodeClientFrame(JSON.stringify({ type: "hello", secret: "s", protocol_version: 1, features }));
 
 describe("hello.features", () => {
-  it("accepts exactly 16 names of up to 64 characters, and unknown names", () => {
-    expect(LIMITS.helloFeatures).toBe(16);
-    const names = Array.from({ length: 16 }, (_, i) => `${i}`.padEnd(LIMITS.featureNameChars, "x"));
+  it("accepts exactly 64 names of up to 64 characters, and unknown names", () => {
+    expect(LIMITS.helloFeatures).toBe(64);
+    const names = Array.from({ length: 64 }, (_, i) => `${i}`.padEnd(LIMITS.featureNameChars, "x"));
     expect(hello(names)).toMatchObject({ ok: true, message: { features: names } });
     expect(hello([])).toMatchObject({ ok: true, message: { features: [] } });
     expect(FEATURES).toContain(FEATURE_DELTA_APPEND);
   });
 
-  it("rejects 17 names, a 65-character name, a non-array and non-strings with bad_request", () => {
+  it("rejects 65 names, a 65-character name, a non-array and non-strings with bad_request", () => {
     const cases: [unknown, string][] = [
-      [Array.from({ length: 17 }, (_, i) => `f${i}`), "features must have at most 16 items"],
+      [Array.from({ length: 65 }, (_, i) => `f${i}`), "features must have at most 64 items"],
       [["x".repeat(65)], "features.0 must have at most 64 characters"],
       ["delta.append", "features must be array"],
       [[1], "features.0 must be string"],

@@ -5,15 +5,16 @@ import { root } from "./helpers.js";
 
 // These run against dist/ (turbo builds before test), proving the published shape.
 describe("the built package", () => {
-  it("imports from dist through its exports and resolves the JSON Schema subpaths", () => {
+  it("imports from dist through its exports and resolves the JSON Schema and meta.json subpaths", () => {
     const script = `
       const p = await import("@pheby/protocol");
       const ok = p.ClientMessage.safeParse({ type: "ping" }).success;
       const client = import.meta.resolve("@pheby/protocol/schema/client.json");
       const server = import.meta.resolve("@pheby/protocol/schema/server.json");
       const http = import.meta.resolve("@pheby/protocol/schema/http.json");
+      const meta = import.meta.resolve("@pheby/protocol/schema/meta.json");
       const fixture = import.meta.resolve("@pheby/protocol/fixtures/valid/client/ping.json");
-      console.log(JSON.stringify({ ok, main: import.meta.resolve("@pheby/protocol"), client, server, http, fixture }));
+      console.log(JSON.stringify({ ok, main: import.meta.resolve("@pheby/protocol"), client, server, http, meta, fixture }));
     `;
     const out = JSON.parse(
       execFileSync(process.execPath, ["--input-type=module", "-e", script], { cwd: root, encoding: "utf8" }),
@@ -23,6 +24,7 @@ describe("the built package", () => {
     expect(out.client).toMatch(/\/schema\/client\.schema\.json$/);
     expect(out.server).toMatch(/\/schema\/server\.schema\.json$/);
     expect(out.http).toMatch(/\/schema\/http\.schema\.json$/);
+    expect(out.meta).toMatch(/\/schema\/meta\.json$/);
     expect(out.fixture).toMatch(/\/fixtures\/valid\/client\/ping\.json$/);
   });
 

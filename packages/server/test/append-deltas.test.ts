@@ -95,16 +95,17 @@ describe("negotiation", () => {
     c.close();
   });
 
-  it("accepts 16 features of 64 characters; 17, or a 65-character name, or a non-array: unauthorized + 4401", async () => {
+  it("accepts 64 features of 64 characters; 65, or a 65-character name, or a non-array: unauthorized + 4401", async () => {
     ts = await startServer();
-    const sixteen = Array.from({ length: LIMITS.helloFeatures }, (_, i) =>
+    const most = Array.from({ length: LIMITS.helloFeatures }, (_, i) =>
       `${i}`.padEnd(LIMITS.featureNameChars, "x"),
     );
-    const ok = await connect(ts.wsUrl, sixteen);
+    expect(most).toHaveLength(64);
+    const ok = await connect(ts.wsUrl, most);
     expect(ok.ready.features).toEqual([]);
     ok.c.close();
     const bad: [unknown, string][] = [
-      [[...sixteen, "x"], "features must have at most 16 items"],
+      [[...most, "x"], "features must have at most 64 items"],
       [["x".repeat(LIMITS.featureNameChars + 1)], "features.0 must have at most 64 characters"],
       [FEATURE_DELTA_APPEND, "features must be array"],
       [[FEATURE_DELTA_APPEND, 7], "features.1 must be string"],

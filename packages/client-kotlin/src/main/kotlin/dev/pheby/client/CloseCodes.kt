@@ -1,40 +1,42 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.ErrorCode
+import dev.pheby.protocol.CloseCodes as Protocol
 import kotlin.time.Duration
 import kotlin.time.Duration.Companion.seconds
 
 /**
  * The WebSocket close codes of Pheby Protocol v1 (docs/protocol.md, "Handshake and close codes"), and
- * what the client does after each. The values equal `CLOSE_CODES` of `@pheby/protocol` (a test checks).
+ * what the client does after each. The values are the generated [dev.pheby.protocol.CloseCodes] (from
+ * `@pheby/protocol`'s `schema/meta.json`), plus [ABNORMAL], which no server sends.
  */
 object CloseCodes {
     /** Normal close. */
-    const val NORMAL: Int = 1000
+    const val NORMAL: Int = Protocol.NORMAL
 
     /** Server shutting down: reconnect with backoff. */
-    const val GOING_AWAY: Int = 1001
+    const val GOING_AWAY: Int = Protocol.GOING_AWAY
 
-    /** No close frame (the connection broke): reconnect with backoff. */
+    /** No close frame (the connection broke): reconnect with backoff. The WebSocket library reports it, never a server. */
     const val ABNORMAL: Int = 1006
 
     /** A frame over 2 MiB (after `too_large`): reconnect with backoff. */
-    const val MESSAGE_TOO_BIG: Int = 1009
+    const val MESSAGE_TOO_BIG: Int = Protocol.MESSAGE_TOO_BIG
 
     /** Wrong secret, or a non-`hello` first frame: final, never retried. */
-    const val UNAUTHORIZED: Int = 4401
+    const val UNAUTHORIZED: Int = Protocol.UNAUTHORIZED
 
     /** No `hello` within the auth timeout: reconnect with backoff. */
-    const val AUTH_TIMEOUT: Int = 4408
+    const val AUTH_TIMEOUT: Int = Protocol.AUTH_TIMEOUT
 
     /** Unsupported `protocol_version`: final, never retried. */
-    const val VERSION_MISMATCH: Int = 4426
+    const val VERSION_MISMATCH: Int = Protocol.VERSION_MISMATCH
 
     /** The source address is locked out: wait the seconds the reason gives, then reconnect. */
-    const val LOCKED_OUT: Int = 4429
+    const val LOCKED_OUT: Int = Protocol.LOCKED_OUT
 
     /** The client read too slowly: reconnect with backoff. */
-    const val SLOW_CONSUMER: Int = 4503
+    const val SLOW_CONSUMER: Int = Protocol.SLOW_CONSUMER
 
     /**
      * The wait a `rate_limited` close reason or error message names: "retry after N s" (any case, `s`,

@@ -1,34 +1,43 @@
 package dev.pheby.client
 
+import dev.pheby.protocol.FEATURES
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
+import dev.pheby.protocol.FEATURE_DEVICES
+import dev.pheby.protocol.FEATURE_EXPIRY
+import dev.pheby.protocol.FEATURE_PRIORITY
+import dev.pheby.protocol.FEATURE_PUSH
+import dev.pheby.protocol.FEATURE_QUEUE
+import dev.pheby.protocol.FEATURE_RESUME
+import dev.pheby.protocol.FEATURE_SCHEDULES
+import dev.pheby.protocol.HELLO_FEATURES_SENT_MAX
 
 /**
  * The names of Pheby's negotiated extensions of v1, for [PhebyClientOptions.features] and to compare
- * with [PhebyClient.features] (docs/protocol.md, "Extensions: negotiation and gating"). They equal
- * `FEATURES` of `@pheby/protocol` (a test checks). A server ignores the names it does not support, so
- * asking is always safe; what it enabled is in `ready.features`.
+ * with [PhebyClient.features] (docs/protocol.md, "Extensions: negotiation and gating"): the generated
+ * `FEATURE_*` constants of the models (from `@pheby/protocol`'s `schema/meta.json`). A server ignores
+ * the names it does not support, so asking is always safe; what it enabled is in `ready.features`.
  */
 object Features {
     /** Append-only `message.delta` (the client stitches them; asked for by default). */
     const val DELTA_APPEND: String = FEATURE_DELTA_APPEND
 
     /** Web Push notifications, `presence`, answers from a notification (asked for by default; it adds no events). */
-    const val PUSH: String = "push"
+    const val PUSH: String = FEATURE_PUSH
 
     /** `seq`, replay after a drop (`since_seq`), retry-safe sends (`client_message_id`). */
-    const val RESUME: String = "resume"
+    const val RESUME: String = FEATURE_RESUME
 
     /** Follow-ups queued while a run is active (`chat.send` with `queue`). */
-    const val QUEUE: String = "queue"
+    const val QUEUE: String = FEATURE_QUEUE
 
     /** Scheduled prompts. */
-    const val SCHEDULES: String = "schedules"
+    const val SCHEDULES: String = FEATURE_SCHEDULES
 
     /** `expires_at` on approvals and questions. */
-    const val EXPIRY: String = "expiry"
+    const val EXPIRY: String = FEATURE_EXPIRY
 
     /** Pairing with a one-time code, a revocable secret per device; the owner's `pair.create`, `device.list`, `device.revoke`. */
-    const val DEVICES: String = "devices"
+    const val DEVICES: String = FEATURE_DEVICES
 
     /**
      * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
@@ -36,6 +45,18 @@ object Features {
      */
     val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE)
 
-    /** Every name above, in `@pheby/protocol`'s order. */
-    val ALL: List<String> = listOf(DELTA_APPEND, PUSH, RESUME, QUEUE, SCHEDULES, EXPIRY, DEVICES)
+    /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
+    val ALL: List<String> = FEATURES
+
+    /**
+     * The `hello.features` the client sends for [wanted]: known features in `FEATURE_PRIORITY` order
+     * (the ones that change most what the app can show first), then other names in the order given, at
+     * most [HELLO_FEATURES_SENT_MAX] (a server of 0.1.0 closes a hello naming more with 4401): the rule
+     * of `helloFeatureNames` of `@pheby/protocol`.
+     */
+    internal fun helloNames(wanted: Collection<String>): List<String> {
+        val rank = { name: String -> FEATURE_PRIORITY.indexOf(name).let { if (it == -1) FEATURE_PRIORITY.size else it } }
+        // sortedBy is stable: unknown names keep the caller's order after the known ones.
+        return wanted.distinct().sortedBy(rank).take(HELLO_FEATURES_SENT_MAX)
+    }
 }

@@ -118,7 +118,7 @@ import kotlin.time.Duration
  * conversations passed to [follow] are re-opened: with `resume`, from the last `seq` handled, so only the
  * missed frames arrive on [events], as if never missed; otherwise (or when the server can no longer
  * replay) as snapshots on [events] and [resyncs]. With `resume`, sends (`chat.send`,
- * `conversation.create`) carry a `client_message_id`, wait in an outbox while the connection is down,
+ * `conversation.create`) carry a `client_message_id`, wait in the send queue while the connection is down,
  * and a send whose reply was lost in a drop is sent again (the server answers a repeat with the first
  * outcome). [state] says where the connection stands.
  *
@@ -138,7 +138,8 @@ class PhebyClient(
     internal val extensions: List<ClientExtension> =
         BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() }
     private val resume: Resume? = extension()
-    private val helloFeatures: List<String> = options.features.toList()
+    // At most 16, the ones that change most what the app can show first: an older server closes a longer list.
+    private val helloFeatures: List<String> = Features.helloNames(options.features)
     private val scope = CoroutineScope(SupervisorJob() + Dispatchers.Default + CoroutineName("pheby-client"))
 
     private val stateFlow = MutableStateFlow<ConnectionState>(ConnectionState.Idle)
@@ -156,12 +157,12 @@ class PhebyClient(
 
     // Guarded by lock: the current connection, what happens when it ends, and the sends waiting for the
     // next one (`resume`), in the order they were first made. While reconnectJob runs (reconnecting, then
-    // catching up the followed conversations), new sends join the outbox so they keep their order.
+    // catching up the followed conversations), new sends join the send queue so they keep their order.
     private val lock = Any()
     private var link: Link? = null
     private var reconnectJob: Job? = null
     private var closed = false
-    private val outbox = ArrayList<Outgoing>()
+    private val sendQueue = ArrayList<Outgoing>()
 
     /** A reconnect loop is running (reconnecting, or catching up after it); false once it ended or failed for good. */
     internal val reconnecting: Boolean get() = synchronized(lock) { reconnectJob?.isActive == true }
@@ -210,10 +211,10 @@ class PhebyClient(
         previous?.cancel()
         publish(ConnectionState.Connecting)
         return try {
-            handshake(hello, repairs = false).also { flushOutbox(thisJob = null) }
+            handshake(hello, repairs = false).also { flushSendQueue(thisJob = null) }
         } catch (e: PhebyException) {
             publish(if (e.isFinal) ConnectionState.Failed(e) else ConnectionState.Closed(e))
-            failOutbox(e)
+            failSendQueue(e)
             throw e
         } catch (e: CancellationException) {
             // The caller gave up: not left Connecting (handshake() has cancelled the attempt).
@@ -257,7 +258,7 @@ class PhebyClient(
             it.close()
             failPending(it, failure, retain = false)
         }
-        failOutbox(failure)
+        failSendQueue(failure)
         scope.cancel()
         if (ownsHttp) {
             http.dispatcher.executorService.shutdown()
@@ -276,7 +277,7 @@ class PhebyClient(
      *
      * With `resume` asked for ([PhebyClientOptions.features]), a `ChatSend` or `ConversationCreate`
      * without `clientMessageId` gets one ([newClientMessageId]), and such a send is safe to repeat:
-     * while the client is reconnecting it waits in an outbox and goes out once the connection is back
+     * while the client is reconnecting it waits in the send queue and goes out once the connection is back
      * (after the followed conversations are caught up); when the connection drops before its reply, it
      * is sent again on the next connection if that one enabled `resume` (the server answers a repeat
      * with the first outcome, never a second run), and fails with [PhebyException.CONNECTION_CLOSED]
@@ -289,7 +290,7 @@ class PhebyClient(
             val recovering = reconnectJob?.isActive == true
             when {
                 current != null && !(out.retry && recovering) -> transmit(current, out)
-                out.retry && recovering && !closed -> outbox += out
+                out.retry && recovering && !closed -> sendQueue += out
                 else -> throw PhebyException(PhebyException.CONNECTION_CLOSED, "not connected")
             }
         }
@@ -628,7 +629,7 @@ class PhebyClient(
         )
     }
 
-    /** Sends [message] on [on] (never through the outbox: the handshake, the re-opens) and returns its reply. */
+    /** Sends [message] on [on] (never through the send queue: the handshake, the re-opens) and returns its reply. */
     private suspend fun <R : ServerMessage> exchange(on: Link, message: ClientMessage, reply: KClass<R>): R {
         val out = outgoing(message, reply, options.requestTimeout)
         transmit(on, out)
@@ -661,7 +662,7 @@ class PhebyClient(
     } finally {
         out.timer?.cancel()
         pending.remove(out.requestId, out)
-        synchronized(lock) { outbox.remove(out) }
+        synchronized(lock) { sendQueue.remove(out) }
     }
 
     /** [out]'s connection ended before its reply: keep it for the next connection ([retain] and safe to repeat), else fail it. */
@@ -670,8 +671,8 @@ class PhebyClient(
         out.timer?.cancel()
         if (retain && out.retry) {
             synchronized(lock) {
-                outbox += out
-                outbox.sortBy { it.order }
+                sendQueue += out
+                sendQueue.sortBy { it.order }
             }
         } else {
             out.reply.completeExceptionally(failure.forRequest(out.requestId))
@@ -682,26 +683,26 @@ class PhebyClient(
         for (out in pending.values) if (out.link === on) dropped(out, failure, retain)
     }
 
-    private fun failOutbox(failure: PhebyException) {
-        val waiting = synchronized(lock) { outbox.toList().also { outbox.clear() } }
+    private fun failSendQueue(failure: PhebyException) {
+        val waiting = synchronized(lock) { sendQueue.toList().also { sendQueue.clear() } }
         for (out in waiting) out.reply.completeExceptionally(failure.forRequest(out.requestId))
     }
 
     /**
-     * Sends the outbox on the current connection, in order, and ends the recovery ([thisJob], the
+     * Sends what waits in the send queue on the current connection, in order, and ends the recovery ([thisJob], the
      * reconnect loop, when it called): sends made from now on go out directly. A send that already went
      * out once is sent again only on a `resume` connection, which answers a repeat with its first
      * outcome; any other server might handle it twice.
      */
-    private fun flushOutbox(thisJob: Job?) {
+    private fun flushSendQueue(thisJob: Job?) {
         val failed = ArrayList<Outgoing>()
         synchronized(lock) {
             val current = link?.takeIf { it.ready } ?: return // dropped again: the next connection flushes
             if (thisJob != null && reconnectJob === thisJob) reconnectJob = null
-            for (out in outbox.toList()) {
+            for (out in sendQueue.toList()) {
                 if (out.sent && !current.resume) failed += out else transmit(current, out)
             }
-            outbox.clear()
+            sendQueue.clear()
         }
         val failure = PhebyException(PhebyException.CONNECTION_CLOSED, "the connection dropped before the reply, and this server cannot say whether it was handled")
         for (out in failed) out.reply.completeExceptionally(failure.forRequest(out.requestId))
@@ -781,10 +782,10 @@ class PhebyClient(
         }
         // Sends the server may have handled wait for the next connection when it can be asked again safely.
         failPending(ended, failure, retain = reconnecting && ended.resume)
-        if (!reconnecting && ended.ready) failOutbox(failure)
+        if (!reconnecting && ended.ready) failSendQueue(failure)
     }
 
-    /** Reconnect until it works or fails for good: backoff, or the lockout's wait; then catch up and send the outbox. Under [lock]. */
+    /** Reconnect until it works or fails for good: backoff, or the lockout's wait; then catch up and send the send queue. Under [lock]. */
     private fun startReconnect(first: PhebyException, immediately: Boolean) {
         val policy = options.reconnect ?: ReconnectPolicy()
         reconnectJob?.cancel()
@@ -803,7 +804,7 @@ class PhebyClient(
                         // The loop ends before Failed is published: whoever sees Failed sees no reconnect pending.
                         synchronized(lock) { if (reconnectJob === thisJob) reconnectJob = null }
                         publish(ConnectionState.Failed(e))
-                        failOutbox(e)
+                        failSendQueue(e)
                         return@launch
                     }
                     cause = e
@@ -815,10 +816,10 @@ class PhebyClient(
                     resync(recovering = true)
                 } catch (e: PhebyException) {
                     // The new connection dropped (or resync cancelled it): its close starts the next round,
-                    // which catches up and sends the outbox.
+                    // which catches up and sends the send queue.
                     return@launch
                 }
-                flushOutbox(thisJob)
+                flushSendQueue(thisJob)
                 return@launch
             }
         }

@@ -17,7 +17,8 @@ import kotlin.time.Duration.Companion.seconds
  * @property secret The server's shared secret. Sent in `hello` and as the `Authorization: Bearer` of file
  *   transfers; never logged ([toString] hides it).
  * @property features The Pheby extensions to ask for in `hello.features` ([Features]); `ready.features`
- *   (see [ConnectionState.Open.features]) says which the server enabled. Asked for by default, as
+ *   (see [ConnectionState.Open.features]) says which the server enabled. The hello names at most 16
+ *   (`HELLO_FEATURES_SENT_MAX`), known ones first in `FEATURE_PRIORITY` order. Asked for by default, as
  *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
  *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
  *   after a drop, retry-safe sends) and [Features.QUEUE] (`queue.changed` events). Names the client has

@@ -2,7 +2,7 @@ package dev.pheby.client
 
 // The client side of the `resume` extension (docs/protocol.md, "Extension: resume after a drop"): where
 // each conversation is (its last `seq`), which conversations are being caught up after a reconnect, and
-// the idempotency keys of sends. The outbox and the retry of a send whose reply was lost live with the
+// the idempotency keys of sends. The send queue and the retry of a send whose reply was lost live with the
 // requests in PhebyClient; this file is what they consult. Mirrors @pheby/client's resume.ts.
 
 import dev.pheby.protocol.ConversationDeleted

@@ -34,7 +34,7 @@ import kotlin.time.Duration.Companion.milliseconds
 /**
  * The `resume` extension against the real server, through a [TcpProxy] the test cuts like a phone
  * losing its network: missed frames replayed once and in order, a restart between the drop and the
- * resume, the snapshot fallback, a lost reply retried without a second run, and the outbox.
+ * resume, the snapshot fallback, a lost reply retried without a second run, and the send queue.
  */
 class ResumeTest {
     /** The phone: through [proxy], reconnecting quickly. */
@@ -212,7 +212,7 @@ class ResumeTest {
         }
 
     @Test
-    fun `sends made while disconnected wait in the outbox and go out in order once the connection is back, other requests fail at once`() =
+    fun `sends made while disconnected wait in the send queue and go out in order once the connection is back, other requests fail at once`() =
         scenario { _, proxy, phone, observer ->
             val id = phone.createConversation("Offline").conversationId
             proxy.pause()

@@ -3,6 +3,8 @@ package dev.pheby.client
 import dev.pheby.protocol.ApprovalChoice
 import dev.pheby.protocol.ClarifyRequest
 import dev.pheby.protocol.ConversationOpen
+import dev.pheby.protocol.FEATURE_PRIORITY
+import dev.pheby.protocol.HELLO_FEATURES_SENT_MAX
 import dev.pheby.protocol.MessageDelta
 import dev.pheby.protocol.OptionalNullable
 import dev.pheby.protocol.PhebyJson
@@ -22,6 +24,7 @@ import kotlinx.coroutines.flow.toList
 import kotlinx.coroutines.launch
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
+import kotlinx.serialization.json.jsonArray
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import mockwebserver3.MockResponse
@@ -124,7 +127,8 @@ class ScriptedServerTest {
             val connected = async { client.connect() }
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
-            assertEquals("""["delta.append","push","resume","queue"]""", hello.getValue("features").toString())
+            // In FEATURE_PRIORITY order, whatever the options' order.
+            assertEquals("""["delta.append","resume","queue","push"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
@@ -141,6 +145,22 @@ class ScriptedServerTest {
             assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched)
             assertEquals("{not json", invalid.await().raw)
             assertTrue(client.state.value is ConnectionState.Open)
+        }
+    }
+
+    @Test
+    fun `a hello names at most 16 features, the known ones first in FEATURE_PRIORITY order`() = blocking {
+        val peer = peer()
+        val later = (1..12).map { "x-later-$it" }
+        val wanted = later.take(3) + Features.ALL.reversed() + later.drop(3)
+        val options = PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", features = wanted.toSet(), reconnect = null)
+        PhebyClient(options).use { client ->
+            val connected = async { client.connect() }
+            val hello = peer.accept()
+            connected.await()
+            val sent = hello.getValue("features").jsonArray.map { it.jsonPrimitive.content }
+            assertEquals(HELLO_FEATURES_SENT_MAX, sent.size)
+            assertEquals(FEATURE_PRIORITY + later.take(HELLO_FEATURES_SENT_MAX - FEATURE_PRIORITY.size), sent)
         }
     }
 

@@ -1,9 +1,8 @@
 package dev.pheby.protocol
 
 // Pheby extension of v1 (docs/protocol.md, "Append deltas"): hand-written next to the generated models.
-
-/** Ask for it in [Hello.features]; when [Ready.features] contains it, deltas carry [MessageDelta.offset]. */
-const val FEATURE_DELTA_APPEND: String = "delta.append"
+// Ask for [FEATURE_DELTA_APPEND] in [Hello.features]; when [Ready.features] contains it, deltas carry
+// [MessageDelta.offset].
 
 /**
  * The draft after this delta: `draft.substring(0, offset) + text`, or just [MessageDelta.text] for a v1

@@ -133,7 +133,7 @@ class FixtureRoundTripTest {
         "chat-send-blank.json" to "non-blank (pattern \\S)",
         "chat-send-duplicate-attachments.json" to "uniqueItems",
         "chat-send-too-long.json" to "maxLength 64000",
-        "hello-17-features.json" to "maxItems 16",
+        "hello-65-features.json" to "maxItems 64",
         "hello-feature-name-too-long.json" to "maxLength 64",
         "open-limit-negative.json" to "minimum 1",
         "open-limit-zero.json" to "minimum 1",
