@@ -10,9 +10,9 @@ import {
   type ServerMessage,
   type ServerMessageOf,
 } from "@pheby/protocol";
-import { type CheckContext, expectFinished, runFrames } from "../context.js";
+import { type Probe, runFrames } from "@pheby/testkit";
+import { type CheckContext, expectFinished } from "../context.js";
 import { CheckFailure, expect } from "../failure.js";
-import type { Probe } from "../probe.js";
 import { startReceiver } from "../push-receiver.js";
 import type { Check } from "../types.js";
 import { checkLifecycle } from "./runs.js";
@@ -114,7 +114,7 @@ export const extensionChecks: Check[] = [
       await plain.expectError({ type: "schedule.list" }, "unknown_type", "schedule.list without the feature");
       const conversation = await ctx.createConversation(a, "conformance schedules");
       const create = { type: "schedule.create", conversation_id: conversation, prompt: "conformance" };
-      const { schedule } = await a.request(
+      const { schedule } = await a.expectReply(
         { ...create, cron: "0 8 * * 1-5", timezone: "UTC", name: "conformance" },
         "schedule.created",
       );
@@ -165,7 +165,7 @@ export const extensionChecks: Check[] = [
           `${type} of an unknown schedule`,
         );
       }
-      const updated = await a.request(
+      const updated = await a.expectReply(
         { type: "schedule.update", schedule_id: schedule.schedule_id, enabled: false },
         "schedule.changed",
       );
@@ -182,7 +182,7 @@ export const extensionChecks: Check[] = [
         "schedule.changed of the update on the other connection",
       );
       expect(other.request_id === undefined, "the broadcast copy carries the requester's request_id", other);
-      const { schedules } = await b.request(
+      const { schedules } = await b.expectReply(
         { type: "schedule.list", conversation_id: conversation },
         "schedule.snapshot",
       );
@@ -191,7 +191,7 @@ export const extensionChecks: Check[] = [
         "schedule.snapshot does not list the conversation's one schedule",
         schedules,
       );
-      const deleted = await b.request(
+      const deleted = await b.expectReply(
         { type: "schedule.delete", schedule_id: schedule.schedule_id },
         "schedule.changed",
       );
@@ -221,7 +221,7 @@ export const extensionChecks: Check[] = [
       const { plain, a } = await scheduleConnections(ctx);
       const conversation = await ctx.createConversation(a, "conformance scheduled run");
       const at = new Date(Date.now() + 1_500).toISOString();
-      const { schedule } = await a.request(
+      const { schedule } = await a.expectReply(
         { type: "schedule.create", conversation_id: conversation, prompt: "hello from a schedule", at },
         "schedule.created",
       );
@@ -263,7 +263,7 @@ export const extensionChecks: Check[] = [
         "the run is not recorded on the one-shot schedule (completed, disabled, no next run)",
         recorded,
       );
-      const history = await plain.request(
+      const history = await plain.expectReply(
         { type: "conversation.open", conversation_id: conversation },
         "conversation.history",
       );
@@ -350,7 +350,7 @@ export const extensionChecks: Check[] = [
       );
 
       const phone = await ctx.raw("pairing");
-      const paired = await phone.request(
+      const paired = await phone.expectReply(
         {
           type: "hello",
           protocol_version: PROTOCOL_VERSION,
@@ -362,7 +362,7 @@ export const extensionChecks: Check[] = [
       );
       const device = paired.device;
       if (!device) throw new CheckFailure("a pairing hello's ready has no device", paired);
-      const listed = await owner.request({ type: "device.list" }, "device.snapshot");
+      const listed = await owner.expectReply({ type: "device.list" }, "device.snapshot");
       const row = listed.devices.find((d) => d.device_id === device.device_id);
       expect(
         row?.name === "conformance",
@@ -389,7 +389,7 @@ export const extensionChecks: Check[] = [
       await managing.expectError({ type: "device.list" }, "bad_request", "device.list from a device");
 
       const seenBefore = new Map([v1, managing].map((conn) => [conn, conn.frames.length]));
-      const revoked = await owner.request(
+      const revoked = await owner.expectReply(
         { type: "device.revoke", device_id: device.device_id },
         "device.revoked",
       );
@@ -442,13 +442,13 @@ export const extensionChecks: Check[] = [
         if (subscribed.type !== "push.subscribed")
           throw new CheckFailure("push.subscribe was not answered with push.subscribed", subscribed);
         const id = subscribed.subscription_id;
-        const listed = await pushy.request({ type: "push.list" }, "push.subscriptions");
+        const listed = await pushy.expectReply({ type: "push.list" }, "push.subscriptions");
         expect(
           listed.subscriptions.some((s) => s.subscription_id === id && s.endpoint_origin === receiver.url),
           "push.list does not show the subscription with its endpoint's origin",
           listed,
         );
-        const tested = await pushy.request({ type: "push.test", subscription_id: id }, "push.tested");
+        const tested = await pushy.expectReply({ type: "push.test", subscription_id: id }, "push.tested");
         expect(tested.ok === true, "push.test did not reach the local receiver", tested);
         const test = await withTimeout(phone.next(), ctx.timeoutMs, "the test push");
         expect(test.payload.kind === "test", "the test push has another kind", test.payload as never);
@@ -489,8 +489,8 @@ export const extensionChecks: Check[] = [
           finished.payload as never,
         );
         expect(receiver.errors.length === 0, `the receiver could not use a push: ${receiver.errors[0]}`);
-        await pushy.request({ type: "push.unsubscribe", subscription_id: id }, "push.unsubscribed");
-        const after = await pushy.request({ type: "push.list" }, "push.subscriptions");
+        await pushy.expectReply({ type: "push.unsubscribe", subscription_id: id }, "push.unsubscribed");
+        const after = await pushy.expectReply({ type: "push.list" }, "push.subscriptions");
         expect(
           !after.subscriptions.some((s) => s.subscription_id === id),
           "push.unsubscribe left the subscription",
