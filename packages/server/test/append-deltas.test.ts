@@ -3,6 +3,7 @@
 // that joins mid-stream starts at offset 0, surrogate pairs are never split, and a connection that
 // does not ask gets exactly the v1 frames.
 import { applyDelta, CLOSE_CODES, FEATURE_DELTA_APPEND, LIMITS, type ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { Fanout } from "../src/outbox/fanout.js";
 import { eventOf } from "../src/outbox/outbox.js";
@@ -40,7 +41,9 @@ function rawFrames(c: RawClient): string[] {
 }
 
 function deltas(c: RawClient, runId: string): Delta[] {
-  return c.frames.filter((m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${runId}`);
+  return c.frames.filter(
+    (m): m is Delta => m.type === "message.delta" && m.message_id === messageIdOf(c.frames, runId),
+  );
 }
 
 /** The draft after each delta, applying the protocol's rule from an empty draft. */
@@ -141,7 +144,7 @@ describe("streaming", () => {
     );
     expect(stitch(appended)).toEqual(cumulative.map((d) => d.text));
     const complete = append.frames.find(
-      (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
+      (m) => m.type === "message.complete" && m.message_id === messageIdOf(append.frames, runId),
     );
     expect(stitch(appended).at(-1)).toBe((complete as ServerMessageOf<"message.complete">).text);
     plain.close();

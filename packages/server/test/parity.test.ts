@@ -14,6 +14,7 @@ import {
   type TestServer,
   type TestTransport,
 } from "./helpers.js";
+import { messageIdOf } from "@pheby/testkit";
 
 const FIXED_CLOCK = { now: () => Date.parse("2026-09-02T18:00:00.000Z") };
 
@@ -76,7 +77,7 @@ async function script(transport: TestTransport): Promise<{ a: string[]; b: strin
 
     a.send({ type: "chat.send", conversation_id: conversationId, text: "wait", request_id: "s2" });
     const accepted = await a.next("run.accepted", (m) => m.request_id === "s2");
-    await both(a, b, "message.delta", (m) => m.message_id === `draft-${accepted.run_id}`);
+    await both(a, b, "message.delta", (m) => m.message_id === messageIdOf(a.frames, accepted.run_id));
     a.send({
       type: "run.cancel",
       conversation_id: conversationId,

@@ -19,4 +19,4 @@ export {
   type ProbeSocket,
   type ReadyMessage,
 } from "./probe.js";
-export { runFrames } from "./run.js";
+export { answerOf, messageIdOf, runFrames } from "./run.js";

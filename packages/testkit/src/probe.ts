@@ -328,11 +328,17 @@ export class Probe {
       this.#seen = index + 1;
       return this.frames[index] as ServerMessageOf<T>;
     }
-    const m = await this.waitFor(match, type, {
+    // The match consumes what came up to it, decided as it arrives: frames that follow it in the
+    // same read are still unread when the awaiting test resumes.
+    const consume: Predicate = (m) => {
+      if (!match(m)) return false;
+      this.#seen = this.frames.length;
+      return true;
+    };
+    const m = await this.waitFor(consume, type, {
       from: this.frames.length,
       ...(timeoutMs === undefined ? {} : { timeoutMs }),
     });
-    this.#seen = this.frames.length;
     return m as ServerMessageOf<T>;
   }
 
@@ -479,7 +485,7 @@ export class Probe {
       `run.finished of run ${runId}`,
       timeoutMs === undefined ? {} : { timeoutMs },
     );
-    return runFrames(this.frames, runId).filter((m) => m.type !== "run.accepted");
+    return runFrames(this.frames, runId, { accepted: false });
   }
 
   /** Close from our side. */
