@@ -5,10 +5,10 @@ import {
   stripDisabledFields,
 } from "@pheby/protocol";
 import type { Probe } from "@pheby/testkit";
-import { CheckFailure, expect } from "../failure.js";
-import type { Check } from "../types.js";
+import { CheckFailure, expect } from "../../failure.js";
+import type { Check } from "../../types.js";
 
-const SECTION = "Pheby extensions: resume";
+const SECTION = "Extension: resume after a drop (`resume`)";
 
 /** A frame's `seq`, or undefined. */
 const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;

@@ -1,9 +1,9 @@
 import { FEATURE_QUEUE, LIMITS, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
 import type { Probe } from "@pheby/testkit";
-import { CheckFailure, expect } from "../failure.js";
-import type { Check } from "../types.js";
+import { CheckFailure, expect } from "../../failure.js";
+import type { Check } from "../../types.js";
 
-const SECTION = "Pheby extensions: queue";
+const SECTION = "Extension: queued follow-ups (`queue`)";
 
 /** `chat.send { queue: true }`: its reply, `run.queued` or `run.accepted` (or an error). */
 async function queueSend(probe: Probe, conversationId: string, text: string): Promise<ServerMessage> {
