@@ -40,10 +40,10 @@ function rawFrames(c: RawClient): string[] {
   return raw;
 }
 
-function deltas(c: RawClient, runId: string): Delta[] {
-  return c.frames.filter(
-    (m): m is Delta => m.type === "message.delta" && m.message_id === messageIdOf(c.frames, runId),
-  );
+/** The run's deltas on `c`; `named` saw its message.start (a connection that joined mid-run did not). */
+function deltas(c: RawClient, runId: string, named: RawClient = c): Delta[] {
+  const messageId = messageIdOf(named.frames, runId);
+  return c.frames.filter((m): m is Delta => m.type === "message.delta" && m.message_id === messageId);
 }
 
 /** The draft after each delta, applying the protocol's rule from an empty draft. */
@@ -183,7 +183,7 @@ describe("streaming", () => {
     open();
     await early.run(runId);
     await late.run(runId);
-    const first = deltas(late, runId);
+    const first = deltas(late, runId, early);
     expect(first[0]).toMatchObject({ offset: 0, text: WORDS.slice(0, 6).join("") });
     expect(first.slice(1).every((d) => d.offset! > 0 && d.text.length === WORDS[6]!.length)).toBe(true);
     expect(stitch(first).at(-1)).toBe(WORDS.slice(0, 10).join(""));
