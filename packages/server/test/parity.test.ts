@@ -4,6 +4,7 @@
 // server's random 32-hex IDs are renamed in order of first appearance (one renaming per run,
 // shared by its peers), so frames compare byte for byte up to that consistent renaming.
 import { FEATURE_DELTA_APPEND, type ServerMessageType } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { describe, expect, it } from "vitest";
 import type { TurnResult } from "../src/index.js";
 import {
@@ -14,7 +15,6 @@ import {
   type TestServer,
   type TestTransport,
 } from "./helpers.js";
-import { messageIdOf } from "@pheby/testkit";
 
 const FIXED_CLOCK = { now: () => Date.parse("2026-09-02T18:00:00.000Z") };
 
