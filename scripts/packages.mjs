@@ -26,7 +26,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 const repo = new URL("..", import.meta.url).pathname;
-const LIBRARIES = ["protocol", "server", "client", "conformance"];
+const LIBRARIES = ["protocol", "server", "client", "testkit", "conformance"];
 const PACKAGES = [...LIBRARIES, "cli"];
 const TIMEOUT_MS = 10 * 60_000;
 

@@ -35,7 +35,8 @@ afterAll(async () => {
 /** One wrong hello on a new socket; resolves with the error code and the close code. */
 async function wrongHello(localAddress: string): Promise<{ error?: string; close: number }> {
   const peer = await Peer.open(app.wsUrl, { localAddress });
-  if (peer.closeCode === undefined) peer.send({ type: "hello", secret: "wrong-secret", protocol_version: 1 });
+  if (peer.closeState?.code === undefined)
+    peer.send({ type: "hello", secret: "wrong-secret", protocol_version: 1 });
   const { code } = await peer.closed;
   const err = peer.frames.find((m) => m.type === "error");
   return { ...(err?.type === "error" ? { error: err.error.code } : {}), close: code };

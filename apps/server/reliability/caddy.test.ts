@@ -136,8 +136,10 @@ describe("through a real Caddy TLS front (issue 16 item 6)", () => {
     const created = await peer.request({ type: "conversation.create", name: "tls" });
     expect(created.type).toBe("conversation.created");
     const conversation = created.type === "conversation.created" ? created.conversation_id : "";
-    const finished = peer.next((m) => m.type === "run.finished" && m.conversation_id === conversation);
-    const complete = peer.next((m) => m.type === "message.complete" && m.conversation_id === conversation);
+    const finished = peer.upcoming((m) => m.type === "run.finished" && m.conversation_id === conversation);
+    const complete = peer.upcoming(
+      (m) => m.type === "message.complete" && m.conversation_id === conversation,
+    );
     expect(
       (await peer.request({ type: "chat.send", conversation_id: conversation, text: "over TLS" })).type,
     ).toBe("run.accepted");
@@ -164,7 +166,7 @@ describe("through a real Caddy TLS front (issue 16 item 6)", () => {
       headers: { "x-pheby-secret": SECRET },
     });
     expect(whole.body.toString()).toBe(body);
-    expect(peer.violations).toEqual([]);
+    expect(peer.invalid).toEqual([]);
     peer.close();
   });
 

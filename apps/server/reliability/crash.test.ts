@@ -356,7 +356,7 @@ describe("crash recovery under SIGKILL (issue 16 item 2)", () => {
       track(peer);
       await waitFor(() => readdirSync(join(dataDir, "attachments", "tmp")).length === 0, 5_000, "temp sweep");
       await verify(peer, run, phase, atDeath);
-      expect(peer.violations, `run ${run}: invalid frames`).toEqual([]);
+      expect(peer.invalid, `run ${run}: invalid frames`).toEqual([]);
     }
     stats.confirmedUploads = ledger.uploads.size;
     const total = [...ledger.messages.values()].reduce((n, m) => n + m.length, 0);

@@ -347,7 +347,7 @@ beforeAll(async () => {
     while (probing) {
       const t0 = performance.now();
       try {
-        const pong = await probe.request({ type: "ping" }, 10_000);
+        const pong = await probe.request({ type: "ping" }, undefined, 10_000);
         if (pong.type !== "pong") probeFailures.push(JSON.stringify(pong));
         probeLatencies.push(performance.now() - t0);
       } catch (err) {
@@ -383,12 +383,12 @@ async function runOne(peer: Peer, c: FrameCase): Promise<boolean> {
     // cannot land in the next frame's window.
     const rid = `${marker}v`;
     const reply = peer
-      .next((m) => (m as { request_id?: string }).request_id === rid, 20_000)
+      .upcoming((m) => (m as { request_id?: string }).request_id === rid, 20_000)
       .catch((e: Error) => e);
     peer.send({ ...(JSON.parse(c.data as string) as object), request_id: rid });
     const got = await Promise.race([reply, closed]);
     if (got === "closed" || got instanceof Error) {
-      failures.push(`${c.label}: no reply (${got instanceof Error ? got.message : peer.closeCode})`);
+      failures.push(`${c.label}: no reply (${got instanceof Error ? got.message : peer.closeState?.code})`);
       return false;
     }
     return true;
@@ -410,11 +410,13 @@ async function runOne(peer: Peer, c: FrameCase): Promise<boolean> {
   }
   peer.send({ type: "ping", request_id: marker });
   const end = await Promise.race([
-    peer.next((m) => m.type === "pong" && m.request_id === marker, 20_000).catch((e: Error) => e),
+    peer.upcoming((m) => m.type === "pong" && m.request_id === marker, 20_000).catch((e: Error) => e),
     closed,
   ]);
   if (end === "closed" || end instanceof Error) {
-    failures.push(`${c.label}: connection lost (${end instanceof Error ? end.message : peer.closeCode})`);
+    failures.push(
+      `${c.label}: connection lost (${end instanceof Error ? end.message : peer.closeState?.code})`,
+    );
     return false;
   }
   const got = peer.frames.slice(before, peer.frames.indexOf(end as ServerMessage));
@@ -449,7 +451,9 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
           const failed = failures.length;
           for (const c of batch) {
             if (!(await runOne(peer, c))) {
-              failures.push(...peer.violations.map((v) => `invalid server frame: ${v}`));
+              failures.push(
+                ...peer.invalid.map((v) => `invalid server frame: ${v.error}: ${v.raw.slice(0, 300)}`),
+              );
               peer.close();
               peer = await mainPeer();
             }
@@ -457,7 +461,7 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
           // One before-hello sequence per batch, on its own fresh source address.
           const fresh = await Peer.open(app.wsUrl, { localAddress: nextSource() });
           for (const f of pre.frames) {
-            if (fresh.closeCode === undefined) sendCase(fresh, f);
+            if (fresh.closeState?.code === undefined) sendCase(fresh, f);
             frames++;
           }
           const res = await Promise.race([fresh.closed, sleep(10_000).then(() => undefined)]);
@@ -467,15 +471,18 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
           if (pre.expect.errorFirst && codes[0] !== pre.expect.errorFirst)
             failures.push(`${pre.label}: got ${JSON.stringify(codes)}, want ${pre.expect.errorFirst}`);
           if (codes.includes("ready")) failures.push(`${pre.label}: authenticated after a bad first frame`);
-          failures.push(...fresh.violations.map((v) => `invalid server frame: ${v}`));
+          failures.push(
+            ...fresh.invalid.map((v) => `invalid server frame: ${v.error}: ${v.raw.slice(0, 300)}`),
+          );
           sequences++;
 
           // After every batch: the process is up and the probe still gets real answers.
           expect(app.child.exitCode).toBeNull();
-          const list = await probe.request({ type: "conversation.list" }, 10_000);
+          const list = await probe.request({ type: "conversation.list" }, undefined, 10_000);
           expect(list.type).toBe("conversation.snapshot");
           const open = await probe.request(
             { type: "conversation.open", conversation_id: probeConversation },
+            undefined,
             10_000,
           );
           expect(open.type).toBe("conversation.history");
@@ -490,7 +497,9 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
     );
 
     // A full chat still works for the probe at the end.
-    const finished = probe.next((m) => m.type === "run.finished" && m.conversation_id === probeConversation);
+    const finished = probe.upcoming(
+      (m) => m.type === "run.finished" && m.conversation_id === probeConversation,
+    );
     const accepted = await probe.request({
       type: "chat.send",
       conversation_id: probeConversation,
@@ -509,8 +518,8 @@ describe("protocol fuzzing (issue 16 item 1)", () => {
         `expected outcomes ${JSON.stringify(tally)}`,
     );
     expect(failures.slice(0, 30)).toEqual([]);
-    expect(peer.violations).toEqual([]);
-    expect(probe.violations).toEqual([]);
+    expect(peer.invalid).toEqual([]);
+    expect(probe.invalid).toEqual([]);
     expect(probeFailures).toEqual([]);
     expect(frames).toBeGreaterThanOrEqual(BATCHES * BATCH_SIZE);
     expect(rssEnd).toBeLessThan(RSS_BOUND_MIB);

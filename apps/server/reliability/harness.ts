@@ -1,21 +1,14 @@
 // Shared harness of the reliability suite: the built pheby-server (dist/main.js) as a child
-// process, /proc readings of its memory and file descriptors, and a small raw WebSocket peer that
-// can bind a source address, trust a CA and send arbitrary bytes, validating every frame it gets
-// against @pheby/protocol.
+// process, /proc readings of its memory and file descriptors, and @pheby/testkit's raw probe opened
+// so that it can bind a source address, trust a CA and send arbitrary bytes, validating every frame
+// it gets against @pheby/protocol.
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { isDeepStrictEqual } from "node:util";
-import {
-  PROTOCOL_VERSION,
-  ServerMessage,
-  type ServerMessageOf,
-  type ServerMessageType,
-} from "@pheby/protocol";
-import WebSocket from "ws";
+import { Probe, type ProbeOptions } from "@pheby/testkit";
 
 export const SECRET = "reliability-secret-0123456789abcdef";
 export const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
@@ -193,139 +186,34 @@ export interface PeerOptions {
   features?: readonly string[];
 }
 
-let nextRequest = 0;
+/** @pheby/testkit's probe as this suite opens it: no compression, a 30 s default wait. */
+function probeOptions(opts: PeerOptions): ProbeOptions {
+  return {
+    ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
+    ...(opts.headers ? { headers: opts.headers } : {}),
+    ...(opts.ca ? { ca: opts.ca } : {}),
+    ...(opts.servername ? { servername: opts.servername } : {}),
+    perMessageDeflate: false,
+    timeoutMs: 30_000,
+  };
+}
 
 /**
- * One raw WebSocket connection. Every text frame it receives is parsed and
- * checked against `ServerMessage` (anything else lands in `violations`).
+ * One raw WebSocket connection: @pheby/testkit's {@link Probe}. Every text frame it receives is
+ * checked against @pheby/protocol (anything else lands in `invalid`).
  */
-export class Peer {
-  readonly frames: ServerMessage[] = [];
-  readonly violations: string[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  closeCode: number | undefined;
-  #waiters: { pred: (m: ServerMessage) => boolean; resolve: (m: ServerMessage) => void }[] = [];
-  #listeners: ((m: ServerMessage) => void)[] = [];
-  /** Keep every frame in `frames` (default); long runs turn it off and use `on` instead. */
-  keepFrames = true;
-
-  private constructor(readonly ws: WebSocket) {
-    ws.on("error", () => {});
-    this.closed = new Promise((resolve) =>
-      ws.once("close", (code, reason) => {
-        this.closeCode = code;
-        resolve({ code, reason: reason.toString() });
-      }),
-    );
-    ws.on("message", (data, isBinary) => {
-      const raw = isBinary ? `<binary ${(data as Buffer).length} bytes>` : data.toString();
-      let msg: ServerMessage;
-      try {
-        const value: unknown = JSON.parse(raw);
-        const parsed = ServerMessage.safeParse(value);
-        if (!parsed.success || !isDeepStrictEqual(parsed.data, value)) {
-          this.violations.push(raw.slice(0, 300));
-          return;
-        }
-        msg = value as ServerMessage;
-      } catch {
-        this.violations.push(raw.slice(0, 300));
-        return;
-      }
-      if (this.keepFrames) this.frames.push(msg);
-      for (const l of this.#listeners) l(msg);
-      const i = this.#waiters.findIndex((w) => w.pred(msg));
-      if (i >= 0) this.#waiters.splice(i, 1)[0]!.resolve(msg);
-    });
-  }
-
+export type Peer = Probe;
+export const Peer = {
   /** Open a socket (resolves on open; rejects if the upgrade fails). */
-  static open(url: string, opts: PeerOptions = {}): Promise<Peer> {
-    const ws = new WebSocket(url, {
-      ...(opts.localAddress ? { localAddress: opts.localAddress } : {}),
-      ...(opts.headers ? { headers: opts.headers } : {}),
-      ...(opts.ca ? { ca: opts.ca } : {}),
-      ...(opts.servername ? { servername: opts.servername } : {}),
-      perMessageDeflate: false,
-    });
-    const peer = new Peer(ws);
-    return new Promise((resolve, reject) => {
-      ws.once("open", () => resolve(peer));
-      ws.once("error", reject);
-      ws.once("unexpected-response", (_req, res) => reject(new Error(`upgrade refused: ${res.statusCode}`)));
-    });
-  }
-
+  open: (url: string, opts: PeerOptions = {}): Promise<Peer> => Probe.open(url, probeOptions(opts)),
   /** Open and authenticate; resolves with the connected peer after `ready`. */
-  static async ready(url: string, opts: PeerOptions = {}): Promise<Peer> {
-    const peer = await Peer.open(url, opts);
-    const reply = await peer.hello(SECRET, opts.features);
-    if (reply.type !== "ready") throw new Error(`hello refused: ${JSON.stringify(reply)}`);
-    return peer;
-  }
-
-  /** Subscribe to every valid frame; returns the unsubscribe function. */
-  on(listener: (m: ServerMessage) => void): () => void {
-    this.#listeners.push(listener);
-    return () => {
-      this.#listeners = this.#listeners.filter((l) => l !== listener);
-    };
-  }
-
-  send(frame: unknown): void {
-    this.ws.send(typeof frame === "string" ? frame : JSON.stringify(frame));
-  }
-
-  /** Send `hello` (asking for `features` when given); resolves with `ready` or the `error` that refused it. */
-  hello(secret: string, features?: readonly string[]): Promise<ServerMessage> {
-    const reply = this.next((m) => m.type === "ready" || m.type === "error", 15_000);
-    this.send({
-      type: "hello",
-      secret,
-      protocol_version: PROTOCOL_VERSION,
-      ...(features ? { features } : {}),
-    });
-    return reply;
-  }
-
-  /** The next frame (from now on, or already buffered when `fromStart`) matching `pred`. */
-  next(
-    pred: ServerMessageType | ((m: ServerMessage) => boolean),
-    timeoutMs = 30_000,
-  ): Promise<ServerMessage> {
-    const match = typeof pred === "string" ? (m: ServerMessage) => m.type === pred : pred;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#waiters = this.#waiters.filter((w) => w.resolve !== done);
-        reject(new Error(`timed out waiting for a frame (${typeof pred === "string" ? pred : "predicate"})`));
-      }, timeoutMs);
-      const done = (m: ServerMessage) => {
-        clearTimeout(timer);
-        resolve(m);
-      };
-      this.#waiters.push({ pred: match, resolve: done });
-      void this.closed.then(({ code }) => {
-        clearTimeout(timer);
-        reject(new Error(`socket closed (${code}) while waiting`));
-      });
-    });
-  }
-
-  /** Send a request with a fresh `request_id`; resolves with the reply (or `error`) carrying it. */
-  async request<T extends ServerMessageType = ServerMessageType>(
-    msg: Record<string, unknown>,
-    timeoutMs = 30_000,
-  ): Promise<ServerMessageOf<T> | ServerMessageOf<"error">> {
-    const request_id = `r${++nextRequest}`;
-    const reply = this.next((m) => (m as { request_id?: string }).request_id === request_id, timeoutMs);
-    this.send({ ...msg, request_id });
-    return (await reply) as ServerMessageOf<T> | ServerMessageOf<"error">;
-  }
-
-  close(): void {
-    if (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING) this.ws.close();
-  }
-}
+  ready: (url: string, opts: PeerOptions = {}): Promise<Peer> =>
+    Probe.connect(url, {
+      ...probeOptions(opts),
+      secret: SECRET,
+      ...(opts.features ? { features: opts.features } : {}),
+    }),
+};
 
 /** Create a conversation on `peer` and return its id. */
 export async function createConversation(peer: Peer, name = "rel"): Promise<string> {

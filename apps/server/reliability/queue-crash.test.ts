@@ -37,7 +37,8 @@ describe("kill -9 during a queued run", () => {
     }
     const [slow, next1, next2] = queued as [string, string, string];
     // The queued /sim slow is the active run and streaming: kill the server there.
-    await phone.next((m) => m.type === "message.delta" && m.message_id === `draft-${slow}`, 60_000);
+    const slowMessage = await phone.runMessageId(slow, 60_000);
+    await phone.upcoming((m) => m.type === "message.delta" && m.message_id === slowMessage, 60_000);
     await app.kill();
 
     app = await startApp({ dataDir });
@@ -93,7 +94,7 @@ describe("kill -9 during a queued run", () => {
     ]);
     const lastQueue = replay.filter((m) => m.type === "queue.changed").at(-1);
     expect(lastQueue).toMatchObject({ queued: [] });
-    expect([...phone.violations, ...v1.violations, ...back.violations]).toEqual([]);
+    expect([...phone.invalid, ...v1.invalid, ...back.invalid]).toEqual([]);
     for (const p of [phone, v1, back]) p.close();
   });
 });

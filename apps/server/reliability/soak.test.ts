@@ -47,6 +47,8 @@ class Observer {
   readonly #draft = new Map<string, string>();
   readonly #state = new Map<string, "accepted" | "started" | "complete">();
   readonly #final = new Map<string, string>();
+  /** message_id → the run whose message.start named it. */
+  readonly #runOf = new Map<string, string>();
 
   constructor(
     readonly name: string,
@@ -76,6 +78,7 @@ class Observer {
           this.#problem(`message.start out of order in ${m.run_id}`);
         this.#state.set(m.run_id, "started");
         this.#draft.set(m.message_id, "");
+        this.#runOf.set(m.message_id, m.run_id);
         break;
       case "message.delta": {
         this.deltas++;
@@ -92,7 +95,8 @@ class Observer {
         if (prev === undefined || !m.text.startsWith(prev))
           this.#problem(`complete of ${m.message_id} is not the drafts' end`);
         this.#draft.delete(m.message_id);
-        const runId = m.message_id.replace(/^draft-/, "");
+        const runId = this.#runOf.get(m.message_id) ?? m.message_id;
+        this.#runOf.delete(m.message_id);
         if (this.#state.get(runId) !== "started") this.#problem(`message.complete out of order in ${runId}`);
         this.#state.set(runId, "complete");
         this.#final.set(runId, m.text);
@@ -157,7 +161,7 @@ async function drive(peer: Peer, conversation: string, deadline: number, expecte
     const off = peer.on((m) => {
       if ("conversation_id" in m && m.conversation_id === conversation) seen.push(m);
     });
-    const finished = peer.next(
+    const finished = peer.upcoming(
       (m) => m.type === "run.finished" && m.conversation_id === conversation,
       60_000,
     );
@@ -231,8 +235,12 @@ describe("soak (issue 16 item 4)", () => {
           problems.push(`${o.name} saw other runs of ${c}`);
       }
     }
-    problems.push(...peers.flatMap((p) => p.violations.map((v) => `invalid frame: ${v}`)));
-    problems.push(...peers.filter((p) => p.closeCode !== undefined).map((p) => `closed ${p.closeCode}`));
+    problems.push(
+      ...peers.flatMap((p) => p.invalid.map((v) => `invalid frame: ${v.error}: ${v.raw.slice(0, 300)}`)),
+    );
+    problems.push(
+      ...peers.filter((p) => p.closeState?.code !== undefined).map((p) => `closed ${p.closeState?.code}`),
+    );
 
     const window = samples.filter((s) => s.t >= WINDOW_START_S);
     const first = window[0]!;

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { PhebyClient, pairDevice } from "@pheby/client";
-import { CLOSE_CODES } from "@pheby/protocol";
+import { CLOSE_CODES, type ServerMessage } from "@pheby/protocol";
+import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 
@@ -140,13 +141,14 @@ describe("pheby-server", () => {
     });
     await client.connect();
     const { conversation_id } = await client.request({ type: "conversation.create" });
-    const completes = new Map<string, string>();
-    client.on("message.complete", (m) => completes.set(m.message_id, m.text));
+    const frames: ServerMessage[] = [];
+    client.on("message.start", (m) => frames.push(m));
+    client.on("message.complete", (m) => frames.push(m));
     const chat = async (text: string) => {
       const finished = client.next("run.finished");
       const { run_id } = await client.request({ type: "chat.send", conversation_id, text });
       expect(await finished).toMatchObject({ run_id, status: "completed" });
-      return completes.get(`draft-${run_id}`);
+      return answerOf(frames, run_id)?.text;
     };
     expect(await chat("mcp list")).toBe("schedule_create,schedule_list");
     const heard = client.next("schedule.changed");

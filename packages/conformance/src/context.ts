@@ -1,6 +1,6 @@
 import type { ServerMessage } from "@pheby/protocol";
+import { type InvalidFrame, Probe, runFrames } from "@pheby/testkit";
 import { CheckFailure, CheckSkip, expect } from "./failure.js";
-import { type InvalidFrame, Probe } from "./probe.js";
 import type { ConformanceOptions } from "./types.js";
 
 /** `ws://host:port/ws` and `http://host:port` for a ws(s):// or http(s):// server URL. */
@@ -20,7 +20,7 @@ export function serverUrls(url: string): { ws: string; http: string } {
 export interface RunTrace {
   runId: string;
   conversationId: string;
-  /** Every frame of this run (by run_id, or by message_id once `message.start` named it), in order. */
+  /** Every frame of this run (`runFrames` of @pheby/testkit: by run_id, or by the message `message.start` named), in order. */
   frames: ServerMessage[];
   finished: Extract<ServerMessage, { type: "run.finished" }>;
 }
@@ -66,7 +66,14 @@ export class CheckContext {
 
   /** Open a connection without the handshake. */
   async raw(label = `c${++this.counter}`): Promise<Probe> {
-    const probe = await Probe.open(this.urls.ws, label, this.timeoutMs, (f) => this.invalid.push(f));
+    const probe = await Probe.open(this.urls.ws, {
+      label,
+      timeoutMs: this.timeoutMs,
+      // The spec lets a server add fields; frames are held to the features only once `ready` came.
+      strict: false,
+      onInvalid: (f) => this.invalid.push(f),
+      fail: (message, frame) => new CheckFailure(message, frame),
+    });
     this.probes.push(probe);
     return probe;
   }
@@ -93,7 +100,7 @@ export class CheckContext {
 
   /** Create a conversation and return its ID. */
   async createConversation(probe: Probe, name = "conformance"): Promise<string> {
-    const created = await probe.request({ type: "conversation.create", name }, "conversation.created");
+    const created = await probe.expectReply({ type: "conversation.create", name }, "conversation.created");
     return created.conversation_id;
   }
 
@@ -112,7 +119,7 @@ export class CheckContext {
     } = {},
   ): Promise<RunTrace> {
     const start = probe.frames.length;
-    const accepted = await probe.request(
+    const accepted = await probe.expectReply(
       {
         type: "chat.send",
         conversation_id: conversationId,
@@ -148,20 +155,6 @@ export class CheckContext {
   dispose(): void {
     for (const probe of this.probes) probe.close();
   }
-}
-
-/** The frames of one run, in order: those naming its run_id, plus message.delta/complete of its message_id. */
-export function runFrames(frames: ServerMessage[], runId: string): ServerMessage[] {
-  const messageIds = new Set<string>();
-  return frames.filter((m) => {
-    const r = (m as { run_id?: string }).run_id;
-    if (r === runId) {
-      if (m.type === "message.start") messageIds.add(m.message_id);
-      return true;
-    }
-    if (m.type === "message.delta" || m.type === "message.complete") return messageIds.has(m.message_id);
-    return false;
-  });
 }
 
 /** Fail unless the run finished with `status`. */

@@ -3,6 +3,7 @@
 // that joins mid-stream starts at offset 0, surrogate pairs are never split, and a connection that
 // does not ask gets exactly the v1 frames.
 import { applyDelta, CLOSE_CODES, FEATURE_DELTA_APPEND, LIMITS, type ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { Fanout } from "../src/outbox/fanout.js";
 import { eventOf } from "../src/outbox/outbox.js";
@@ -39,8 +40,10 @@ function rawFrames(c: RawClient): string[] {
   return raw;
 }
 
-function deltas(c: RawClient, runId: string): Delta[] {
-  return c.frames.filter((m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${runId}`);
+/** The run's deltas on `c`; `named` saw its message.start (a connection that joined mid-run did not). */
+function deltas(c: RawClient, runId: string, named: RawClient = c): Delta[] {
+  const messageId = messageIdOf(named.frames, runId);
+  return c.frames.filter((m): m is Delta => m.type === "message.delta" && m.message_id === messageId);
 }
 
 /** The draft after each delta, applying the protocol's rule from an empty draft. */
@@ -142,7 +145,7 @@ describe("streaming", () => {
     );
     expect(stitch(appended)).toEqual(cumulative.map((d) => d.text));
     const complete = append.frames.find(
-      (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
+      (m) => m.type === "message.complete" && m.message_id === messageIdOf(append.frames, runId),
     );
     expect(stitch(appended).at(-1)).toBe((complete as ServerMessageOf<"message.complete">).text);
     plain.close();
@@ -181,7 +184,7 @@ describe("streaming", () => {
     open();
     await early.run(runId);
     await late.run(runId);
-    const first = deltas(late, runId);
+    const first = deltas(late, runId, early);
     expect(first[0]).toMatchObject({ offset: 0, text: WORDS.slice(0, 6).join("") });
     expect(first.slice(1).every((d) => d.offset! > 0 && d.text.length === WORDS[6]!.length)).toBe(true);
     expect(stitch(first).at(-1)).toBe(WORDS.slice(0, 10).join(""));

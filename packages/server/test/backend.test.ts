@@ -1,4 +1,5 @@
 import type { ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentBackend, AgentHost, TurnResult, TurnSink } from "../src/index.js";
 import { BACKEND_FAILED } from "../src/runs/engine.js";
@@ -133,7 +134,7 @@ describe("the run engine holds the protocol whatever the backend does", () => {
   it("a backend that ignores cancellation cannot keep the conversation busy", async () => {
     const id = await createConversation(c);
     const runId = await send(c, id, "deaf");
-    await c.next("message.delta", (m) => m.message_id === `draft-${runId}`);
+    await c.next("message.delta", (m) => m.message_id === messageIdOf(c.frames, runId));
     c.send({ type: "run.cancel", conversation_id: id, run_id: runId, request_id: "x" });
     // Finished after the engine's cancel grace (`cancelGraceMs`, 100 ms here; 5 s by default), not never.
     const finished = await c.next("run.finished", (m) => m.run_id === runId, 15_000);

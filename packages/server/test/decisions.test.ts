@@ -1,4 +1,5 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
 import {
   SIM_APPROVAL_COMMAND,
@@ -75,7 +76,7 @@ async function finished(runId: string) {
 
 function finalText(runId: string): string {
   const complete = a.frames.find(
-    (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
+    (m) => m.type === "message.complete" && m.message_id === messageIdOf(a.frames, runId),
   ) as ServerMessageOf<"message.complete">;
   return complete.text;
 }

@@ -5,12 +5,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Writable } from "node:stream";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { isDeepStrictEqual } from "node:util";
-import { PhebyClient, type PhebyClientOptions, type WebSocketLike } from "@pheby/client";
-import { checkFeatures, ServerMessage, type ServerMessageOf, type ServerMessageType } from "@pheby/protocol";
+import { PhebyClient, type PhebyClientOptions } from "@pheby/client";
+import { Probe, type ProbeOptions, type ProbeSocket } from "@pheby/testkit";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
-import { WebSocket } from "ws";
 import {
   type AgentBackend,
   type AgentCapabilities,
@@ -45,39 +43,11 @@ export const NO_CAPABILITIES: AgentCapabilities = {
 };
 
 /**
- * Every frame any test receives that `ServerMessage` rejects. test/setup.ts
- * fails the test after which this is non-empty, so no test can forget.
+ * Every frame any test's {@link RawClient} or {@link phebyClient} receives that @pheby/protocol rejects
+ * (with fields its schema lacks, or of a feature the connection did not enable, so a v1 connection is
+ * proven to get v1). test/setup.ts fails the test after which this is non-empty, so no test can forget.
  */
 export const violations: { raw: string; error: string }[] = [];
-
-/**
- * A received frame as a test sees it, recorded in {@link violations} when `ServerMessage` rejects
- * it, when it has fields the schema lacks, or (with `features`: what the connection enabled) when it
- * uses an extension the connection did not enable, so a v1 connection is proven to get v1.
- */
-function validate(raw: string, features?: readonly string[]): ServerMessage | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    violations.push({ raw: raw.slice(0, 200), error: "not JSON" });
-    return undefined;
-  }
-  const parsed = ServerMessage.safeParse(value);
-  if (!parsed.success) {
-    violations.push({ raw: raw.slice(0, 200), error: parsed.error.message });
-    return undefined;
-  }
-  // Nothing may be stripped either: the server must not send fields its schema lacks.
-  if (!isDeepStrictEqual(parsed.data, value)) {
-    violations.push({ raw: raw.slice(0, 200), error: "frame has fields the schema does not define" });
-  }
-  // A ready's own extension fields belong to the features it enables.
-  const enabled = parsed.data.type === "ready" ? (parsed.data.features ?? []) : features;
-  const foreign = enabled === undefined ? undefined : checkFeatures(parsed.data, enabled);
-  if (foreign) violations.push({ raw: raw.slice(0, 200), error: foreign.message });
-  return value as ServerMessage;
-}
 
 /** A `ping` frame of exactly `bytes` bytes (ASCII padding in an extra field). */
 export function pingOfSize(bytes: number, requestId = "big"): string {
@@ -235,188 +205,53 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   };
 }
 
-type Predicate = (m: ServerMessage) => boolean;
+/** How {@link RawClient.open} connects: ws options, or the source address of an in-memory connection. */
+export interface RawClientOptions {
+  headers?: Record<string, string>;
+  autoPong?: boolean;
+  perMessageDeflate?: boolean;
+  /** In memory only: the source address the lockout counts (default "memory"). */
+  address?: string;
+}
 
-/** A connection a {@link RawClient} drives: a `ws` WebSocket, or the client end of an in-memory one. */
-type ClientSocket = WebSocket | MemorySocket;
+let rawClients = 0;
+
+/** @pheby/testkit's probe as these tests use it: its invalid frames are {@link violations}; memory URLs in memory. */
+function probeOptions(wsUrl: string, options: RawClientOptions): ProbeOptions {
+  const { address, ...ws } = options;
+  return {
+    ...ws,
+    // Request ids start with "r", as tests expect of this client's requests.
+    label: `r${++rawClients}`,
+    onInvalid: (f) => violations.push({ raw: f.raw.slice(0, 200), error: f.error }),
+    ...(wsUrl.startsWith("memory:")
+      ? { socket: () => memoryConnect(wsUrl, address) as unknown as ProbeSocket }
+      : {}),
+  };
+}
 
 /**
- * A raw client over ws or in memory: sends anything, records every frame (validated), and
- * awaits frames by predicate.
+ * A raw client over ws or in memory: @pheby/testkit's {@link Probe} (sends anything, records every
+ * frame, validated, and awaits frames by predicate), opened the way these tests need.
  */
-export class RawClient {
-  readonly frames: ServerMessage[] = [];
-  /** What the server enabled on this connection (`ready.features`); nothing until then. */
-  features: readonly string[] = [];
-  /** Every frame as received, byte for byte (before validation). */
-  readonly raw: string[] = [];
-  readonly closed: Promise<{ code: number; reason: string }>;
-  #waiters: { pred: Predicate; resolve(m: ServerMessage): void }[] = [];
-  #seen = 0;
-
-  private constructor(readonly socket: ClientSocket) {
-    // Both kinds have the WHATWG event API (ws's text frames arrive as strings there).
-    const events = socket as unknown as WebSocketLike;
-    this.closed = new Promise((resolve) => {
-      events.addEventListener("close", (event) =>
-        resolve({ code: event.code, reason: String(event.reason) }),
-      );
-    });
-    events.addEventListener("error", () => {});
-    events.addEventListener("message", (event) => {
-      this.raw.push(String(event.data));
-      const msg = validate(String(event.data), this.features);
-      if (!msg) return;
-      if (msg.type === "ready") this.features = msg.features ?? [];
-      this.frames.push(msg);
-      for (const w of [...this.#waiters]) {
-        if (w.pred(msg)) {
-          this.#waiters.splice(this.#waiters.indexOf(w), 1);
-          w.resolve(msg);
-        }
-      }
-    });
-  }
-
-  /** The `ws` socket (ws tests only: compression, pauses, raw bytes on the wire). */
-  get ws(): WebSocket {
-    if (!(this.socket instanceof WebSocket)) throw new Error("an in-memory client has no ws socket");
-    return this.socket;
-  }
-
+export type RawClient = Probe;
+export const RawClient = {
   /** Open a connection (no hello): over ws, or in memory for a memory server's `memory://` URL. */
-  static async open(
+  open: (wsUrl: string, options: RawClientOptions = {}): Promise<RawClient> =>
+    Probe.open(wsUrl, probeOptions(wsUrl, options)),
+  /** Open a connection and complete the handshake with the test secret, asking for `features` when given. */
+  connect: (
     wsUrl: string,
-    options: {
-      headers?: Record<string, string>;
-      autoPong?: boolean;
-      perMessageDeflate?: boolean;
-      /** In memory only: the source address the lockout counts (default "memory"). */
-      address?: string;
-    } = {},
-  ) {
-    const socket: ClientSocket = wsUrl.startsWith("memory:")
-      ? memoryConnect(wsUrl, options.address)
-      : new WebSocket(wsUrl, {
-          headers: options.headers,
-          autoPong: options.autoPong ?? true,
-          perMessageDeflate: options.perMessageDeflate ?? true,
-        });
-    const client = new RawClient(socket);
-    const events = socket as unknown as WebSocketLike;
-    await new Promise<void>((resolve, reject) => {
-      events.addEventListener("open", () => resolve());
-      events.addEventListener("error", reject);
+    options: RawClientOptions & { features?: readonly string[] } = {},
+  ): Promise<RawClient> => {
+    const { features, ...rest } = options;
+    return Probe.connect(wsUrl, {
+      ...probeOptions(wsUrl, rest),
+      secret: SECRET,
+      ...(features ? { features } : {}),
     });
-    return client;
-  }
-
-  /** Open a connection and complete the handshake, asking for `features` when given. */
-  static async connect(
-    wsUrl: string,
-    options: Parameters<typeof RawClient.open>[1] & { features?: readonly string[] } = {},
-  ) {
-    const client = await RawClient.open(wsUrl, options);
-    const { features } = options;
-    client.send({ type: "hello", secret: SECRET, protocol_version: 1, ...(features ? { features } : {}) });
-    await client.next("ready");
-    return client;
-  }
-
-  send(frame: unknown): void {
-    this.socket.send(typeof frame === "string" || Buffer.isBuffer(frame) ? frame : JSON.stringify(frame));
-  }
-
-  /** The next frame (after those already consumed by earlier `next` calls) matching type and predicate. */
-  next<T extends ServerMessageType>(
-    type: T,
-    pred: (m: ServerMessageOf<T>) => boolean = () => true,
-    timeoutMs = 10_000,
-  ): Promise<ServerMessageOf<T>> {
-    const match: Predicate = (m) => m.type === type && pred(m as ServerMessageOf<T>);
-    // Frames already received count too, in order.
-    for (let i = this.#seen; i < this.frames.length; i++) {
-      const m = this.frames[i]!;
-      if (match(m)) {
-        this.#seen = i + 1;
-        return Promise.resolve(m as ServerMessageOf<T>);
-      }
-    }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`timeout waiting for ${type}`)), timeoutMs);
-      this.#waiters.push({
-        pred: match,
-        resolve: (m) => {
-          clearTimeout(timer);
-          this.#seen = this.frames.length;
-          resolve(m as ServerMessageOf<T>);
-        },
-      });
-    });
-  }
-
-  /** Send a request with a fresh request_id and await the frame of `type` (or an error) echoing it. */
-  async request<T extends ServerMessageType>(
-    frame: Record<string, unknown>,
-    type: T,
-  ): Promise<ServerMessageOf<T> | ServerMessageOf<"error">> {
-    const request_id = `r${Math.random().toString(36).slice(2)}`;
-    this.send({ ...frame, request_id });
-    const msg = await this.nextAny(
-      (m) => m.request_id === request_id && (m.type === type || m.type === "error"),
-    );
-    return msg as ServerMessageOf<T> | ServerMessageOf<"error">;
-  }
-
-  /** Like {@link request} but fails unless the reply has `type`. */
-  async ok<T extends ServerMessageType>(
-    frame: Record<string, unknown>,
-    type: T,
-  ): Promise<ServerMessageOf<T>> {
-    const msg = await this.request(frame, type);
-    if (msg.type !== type) throw new Error(`expected ${type}, got ${JSON.stringify(msg)}`);
-    return msg as ServerMessageOf<T>;
-  }
-
-  nextAny(pred: Predicate, timeoutMs = 10_000): Promise<ServerMessage> {
-    const found = this.frames.find(pred);
-    if (found) return Promise.resolve(found);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error("timeout waiting for a frame")), timeoutMs);
-      this.#waiters.push({
-        pred,
-        resolve: (m) => {
-          clearTimeout(timer);
-          resolve(m);
-        },
-      });
-    });
-  }
-
-  /** Every frame of one run (run.accepted excluded), from message.start to run.finished, once it has finished. */
-  async run(runId: string): Promise<ServerMessage[]> {
-    await this.nextAny((m) => m.type === "run.finished" && m.run_id === runId);
-    return runFrames(this.frames, runId);
-  }
-
-  close(): void {
-    this.socket.close();
-  }
-}
-
-/** The frames of one run (run.accepted excluded): those carrying its run_id, its draft and its notices. */
-export function runFrames(frames: readonly ServerMessage[], runId: string): ServerMessage[] {
-  return frames.filter(
-    (m) => (m.type !== "run.accepted" && "run_id" in m && m.run_id === runId) || isDraft(m, runId),
-  );
-}
-
-function isDraft(m: ServerMessage, runId: string): boolean {
-  return (
-    (m.type === "message.delta" || m.type === "message.complete") &&
-    (m.message_id === `draft-${runId}` || m.message_id.startsWith(`notice-${runId}-`))
-  );
-}
+  },
+};
 
 /** A `@pheby/client` connected to the test server, whose invalid frames count as violations. */
 export async function phebyClient(

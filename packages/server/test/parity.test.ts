@@ -4,6 +4,7 @@
 // server's random 32-hex IDs are renamed in order of first appearance (one renaming per run,
 // shared by its peers), so frames compare byte for byte up to that consistent renaming.
 import { FEATURE_DELTA_APPEND, type ServerMessageType } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { describe, expect, it } from "vitest";
 import type { TurnResult } from "../src/index.js";
 import {
@@ -76,7 +77,7 @@ async function script(transport: TestTransport): Promise<{ a: string[]; b: strin
 
     a.send({ type: "chat.send", conversation_id: conversationId, text: "wait", request_id: "s2" });
     const accepted = await a.next("run.accepted", (m) => m.request_id === "s2");
-    await both(a, b, "message.delta", (m) => m.message_id === `draft-${accepted.run_id}`);
+    await both(a, b, "message.delta", (m) => m.message_id === messageIdOf(a.frames, accepted.run_id));
     a.send({
       type: "run.cancel",
       conversation_id: conversationId,

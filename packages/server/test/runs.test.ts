@@ -1,4 +1,5 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
 import { SIM_LONG_MAX } from "../src/agent/simulator/index.js";
 import { BACKEND_FAILED } from "../src/runs/engine.js";
@@ -122,7 +123,7 @@ describe("runs on the simulator", () => {
   it("/sim slow: run_active while running, a snapshot mid-run, one cancelled run.finished, stale cancel not_found", async () => {
     const id = await createConversation(a);
     const runId = await send(a, id, "/sim slow");
-    await a.next("message.delta", (m) => m.message_id === `draft-${runId}`);
+    await a.next("message.delta", (m) => m.message_id === messageIdOf(a.frames, runId));
 
     const busy = await a.request({ type: "chat.send", conversation_id: id, text: "again" }, "run.accepted");
     expect(busy).toMatchObject({ type: "error", error: { code: "run_active" } });
@@ -229,7 +230,7 @@ describe("runs on the simulator", () => {
   it("deleting a conversation with an active run cancels it first", async () => {
     const id = await createConversation(a);
     const runId = await send(a, id, "/sim slow");
-    await a.next("message.delta", (m) => m.message_id === `draft-${runId}`);
+    await a.next("message.delta", (m) => m.message_id === messageIdOf(a.frames, runId));
     await a.ok({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
     await b.next("conversation.deleted", (m) => m.conversation_id === id);
     const finishedAt = b.frames.findIndex((m) => m.type === "run.finished" && m.run_id === runId);

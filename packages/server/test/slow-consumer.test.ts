@@ -1,4 +1,5 @@
 import { CLOSE_CODES } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { expect, it } from "vitest";
 import { captureLogs, createConversation, RawClient, SECRET, send, startServer } from "./helpers.js";
 
@@ -25,7 +26,7 @@ it("a client that stops reading is closed with 4503; others are unaffected", asy
       const finished = await healthy.next("run.finished", (m) => m.run_id === runId, 60_000);
       expect(finished.status).toBe("completed");
       const complete = healthy.frames.find(
-        (m) => m.type === "message.complete" && m.message_id === `draft-${runId}`,
+        (m) => m.type === "message.complete" && m.message_id === messageIdOf(healthy.frames, runId),
       );
       expect(complete && "text" in complete && complete.text).toHaveLength(1_000_000);
     }

@@ -11,6 +11,7 @@ import {
   type ServerMessage,
   type ServerMessageOf,
 } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import type { TurnResult, TurnSink } from "../src/agent/port.js";
 import { longText } from "../src/agent/simulator/index.js";
@@ -68,7 +69,9 @@ function drivenBackend() {
 }
 
 const deltasOf = (c: RawClient, runId: string): Delta[] =>
-  c.frames.filter((m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${runId}`);
+  c.frames.filter(
+    (m): m is Delta => m.type === "message.delta" && m.message_id === messageIdOf(c.frames, runId),
+  );
 
 /** The draft an append client holds for a run, stitched from its deltas by the protocol's rule. */
 const draftOf = (c: RawClient, runId: string): string =>
@@ -129,7 +132,7 @@ async function stream(turn: Turn, append: RawClient, runId: string, chunks: read
 }
 
 const completeOf = (c: RawClient, runId: string) =>
-  c.next("message.complete", (m) => m.message_id === `draft-${runId}`);
+  c.next("message.complete", (m) => m.message_id === messageIdOf(c.frames, runId));
 
 describe("v1 copies of a long answer", () => {
   it("past deflate's window a v1 connection gets fewer deltas, each a valid cumulative draft; delta.append gets every one", async () => {
@@ -181,14 +184,17 @@ describe("v1 copies of a long answer", () => {
     const tool = await v1.next("tool.event", (m) => m.run_id === a.runId);
     const before = v1.frames.slice(0, v1.frames.indexOf(tool));
     const lastA = before.filter(
-      (m): m is Delta => m.type === "message.delta" && m.message_id === `draft-${a.runId}`,
+      (m): m is Delta => m.type === "message.delta" && m.message_id === messageIdOf(v1.frames, a.runId),
     );
     expect(lastA.at(-1)!.text).toBe(heldA);
     await settled(v1);
     expect(deltasOf(v1, b.runId).at(-1)!.text).not.toBe(heldB);
     // B's own gap still releases B's.
     clock.advance(THIN_MAX_INTERVAL_MS);
-    await v1.next("message.delta", (d) => d.message_id === `draft-${b.runId}` && d.text === heldB);
+    await v1.next(
+      "message.delta",
+      (d) => d.message_id === messageIdOf(v1.frames, b.runId) && d.text === heldB,
+    );
     a.turn.end({ status: "completed" });
     b.turn.end({ status: "completed" });
     for (const { runId } of [a, b]) {
@@ -225,9 +231,9 @@ describe("v1 copies of a long answer", () => {
       // The same conversation's next answer: its first delta goes out at once, the clock still stopped.
       const next = await start(first.conversation);
       next.turn.sink.text(CHUNKS[0]!);
-      expect((await v1.next("message.delta", (d) => d.message_id === `draft-${next.runId}`)).text).toBe(
-        CHUNKS[0],
-      );
+      expect(
+        (await v1.next("message.delta", (d) => d.message_id === messageIdOf(v1.frames, next.runId))).text,
+      ).toBe(CHUNKS[0]);
       next.turn.end({ status: "completed" });
       await completeOf(v1, next.runId);
     });
@@ -258,7 +264,8 @@ describe("v1 copies of a long answer", () => {
     expect(seqs).toHaveLength(1);
     expect(seqs[0]).toBeLessThanOrEqual(reply.to_seq);
     turn.end({ status: "completed" });
-    await completeOf(again, runId);
+    // A resumed connection saw no message.start of this run: the append connection names its message.
+    await again.next("message.complete", (m) => m.message_id === messageIdOf(append.frames, runId));
   });
 });
 

@@ -13,7 +13,7 @@ export const conversationChecks: Check[] = [
     async run(ctx) {
       const a = await ctx.connect("a");
       const b = await ctx.connect("b");
-      const created = await a.request(
+      const created = await a.expectReply(
         { type: "conversation.create", name: "Conformance A" },
         "conversation.created",
       );
@@ -41,7 +41,7 @@ export const conversationChecks: Check[] = [
     async run(ctx) {
       const probe = await ctx.connect();
       const id = await ctx.createConversation(probe, "Conformance list");
-      const snapshot = await probe.request({ type: "conversation.list" }, "conversation.snapshot");
+      const snapshot = await probe.expectReply({ type: "conversation.list" }, "conversation.snapshot");
       const row = snapshot.conversations.find((c) => c.conversation_id === id);
       expect(row, "the new conversation is missing from conversation.snapshot", snapshot);
       expect(row.name === "Conformance list", "the listed name is wrong", row);
@@ -56,7 +56,7 @@ export const conversationChecks: Check[] = [
       const b = await ctx.connect("b");
       const id = await ctx.createConversation(a);
       const from = b.frames.length;
-      const renamed = await a.request(
+      const renamed = await a.expectReply(
         { type: "conversation.rename", conversation_id: id, name: "Renamed by conformance" },
         "conversation.renamed",
       );
@@ -71,7 +71,7 @@ export const conversationChecks: Check[] = [
         { from },
       );
       expect(!hasRequestId(broadcast), "the conversation.renamed broadcast carries a request_id", broadcast);
-      const snapshot = await b.request({ type: "conversation.list" }, "conversation.snapshot");
+      const snapshot = await b.expectReply({ type: "conversation.list" }, "conversation.snapshot");
       const row = snapshot.conversations.find((c) => c.conversation_id === id);
       expect(row?.name === "Renamed by conformance", "conversation.list does not show the new name", row);
     },
@@ -83,8 +83,8 @@ export const conversationChecks: Check[] = [
     async run(ctx) {
       const probe = await ctx.connect();
       const id = await ctx.createConversation(probe);
-      await probe.request({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
-      const snapshot = await probe.request({ type: "conversation.list" }, "conversation.snapshot");
+      await probe.expectReply({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
+      const snapshot = await probe.expectReply({ type: "conversation.list" }, "conversation.snapshot");
       expect(
         !snapshot.conversations.some((c) => c.conversation_id === id),
         "a deleted conversation is still listed",
@@ -104,7 +104,7 @@ export const conversationChecks: Check[] = [
     async run(ctx) {
       const probe = await ctx.connect();
       const id = await ctx.createConversation(probe);
-      const history = await probe.request(
+      const history = await probe.expectReply(
         { type: "conversation.open", conversation_id: id },
         "conversation.history",
       );
@@ -135,7 +135,7 @@ export const conversationChecks: Check[] = [
         const trace = await ctx.chat(probe, id, text);
         expect(trace.finished.status === "completed", `turn ${i} did not complete`, trace.finished);
       }
-      const full = await probe.request(
+      const full = await probe.expectReply(
         { type: "conversation.open", conversation_id: id, limit: 500 },
         "conversation.history",
       );
@@ -148,7 +148,7 @@ export const conversationChecks: Check[] = [
       const pages: string[][] = [];
       let before: string | undefined;
       for (;;) {
-        const page = await probe.request(
+        const page = await probe.expectReply(
           {
             type: "conversation.open",
             conversation_id: id,

@@ -1,7 +1,7 @@
 import type { ServerMessage } from "@pheby/protocol";
+import type { Probe } from "@pheby/testkit";
 import { type CheckContext, expectFinished } from "../context.js";
 import { expect } from "../failure.js";
-import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
 import { checkLifecycle } from "./runs.js";
 
@@ -40,7 +40,7 @@ async function freeTextAnswer(
     onAccepted: async () => {
       const request = await waitClarify(probe, conversation_id);
       checkQuestion(request);
-      await probe.request(
+      await probe.expectReply(
         { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
         "clarify.resolved",
       );
@@ -90,7 +90,7 @@ export const decisionChecks: Check[] = [
           expect(request.run_id === runId, "approval.request does not name the active run", request);
           expect(request.choices.includes("once"), 'approval.request does not offer "once"', request);
           await waitApproval(b, conversation_id);
-          const snapshot = await b.request(
+          const snapshot = await b.expectReply(
             { type: "conversation.open", conversation_id },
             "conversation.history",
           );
@@ -99,7 +99,7 @@ export const decisionChecks: Check[] = [
             "conversation.open does not list the pending approval",
             snapshot,
           );
-          const resolved = await a.request(
+          const resolved = await a.expectReply(
             { type: "approval.respond", approval_id: request.approval_id, choice: "once" },
             "approval.resolved",
           );
@@ -155,7 +155,7 @@ export const decisionChecks: Check[] = [
         "approval_not_found",
         "answering an approval of a cancelled run",
       );
-      const snapshot = await probe.request(
+      const snapshot = await probe.expectReply(
         { type: "conversation.open", conversation_id },
         "conversation.history",
       );
@@ -230,7 +230,7 @@ export const decisionChecks: Check[] = [
           const request = await waitClarify(probe, conversation_id);
           expect(request.choices && request.choices.length > 0, "/sim clarify offers no choices", request);
           answer = request.choices[request.choices.length - 1]!;
-          const resolved = await probe.request(
+          const resolved = await probe.expectReply(
             { type: "clarify.respond", clarify_id: request.clarify_id, response: answer },
             "clarify.resolved",
           );
@@ -263,7 +263,7 @@ export const decisionChecks: Check[] = [
         onAccepted: async () => {
           const request = await waitApproval(probe, conversation_id);
           expect(!request.choices.includes("always"), 'the question offers "always" after all', request);
-          const resolved = await probe.request(
+          const resolved = await probe.expectReply(
             { type: "approval.respond", approval_id: request.approval_id, choice: "always" },
             "approval.resolved",
           );

@@ -149,7 +149,10 @@ export const errorChecks: Check[] = [
       const probe = await ctx.connect();
       const conversation_id = await ctx.createConversation(probe);
       for (const limit of [LIMITS.historyPage, LIMITS.historyPage + 1]) {
-        await probe.request({ type: "conversation.open", conversation_id, limit }, "conversation.history");
+        await probe.expectReply(
+          { type: "conversation.open", conversation_id, limit },
+          "conversation.history",
+        );
       }
     },
   },

@@ -1,6 +1,6 @@
 import { PROTOCOL_VERSION } from "@pheby/protocol";
+import type { Probe } from "@pheby/testkit";
 import { expect } from "../failure.js";
-import type { Probe } from "../probe.js";
 import type { Check } from "../types.js";
 
 const SECTION = "Handshake";

@@ -3,10 +3,8 @@ import { attachmentChecks } from "./attachments.js";
 import { conversationChecks } from "./conversations.js";
 import { decisionChecks } from "./decisions.js";
 import { errorChecks } from "./errors.js";
-import { extensionChecks } from "./extensions.js";
+import { extensionChecks } from "./extensions/index.js";
 import { handshakeChecks } from "./handshake.js";
-import { queueChecks } from "./queue.js";
-import { resumeChecks } from "./resume.js";
 import { runChecks } from "./runs.js";
 import { settingsChecks } from "./settings.js";
 
@@ -20,6 +18,4 @@ export const CHECKS: readonly Check[] = [
   ...settingsChecks,
   ...attachmentChecks,
   ...extensionChecks,
-  ...resumeChecks,
-  ...queueChecks,
 ];

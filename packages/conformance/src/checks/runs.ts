@@ -81,7 +81,7 @@ export const runChecks: Check[] = [
         "the other connection's run.accepted carries the sender's request_id",
         seen[0],
       );
-      const history = await a.request(
+      const history = await a.expectReply(
         { type: "conversation.open", conversation_id: id },
         "conversation.history",
       );
@@ -280,7 +280,7 @@ export const runChecks: Check[] = [
       );
       const finishes = probe.frames.filter((m) => m.type === "run.finished" && m.run_id === trace.runId);
       expect(finishes.length === 1, `${finishes.length} run.finished events for the cancelled run`, finishes);
-      const history = await probe.request(
+      const history = await probe.expectReply(
         { type: "conversation.open", conversation_id },
         "conversation.history",
       );

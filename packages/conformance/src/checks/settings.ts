@@ -12,14 +12,17 @@ export const settingsChecks: Check[] = [
       const a = await ctx.connect("a");
       const b = await ctx.connect("b");
       const conversation_id = await ctx.createConversation(a);
-      const before = await a.request({ type: "yolo.current", conversation_id }, "yolo.snapshot");
+      const before = await a.expectReply({ type: "yolo.current", conversation_id }, "yolo.snapshot");
       expect(
         before.enabled === false && before.conversation_id === conversation_id,
         "a new conversation has YOLO on",
         before,
       );
       const from = b.frames.length;
-      const changed = await a.request({ type: "yolo.set", conversation_id, enabled: true }, "yolo.changed");
+      const changed = await a.expectReply(
+        { type: "yolo.set", conversation_id, enabled: true },
+        "yolo.changed",
+      );
       expect(
         changed.enabled && changed.conversation_id === conversation_id,
         "yolo.changed does not say enabled",
@@ -35,9 +38,9 @@ export const settingsChecks: Check[] = [
         "the broadcast carries a request_id",
         seen,
       );
-      const after = await b.request({ type: "yolo.current", conversation_id }, "yolo.snapshot");
+      const after = await b.expectReply({ type: "yolo.current", conversation_id }, "yolo.snapshot");
       expect(after.enabled, "yolo.current does not reflect yolo.set", after);
-      await a.request({ type: "yolo.set", conversation_id, enabled: false }, "yolo.changed");
+      await a.expectReply({ type: "yolo.set", conversation_id, enabled: false }, "yolo.changed");
       await a.expectError(
         { type: "yolo.current", conversation_id: UNKNOWN_ID },
         "conversation_not_found",
@@ -55,7 +58,7 @@ export const settingsChecks: Check[] = [
       const b = await ctx.connect("b");
       const conversation_id = await ctx.createConversation(a);
       const list = await ctx.unlessNotImplemented(
-        a.request({ type: "models.list", conversation_id }, "models.snapshot"),
+        a.expectReply({ type: "models.list", conversation_id }, "models.snapshot"),
       );
       const models = list.providers.flatMap((p) => p.models.map((model) => ({ model, provider: p.slug })));
       expect(models.length > 0, "models.snapshot lists no models", list);
@@ -66,9 +69,9 @@ export const settingsChecks: Check[] = [
         list,
       );
       const pick = models.find((m) => m.model !== list.current_model) ?? models[0]!;
-      const globalBefore = await a.request({ type: "models.current" }, "model.current");
+      const globalBefore = await a.expectReply({ type: "models.current" }, "model.current");
       const from = b.frames.length;
-      const changed = await a.request(
+      const changed = await a.expectReply(
         { type: "model.set", conversation_id, model: pick.model, provider: pick.provider },
         "model.changed",
       );
@@ -82,13 +85,13 @@ export const settingsChecks: Check[] = [
         "model.changed broadcast",
         { from },
       );
-      const current = await a.request({ type: "models.current", conversation_id }, "model.current");
+      const current = await a.expectReply({ type: "models.current", conversation_id }, "model.current");
       expect(
         current.model === pick.model && current.scope === "conversation",
         "models.current does not reflect the override",
         current,
       );
-      const globalAfter = await a.request({ type: "models.current" }, "model.current");
+      const globalAfter = await a.expectReply({ type: "models.current" }, "model.current");
       expect(
         globalAfter.model === globalBefore.model,
         "a conversation override changed the global model",
@@ -110,9 +113,9 @@ export const settingsChecks: Check[] = [
       const probe = await ctx.connect();
       const conversation_id = await ctx.createConversation(probe);
       await ctx.unlessNotImplemented(
-        probe.request({ type: "reasoning.current", conversation_id }, "reasoning.snapshot"),
+        probe.expectReply({ type: "reasoning.current", conversation_id }, "reasoning.snapshot"),
       );
-      const changed = await probe.request(
+      const changed = await probe.expectReply(
         { type: "reasoning.set", conversation_id, effort: "high" },
         "reasoning.changed",
       );
@@ -121,7 +124,7 @@ export const settingsChecks: Check[] = [
         "reasoning.changed is not the override",
         changed,
       );
-      const current = await probe.request(
+      const current = await probe.expectReply(
         { type: "reasoning.current", conversation_id },
         "reasoning.snapshot",
       );
@@ -130,8 +133,14 @@ export const settingsChecks: Check[] = [
         "reasoning.current does not reflect the override",
         current,
       );
-      await probe.request({ type: "reasoning.set", conversation_id, effort: "none" }, "reasoning.changed");
-      const off = await probe.request({ type: "reasoning.current", conversation_id }, "reasoning.snapshot");
+      await probe.expectReply(
+        { type: "reasoning.set", conversation_id, effort: "none" },
+        "reasoning.changed",
+      );
+      const off = await probe.expectReply(
+        { type: "reasoning.current", conversation_id },
+        "reasoning.snapshot",
+      );
       expect(!off.enabled, 'effort "none" does not disable thinking', off);
       await probe.expectError(
         { type: "reasoning.set", conversation_id, effort: "turbo" },

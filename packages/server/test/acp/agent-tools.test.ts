@@ -12,6 +12,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
+import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { startReceiver } from "../../../conformance/src/push-receiver.js";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
@@ -108,7 +109,7 @@ describe.each(["stdio", "http"] as const)(
       });
       const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 30_000);
       expect(finished.status).toBe("completed");
-      const complete = framesOf(p.frames, "message.complete").find((m) => m.message_id === `draft-${run_id}`);
+      const complete = answerOf(p.frames, run_id);
       expect(complete?.text).toBe('ask_user -> {"answered":true,"answer":"production"}');
     });
 
@@ -188,9 +189,7 @@ describe.each(["stdio", "http"] as const)(
       expect(accepted.request_id).toBeUndefined();
       const finished = await p.waitFor("run.finished", (m) => m.run_id === accepted.run_id, 30_000);
       expect(finished.status).toBe("completed");
-      const complete = framesOf(p.frames, "message.complete").find(
-        (m) => m.message_id === `draft-${accepted.run_id}`,
-      );
+      const complete = answerOf(p.frames, accepted.run_id);
       expect(complete?.text).toBe("echo: echo scheduled hello");
       // The agent may delete what it made, never the user's.
       const users = await p.client.request({
@@ -291,9 +290,7 @@ describe.each(["stdio", "http"] as const)(
       const accepted = await p.waitFor("run.accepted", (m) => m.run_id !== first.runId, 30_000);
       expect(accepted.request_id).toBeUndefined();
       await p.waitFor("run.finished", (m) => m.run_id === accepted.run_id, 30_000);
-      const complete = framesOf(p.frames, "message.complete").find(
-        (m) => m.message_id === `draft-${accepted.run_id}`,
-      );
+      const complete = answerOf(p.frames, accepted.run_id);
       expect(complete?.text).toBe('woken with {"hermes.notificationIds":["deleg-1"]}');
       expect(fake.calls("initialize")[0]!.params.clientCapabilities._meta).toEqual({
         "hermes.backgroundNotifications": 1,

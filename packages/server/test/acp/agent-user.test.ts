@@ -20,6 +20,7 @@ import {
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { FEATURE_SCHEDULES } from "@pheby/protocol";
+import { answerOf } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { lookupUser, type OsUser } from "../../src/agent-user/lookup.js";
 import { DB_FILE } from "../../src/store/store.js";
@@ -148,7 +149,7 @@ describe.skipIf(!isRoot || !nobody)(
       await p.client.request({ type: "clarify.respond", clarify_id: asked.clarify_id, response: "staging" });
       const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 30_000);
       expect(finished.status).toBe("completed");
-      const complete = framesOf(p.frames, "message.complete").find((m) => m.message_id === `draft-${run_id}`);
+      const complete = answerOf(p.frames, run_id);
       expect(complete?.text).toBe('ask_user -> {"answered":true,"answer":"staging"}');
     });
 

@@ -11,6 +11,7 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ServerMessageOf } from "@pheby/protocol";
+import { messageIdOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { tempDir } from "../helpers.js";
@@ -78,7 +79,10 @@ function alive(pid: number): boolean {
 /** Start a run and return its ID once the agent has streamed `seen`. */
 async function running(p: PhebyAcp, id: string, text: string, seen: string): Promise<string> {
   const { run_id } = await p.client.request({ type: "chat.send", conversation_id: id, text });
-  await p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}` && m.text.includes(seen));
+  await p.waitFor(
+    "message.delta",
+    (m) => m.message_id === messageIdOf(p.frames, run_id) && m.text.includes(seen),
+  );
   return run_id;
 }
 

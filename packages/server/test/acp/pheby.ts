@@ -5,10 +5,11 @@
  */
 import type { PhebyClient } from "@pheby/client";
 import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
+import { answerOf, runFrames } from "@pheby/testkit";
 import type { Logger } from "pino";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import type { PhebyServerOptions } from "../../src/index.js";
-import { phebyClient, runFrames, startServer, type TestServer, type TestTransport } from "../helpers.js";
+import { phebyClient, startServer, type TestServer, type TestTransport } from "../helpers.js";
 
 /** A Pheby server with the ACP backend and one connected client that records every frame. */
 export interface PhebyAcp {
@@ -119,11 +120,8 @@ export async function startPhebyAcp(
         ...(attachmentIds ? { attachment_ids: attachmentIds } : {}),
       });
       const finished = await waitFor("run.finished", (m) => m.run_id === runId, timeoutMs);
-      const mine = runFrames(frames, runId);
-      const complete = mine.find(
-        (m): m is ServerMessageOf<"message.complete"> =>
-          m.type === "message.complete" && m.message_id === `draft-${runId}`,
-      );
+      const mine = runFrames(frames, runId, { accepted: false });
+      const complete = answerOf(mine, runId);
       if (!complete) throw new Error(`run ${runId} finished without message.complete`);
       const deltas = mine.flatMap((m) => (m.type === "message.delta" ? [m.text] : []));
       return { runId, frames: mine, finished, deltas, complete };

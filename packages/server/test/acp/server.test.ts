@@ -7,6 +7,7 @@
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
+import { messageIdOf } from "@pheby/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { captureLogs, tempDir } from "../helpers.js";
@@ -197,7 +198,7 @@ describe("ACP through Pheby: conversations and runs", () => {
     const { run_id } = await env.p.client.request({ type: "chat.send", conversation_id: id, text: "slow" });
     await env.p.waitFor(
       "message.delta",
-      (m) => m.message_id === `draft-${run_id}` && m.text.includes("tick 1"),
+      (m) => m.message_id === messageIdOf(env.p.frames, run_id) && m.text.includes("tick 1"),
     );
     const cancels = env.fake.calls("session/cancel").length;
     const finished = await env.p.client.request({ type: "run.cancel", conversation_id: id, run_id });
@@ -219,7 +220,10 @@ describe("ACP through Pheby: conversations and runs", () => {
       conversation_id: id,
       text: "stubborn 1500",
     });
-    await p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}` && m.text.includes("tick 1"));
+    await p.waitFor(
+      "message.delta",
+      (m) => m.message_id === messageIdOf(p.frames, run_id) && m.text.includes("tick 1"),
+    );
     const finished = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });
     expect(finished).toMatchObject({ run_id, status: "cancelled" });
     // Sent while the agent is still busy with the cancelled turn: it must wait for it, not fail.
@@ -322,7 +326,7 @@ describe("ACP through Pheby: the agent's own sessions and history replay", () =>
       conversation_id: conv.conversation_id,
       text: "slow",
     });
-    await env.p.waitFor("message.delta", (m) => m.message_id === `draft-${run_id}`);
+    await env.p.waitFor("message.delta", (m) => m.message_id === messageIdOf(env.p.frames, run_id));
     const loads = env.fake.calls("session/load").length;
     const open = await env.p.client.request({
       type: "conversation.open",
@@ -411,7 +415,7 @@ describe("ACP through Pheby: decisions", () => {
   }
   const finished = (run_id: string) => env.p.waitFor("run.finished", (m) => m.run_id === run_id);
   const completeOf = (run_id: string) =>
-    env.p.waitFor("message.complete", (m) => m.message_id === `draft-${run_id}`);
+    env.p.waitFor("message.complete", (m) => m.message_id === messageIdOf(env.p.frames, run_id));
 
   it("session/request_permission → approval.request with Hermes's choices; once → allow_once", async () => {
     const { id, run_id, request } = await asked("permission hermes");

@@ -8,6 +8,7 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { FEATURE_EXPIRY, FEATURE_SCHEDULES, type ServerMessageOf } from "@pheby/protocol";
+import { answerOf } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
 import { type AgentFixture, HELLO, TOOL_RESULT } from "./agents.js";
@@ -52,9 +53,7 @@ export function describePhebyTools(spec: PhebyToolsSpec): void {
       await during?.(run_id);
       const finished = await p.waitFor("run.finished", (m) => m.run_id === run_id, 120_000);
       expect(finished.status).toBe("completed");
-      const text = framesOf(p.frames, "message.complete").find(
-        (m) => m.message_id === `draft-${run_id}`,
-      )!.text;
+      const text = answerOf(p.frames, run_id)!.text;
       // Hermes hands the tool's JSON to the model as a quoted string inside its own wrapper.
       return text.replaceAll('\\"', '"');
     }
@@ -69,9 +68,7 @@ export function describePhebyTools(spec: PhebyToolsSpec): void {
       seen.add(accepted.run_id);
       const arrived = Date.now();
       const finished = await p.waitFor("run.finished", (m) => m.run_id === accepted.run_id, 120_000);
-      const complete = framesOf(p.frames, "message.complete").find(
-        (m) => m.message_id === `draft-${accepted.run_id}`,
-      )!;
+      const complete = answerOf(p.frames, accepted.run_id)!;
       return { accepted, finished, complete, lateMs: arrived - after };
     }
     const seen = new Set<string>();

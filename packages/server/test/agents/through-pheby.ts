@@ -6,6 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { messageIdOf } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
@@ -104,7 +105,7 @@ export function describeThroughPheby(spec: ThroughPhebySpec): void {
       });
       await p.waitFor(
         "message.delta",
-        (m) => m.message_id === `draft-${run_id}` && m.text.length >= 20,
+        (m) => m.message_id === messageIdOf(p.frames, run_id) && m.text.length >= 20,
         90_000,
       );
       const finished = await p.client.request({ type: "run.cancel", conversation_id: id, run_id });

@@ -4,11 +4,11 @@ import {
   type ServerMessageOf,
   stripDisabledFields,
 } from "@pheby/protocol";
-import { CheckFailure, expect } from "../failure.js";
-import type { Probe } from "../probe.js";
-import type { Check } from "../types.js";
+import type { Probe } from "@pheby/testkit";
+import { CheckFailure, expect } from "../../failure.js";
+import type { Check } from "../../types.js";
 
-const SECTION = "Pheby extensions: resume";
+const SECTION = "Extension: resume after a drop (`resume`)";
 
 /** A frame's `seq`, or undefined. */
 const seqOf = (m: ServerMessage): number | undefined => (m as { seq?: number }).seq;
@@ -150,7 +150,7 @@ export const resumeChecks: Check[] = [
       phone.close();
       await phone.closed;
       await ctx.chat(observer, id, "/sim tools");
-      await observer.request(
+      await observer.expectReply(
         { type: "conversation.rename", conversation_id: id, name: "resumed" },
         "conversation.renamed",
       );
@@ -212,8 +212,8 @@ export const resumeChecks: Check[] = [
       const v1 = await ctx.connect("v1");
       const createId = `conformance-${Date.now()}-${Math.random().toString(36).slice(2)}`;
       const create = { type: "conversation.create", name: "idempotent", client_message_id: createId };
-      const first = await phone.request(create, "conversation.created");
-      const again = await phone.request(create, "conversation.created");
+      const first = await phone.expectReply(create, "conversation.created");
+      const again = await phone.expectReply(create, "conversation.created");
       expect(
         again.conversation_id === first.conversation_id,
         "a repeated conversation.create made another",
@@ -226,11 +226,11 @@ export const resumeChecks: Check[] = [
         text: "exactly once",
         client_message_id: "send-1",
       };
-      const accepted = await phone.request(send, "run.accepted");
-      const repeated = await phone.request(send, "run.accepted");
+      const accepted = await phone.expectReply(send, "run.accepted");
+      const repeated = await phone.expectReply(send, "run.accepted");
       expect(repeated.run_id === accepted.run_id, "a repeated chat.send started another run", repeated);
       await phone.waitFor((m) => m.type === "run.finished" && m.run_id === accepted.run_id, "run.finished");
-      const late = await phone.request(send, "run.accepted");
+      const late = await phone.expectReply(send, "run.accepted");
       expect(late.run_id === accepted.run_id, "a chat.send repeated after its run started another", late);
       await v1.ping();
       const updates = v1.frames.filter((m) => m.type === "conversation.updated" && m.conversation_id === id);

@@ -1,9 +1,9 @@
 import { FEATURE_QUEUE, LIMITS, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
-import { CheckFailure, expect } from "../failure.js";
-import type { Probe } from "../probe.js";
-import type { Check } from "../types.js";
+import type { Probe } from "@pheby/testkit";
+import { CheckFailure, expect } from "../../failure.js";
+import type { Check } from "../../types.js";
 
-const SECTION = "Pheby extensions: queue";
+const SECTION = "Extension: queued follow-ups (`queue`)";
 
 /** `chat.send { queue: true }`: its reply, `run.queued` or `run.accepted` (or an error). */
 async function queueSend(probe: Probe, conversationId: string, text: string): Promise<ServerMessage> {
@@ -21,7 +21,7 @@ async function queued(probe: Probe, conversationId: string, text: string) {
 
 /** Start `/sim slow` (a run that lasts long enough to queue behind it); its run_id. */
 async function slowRun(probe: Probe, conversationId: string): Promise<string> {
-  const accepted = await probe.request(
+  const accepted = await probe.expectReply(
     { type: "chat.send", conversation_id: conversationId, text: "/sim slow" },
     "run.accepted",
   );
@@ -61,7 +61,7 @@ export const queueChecks: Check[] = [
         "queue.changed does not list the queue in order",
         changed,
       );
-      const history = (await phone.request(
+      const history = (await phone.expectReply(
         { type: "conversation.open", conversation_id: id },
         "conversation.history",
       )) as ServerMessageOf<"conversation.history">;
@@ -72,7 +72,7 @@ export const queueChecks: Check[] = [
         history,
       );
 
-      const cancelled = await phone.request(
+      const cancelled = await phone.expectReply(
         { type: "run.cancel", conversation_id: id, run_id: dropped.run_id },
         "run.finished",
       );
@@ -85,7 +85,7 @@ export const queueChecks: Check[] = [
         (m) => m.type === "queue.changed" && m.queued.length === 1,
         "queue.changed after the cancel",
       );
-      await phone.request({ type: "run.cancel", conversation_id: id, run_id: slow }, "run.finished");
+      await phone.expectReply({ type: "run.cancel", conversation_id: id, run_id: slow }, "run.finished");
       const start = await v1.waitFor(
         (m) => m.type === "run.accepted" && m.run_id === next.run_id,
         "run.accepted of the queued run on the v1 connection",
@@ -99,7 +99,7 @@ export const queueChecks: Check[] = [
       );
       const leak = v1.frames.find((m) => names(m, dropped.run_id));
       if (leak) throw new CheckFailure("a connection without queue heard of a cancelled queued run", leak);
-      const after = (await phone.request(
+      const after = (await phone.expectReply(
         { type: "conversation.open", conversation_id: id },
         "conversation.history",
       )) as ServerMessageOf<"conversation.history">;
@@ -131,7 +131,7 @@ export const queueChecks: Check[] = [
         over,
       );
       // Deleting the conversation drops its queue and cancels its run.
-      await phone.request({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
+      await phone.expectReply({ type: "conversation.delete", conversation_id: id }, "conversation.deleted");
     },
   },
 ];
