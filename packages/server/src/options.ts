@@ -369,6 +369,9 @@ export function resolveServerOptions(options: PhebyServerOptions): ResolvedServe
 
 /** True when A and B are mutually assignable. */
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
-// The documented interface and the schema describe the same options.
-const sameOptions: Same<PhebyServerOptions, z.input<typeof PhebyServerOptionsSchema>> = true;
+// The documented interface and the schema describe the same options: the same names, the same types.
+const sameOptions: [
+  Same<keyof PhebyServerOptions, keyof z.input<typeof PhebyServerOptionsSchema>>,
+  Same<PhebyServerOptions, z.input<typeof PhebyServerOptionsSchema>>,
+] = [true, true];
 void sameOptions;
