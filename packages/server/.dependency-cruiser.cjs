@@ -13,9 +13,10 @@ const LAYERS = [
   ["outbox"],
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
   ["runs", "mcp"],
-  ["handlers"],
+  ["handlers", "host"],
   ["session"],
   ["http", "transport"],
+  ["options.ts"],
   ["server.ts"],
   ["index.ts"],
 ];

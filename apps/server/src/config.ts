@@ -2,15 +2,28 @@
 // by environment variables, validated with Zod. Env wins over YAML, as in the
 // original plugin. Bad values stop the process with a readable message that
 // names the setting and never echoes a secret.
+//
+// The settings map onto @pheby/server's options (snake_case names, seconds where the server
+// counts ms): what a value may be, and its default, come from the server's own options schema
+// (`optionRules`, the `DEFAULT_*` constants); this file adds only how env and YAML spell values,
+// the operator's bounds, and the settings of the process itself (bind address, agent command).
 import { readFileSync } from "node:fs";
-import { isIP } from "node:net";
 import { delimiter, relative, resolve } from "node:path";
 import {
   AGENT_TOOL_NAMES,
-  checkTimezone,
-  isPublicWebSocketUrl,
+  DEFAULT_ASK_TIMEOUT_MS,
+  DEFAULT_ATTACHMENT_RETENTION_DAYS,
+  DEFAULT_DELTA_INTERVAL_MS,
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
+  DEFAULT_HOST,
+  DEFAULT_HTTP_IDLE_TIMEOUT_MS,
+  DEFAULT_LOCKOUT,
+  DEFAULT_MISSED_GRACE_MS,
+  DEFAULT_PORT,
+  DEFAULT_REPLAY_LIMITS,
   lookupUser,
   type OsUser,
+  optionRules,
 } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
@@ -28,6 +41,8 @@ const int = (min: number, max: number) =>
     .union([z.number(), z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)])
     .pipe(z.number().int().min(min).max(max));
 const nonEmpty = z.string().trim().min(1);
+/** A server default in ms, as the whole seconds this configuration counts in. */
+const seconds = (ms: number) => Math.round(ms / 1000);
 /** A list: an array in YAML, one string split on `separator` in env. */
 const list = (separator: string) =>
   z.union([
@@ -46,32 +61,20 @@ const AgentMcpConfig = z
     enabled: bool.default(true),
     /** The tools offered; env: comma-separated. */
     tools: list(",")
-      .pipe(z.array(z.enum(AGENT_TOOL_NAMES)))
+      .pipe(z.array(optionRules.agentToolName))
       .default([...AGENT_TOOL_NAMES]),
     /** How long `ask_user` waits for the phone; keep it below the agent's MCP tool-call timeout. */
-    ask_timeout_seconds: int(10, 3_600).default(240),
+    ask_timeout_seconds: int(10, 3_600).default(seconds(DEFAULT_ASK_TIMEOUT_MS)),
   })
   .strict();
-
-/** The server's own rule (schedules/rules.ts), so configuration refuses exactly what a schedule would. */
-function isTimezone(value: string): boolean {
-  try {
-    checkTimezone(value);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Scheduled prompts (the `schedules` extension). */
 const SchedulesConfig = z
   .object({
     /** A run missed while the server was down still runs once at start when younger than this. */
-    missed_grace_seconds: int(0, 7 * 24 * 3_600).default(3_600),
+    missed_grace_seconds: int(0, 7 * 24 * 3_600).default(seconds(DEFAULT_MISSED_GRACE_MS)),
     /** Time zone of schedules created without one (default: the server's). */
-    timezone: nonEmpty
-      .refine(isTimezone, "must be an IANA time zone such as Europe/Berlin or UTC")
-      .optional(),
+    timezone: nonEmpty.pipe(optionRules.timezone).optional(),
   })
   .strict();
 
@@ -118,103 +121,66 @@ const AgentConfig = z
   })
   .strict();
 
-function isOrigin(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return (url.protocol === "http:" || url.protocol === "https:") && url.origin === value;
-  } catch {
-    return false;
-  }
-}
-
-function isContact(value: string): boolean {
-  try {
-    const url = new URL(value);
-    return url.protocol === "mailto:" || url.protocol === "https:";
-  } catch {
-    return false;
-  }
-}
-
 /**
- * Whose X-Forwarded-For is believed: `loopback`, `none`, or the proxies' IP addresses (a YAML list,
- * or comma-separated in env).
+ * Whose X-Forwarded-For is believed: `loopback`, `none` (either in any case), or the proxies' IP
+ * addresses (a YAML list, or comma-separated in env); the server's rule decides what is valid.
  */
-const trustedProxy = z.union([z.array(z.string()), z.string()]).transform((value, ctx) => {
-  const keyword = typeof value === "string" ? value.trim().toLowerCase() : undefined;
-  if (keyword === "loopback" || keyword === "none") return keyword;
-  const entries = (typeof value === "string" ? value.split(",") : value).map((entry) => entry.trim());
-  if (entries.length === 0 || entries.some((entry) => isIP(entry) === 0)) {
-    ctx.addIssue({
-      code: z.ZodIssueCode.custom,
-      message:
-        "must be loopback, none, or the IP addresses of the proxies whose X-Forwarded-For to believe (comma-separated, e.g. 172.17.0.1)",
-    });
-    return z.NEVER;
-  }
-  return entries;
-});
+const trustedProxy = z
+  .union([
+    z
+      .array(z.string())
+      .min(1, 'must name at least one proxy (or be "none")')
+      .transform((entries) => entries.map((entry) => entry.trim())),
+    z.string().transform((value) => {
+      const keyword = value.trim().toLowerCase();
+      if (keyword === "loopback" || keyword === "none") return keyword;
+      return value.split(",").map((entry) => entry.trim());
+    }),
+  ])
+  .pipe(optionRules.trustedProxy);
 
 /** The validated configuration. */
 export const Config = z
   .object({
     secret: z.string().min(16, "must be at least 16 characters").optional(),
-    bind_host: nonEmpty.default("127.0.0.1"),
-    port: int(0, 65_535).default(8620),
+    bind_host: nonEmpty.default(DEFAULT_HOST),
+    port: int(0, 65_535).default(DEFAULT_PORT),
     /**
      * The WebSocket URL phones reach this server at (behind Caddy: wss://<host>/ws), written into
      * pairing QR codes. Unset: pairing is refused with a message naming this setting.
      */
-    public_url: z
-      .string()
-      .trim()
-      .refine(
-        isPublicWebSocketUrl,
-        "must be the WebSocket URL phones reach the server at, like wss://pheby.example.com/ws (ws:// or wss://, no credentials, query or fragment)",
-      )
-      .optional(),
+    public_url: z.string().trim().pipe(optionRules.publicUrl).optional(),
     data_dir: nonEmpty.default(".pheby-data"),
     debug: bool.default(false),
     log_chat_content: bool.default(false),
-    attachment_retention_days: int(0, 36_500).default(7),
+    attachment_retention_days: int(0, 36_500).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
     /** HTTP idle timeout: a transfer moving no byte for this long is cut (no cap on total duration). */
-    http_idle_timeout_seconds: int(1, 3_600).default(60),
+    http_idle_timeout_seconds: int(1, 3_600).default(seconds(DEFAULT_HTTP_IDLE_TIMEOUT_MS)),
     console: bool.default(false),
     /** Coalescing window of message.delta in ms; 0 sends one delta per agent chunk. */
-    delta_interval_ms: int(0, 10_000).default(100),
+    delta_interval_ms: int(0, 10_000).default(DEFAULT_DELTA_INTERVAL_MS),
     /** Offer permessage-deflate on the WebSocket. */
     ws_compression: bool.default(true),
     /** Offer the resume extension: keep a replay log per conversation, answer since_seq and client_message_id. */
     resume: bool.default(true),
     /** Bounds of each conversation's replay log: events, and bytes of event JSON (oldest evicted first). */
-    replay_max_events: int(1, 1_000_000).default(2_000),
-    replay_max_bytes: int(1_024, 1_073_741_824).default(8 * 1024 * 1024),
+    replay_max_events: int(1, 1_000_000).default(DEFAULT_REPLAY_LIMITS.maxEvents),
+    replay_max_bytes: int(1_024, 1_073_741_824).default(DEFAULT_REPLAY_LIMITS.maxBytes),
     /** Interval of WebSocket-level pings; a peer that misses one is dropped (half-open detection). */
-    heartbeat_interval_ms: int(100, 3_600_000).default(30_000),
+    heartbeat_interval_ms: int(100, 3_600_000).default(DEFAULT_HEARTBEAT_INTERVAL_MS),
     /** Failed hellos/HTTP authentications from one address within the window that lock it out. */
-    lockout_max_failures: int(1, 1_000).default(5),
+    lockout_max_failures: int(1, 1_000).default(DEFAULT_LOCKOUT.maxFailures),
     /** The window in which those failures are counted. */
-    lockout_window_seconds: int(1, 86_400).default(60),
+    lockout_window_seconds: int(1, 86_400).default(seconds(DEFAULT_LOCKOUT.windowMs)),
     /** How long a locked-out address is refused (4429 / HTTP 429). */
-    lockout_duration_seconds: int(1, 86_400).default(300),
+    lockout_duration_seconds: int(1, 86_400).default(seconds(DEFAULT_LOCKOUT.durationMs)),
     /** Whose X-Forwarded-For names the client for the lockout (see {@link trustedProxy}). */
     trusted_proxy: trustedProxy.default("loopback"),
     /**
      * Browser origins, besides the server's own, allowed to use it: CORS on the attachment and
      * answer routes, and the WebSocket handshake; env: comma-separated.
      */
-    cors_origins: list(",")
-      .pipe(
-        z.array(
-          z
-            .string()
-            .refine(
-              isOrigin,
-              "each entry must be an origin like https://console.example.com (scheme, host, optional port; no path)",
-            ),
-        ),
-      )
-      .default([]),
+    cors_origins: list(",").pipe(z.array(optionRules.corsOrigin)).default([]),
     /** Text (conversation names, commands, answers) in push payloads; false sends ids only. */
     push_preview: bool.default(true),
     /**
@@ -223,11 +189,7 @@ export const Config = z
      */
     push_allow_private: bool.default(false),
     /** The VAPID contact push services see: a mailto: or https: URL. */
-    push_subject: z
-      .string()
-      .trim()
-      .refine(isContact, "must be a mailto: or https: URL, e.g. mailto:admin@example.com")
-      .optional(),
+    push_subject: z.string().trim().pipe(optionRules.pushSubject).optional(),
     agent: AgentConfig.default({}),
     schedules: SchedulesConfig.default({}),
   })

@@ -88,7 +88,7 @@ describe("loadConfig", () => {
     expect(loadConfig({ PHEBY_CONFIG: "pheby.yaml" }, cwd).trusted_proxy).toBe("none");
     for (const bad of ["all", "caddy.local", "10.0.0.0/8", "10.0.0.1,", "loopback, 10.0.0.1"]) {
       expect(() => loadConfig({ PHEBY_TRUSTED_PROXY: bad }, dir())).toThrow(
-        /PHEBY_TRUSTED_PROXY \(trusted_proxy\): must be loopback, none, or the IP addresses/,
+        /PHEBY_TRUSTED_PROXY \(trusted_proxy\): must be "loopback", "none" or a list of IP addresses/,
       );
     }
     writeFileSync(join(cwd, "pheby.yaml"), "trusted_proxy: []\n");

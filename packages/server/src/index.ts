@@ -14,23 +14,30 @@ export type { AgentShare } from "./agent-user/shared-dir.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
-export { THIN_ABOVE_BYTES, THIN_MAX_INTERVAL_MS, thinInterval } from "./outbox/thinning.js";
-export type { Resolve } from "./push/address.js";
-export type { RetryPolicy } from "./push/delivery.js";
-export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
-export { checkTimezone } from "./schedules/rules.js";
 export {
-  createPhebyServer,
+  DEFAULT_ASK_TIMEOUT_MS,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
+  DEFAULT_AUTH_TIMEOUT_MS,
+  DEFAULT_CANCEL_GRACE_MS,
   DEFAULT_DELTA_INTERVAL_MS,
+  DEFAULT_HEARTBEAT_INTERVAL_MS,
   DEFAULT_HISTORY_PAGE_BYTES,
   DEFAULT_HOST,
   DEFAULT_HTTP_IDLE_TIMEOUT_MS,
   DEFAULT_LOCKOUT,
   DEFAULT_MAX_BUFFERED_BYTES,
+  DEFAULT_MISSED_GRACE_MS,
   DEFAULT_PORT,
-  type ListenInfo,
-  type PhebyServer,
+  optionRules,
   type PhebyServerOptions,
-} from "./server.js";
+  PhebyServerOptionsSchema,
+  type ResolvedServerOptions,
+  resolveServerOptions,
+} from "./options.js";
+export { THIN_ABOVE_BYTES, THIN_MAX_INTERVAL_MS, thinInterval } from "./outbox/thinning.js";
+export type { Resolve } from "./push/address.js";
+export type { RetryPolicy } from "./push/delivery.js";
+export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
+export { checkTimezone } from "./schedules/rules.js";
+export { createPhebyServer, type ListenInfo, type PhebyServer } from "./server.js";
 export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";

@@ -39,13 +39,6 @@ export interface Peer {
 export interface Origin {
   peer?: Peer;
   requestId?: string;
-  /**
-   * A client asked for it, though not on a connection that is waiting for
-   * the reply: a queued follow-up that starts when the active run ends (its
-   * sender may have closed the app). No copy gets a `request_id`; a push
-   * notifier still treats the run as the user's own (`run_finished`).
-   */
-  byClient?: boolean;
 }
 
 /** One event as the core publishes it. */

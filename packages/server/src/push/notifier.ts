@@ -29,16 +29,19 @@ export interface PushNotifierDeps {
   conversationName(conversationId: string): string | undefined;
 }
 
-interface RunInfo {
+/**
+ * A run's end, as the run engine's `finished` run event reports it (push sits below the engine, so
+ * it names only what it reads).
+ */
+export interface RunEnd {
   conversationId: string;
-  /** Started by a client's `chat.send` (→ `run_finished`), or by the agent on its own (→ `message`). */
-  solicited: boolean;
-  /** The final text, from the run's `message.complete`. */
+  runId: string;
+  /** Started by a client (its `chat.send`, its queued follow-up: → `run_finished`), or not (→ `message`). */
+  byClient: boolean;
+  status: "completed" | "cancelled" | "failed";
+  error?: string;
+  /** The answer's final text. */
   text: string;
-  /** The tool most recently seen running, named by an approval push. */
-  tool?: string;
-  /** The run's answer, from its `message.start` (the engine's id format is its own business). */
-  messageId?: string;
 }
 
 interface Asked {
@@ -52,8 +55,9 @@ interface Asked {
  * observes it, so it never changes what a connection receives or when.
  *
  * - `approval.request` / `clarify.request` → `approval` / `clarify`;
- * - a run's `run.finished`: `run_finished` when a client started it, `message` when the agent did
- *   (a schedule, background output), never both, and nothing for a cancelled run;
+ * - a run's end ({@link runFinished}, from the engine's run events): `run_finished` when a client
+ *   started it, `message` when the agent did (a schedule, background output), never both, and
+ *   nothing for a cancelled run;
  * - `approval.resolved` / `clarify.resolved` of a question that was pushed → `resolved` with the
  *   question's `Topic`, so a lock screen stops offering a stale action;
  * - `schedule.changed` of the agent's new, unconfirmed schedule → `schedule`, to every subscription.
@@ -62,9 +66,8 @@ interface Asked {
  * the principal that made it (the owner, or that device) is looking.
  */
 export class PushNotifier implements Outbox {
-  readonly #runs = new Map<string, RunInfo>();
-  /** The run of each message in flight, from its `message.start` to its run's `run.finished`. */
-  readonly #messageRuns = new Map<string, string>();
+  /** The tool each active run most recently ran, named by an approval push; until the run ends. */
+  readonly #tools = new Map<string, string>();
   /** Questions pushed and still open, by approval_id / clarify_id. */
   readonly #asked = new Map<string, Asked>();
   /** The agent's schedules already pushed as awaiting confirmation (one push each). */
@@ -88,38 +91,11 @@ export class PushNotifier implements Outbox {
   #observe(event: OutboxEvent): void {
     const msg: ServerMessage = event.message;
     switch (msg.type) {
-      case "run.accepted":
-        // A client's chat.send is the reply-to of its run.accepted (a queued one says byClient); a run
-        // the agent or a schedule started has neither.
-        this.#runs.set(msg.run_id, {
-          conversationId: msg.conversation_id,
-          solicited: event.replyTo?.peer !== undefined || event.replyTo?.byClient === true,
-          text: "",
-        });
-        return;
-      case "tool.event": {
-        const run = msg.run_id === undefined ? undefined : this.#runs.get(msg.run_id);
-        if (run && msg.status === "running") run.tool = msg.tool_name;
-        return;
-      }
-      case "message.start": {
-        const run = this.#runs.get(msg.run_id);
-        if (!run) return;
-        run.messageId = msg.message_id;
-        this.#messageRuns.set(msg.message_id, msg.run_id);
-        return;
-      }
-      case "message.complete": {
-        const runId = this.#messageRuns.get(msg.message_id);
-        const run = runId === undefined ? undefined : this.#runs.get(runId);
-        if (run && msg.kind !== "notice") run.text = msg.text;
-        return;
-      }
-      case "run.finished":
-        this.#runFinished(msg.run_id, msg.status, msg.error);
+      case "tool.event":
+        if (msg.run_id !== undefined && msg.status === "running") this.#tools.set(msg.run_id, msg.tool_name);
         return;
       case "approval.request": {
-        const tool = msg.run_id === null ? undefined : this.#runs.get(msg.run_id)?.tool;
+        const tool = msg.run_id === null ? undefined : this.#tools.get(msg.run_id);
         this.#ask(msg.approval_id, msg.conversation_id, event, (conversationName, expiry, now) =>
           approvalPush({ ...msg, conversationName, ...(tool ? { tool } : {}), ...expiry }, now),
         );
@@ -199,21 +175,28 @@ export class PushNotifier implements Outbox {
     );
   }
 
-  #runFinished(runId: string, status: "completed" | "cancelled" | "failed", error: string | undefined): void {
-    const run = this.#runs.get(runId);
-    if (!run) return;
-    this.#runs.delete(runId);
-    if (run.messageId !== undefined) this.#messageRuns.delete(run.messageId);
+  /** A run ended (the engine's `finished` run event). Never throws into the engine. */
+  runFinished(run: RunEnd): void {
+    try {
+      this.#runFinished(run);
+    } catch (err) {
+      this.deps.log.error({ err, run: run.runId }, "push notifier failed on a run's end");
+    }
+  }
+
+  #runFinished({ conversationId, runId, byClient, status, error, text }: RunEnd): void {
+    this.#tools.delete(runId);
     if (status === "cancelled") return; // the owner cancelled it: they know
-    const name = this.deps.conversationName(run.conversationId);
+    const name = this.deps.conversationName(conversationId);
     if (name === undefined) return;
-    const base = { conversation_id: run.conversationId, run_id: runId, conversationName: name };
+    const base = { conversation_id: conversationId, run_id: runId, conversationName: name };
     const now = this.deps.clock.now();
-    if (run.solicited) {
-      const text = status === "failed" ? (error ?? run.text) : run.text;
-      this.#notify(runFinishedPush({ ...base, status, text }, now));
-    } else if (status === "completed" && run.text.trim() !== "") {
-      this.#notify(messagePush({ ...base, text: run.text }, now));
+    if (byClient) {
+      this.#notify(
+        runFinishedPush({ ...base, status, text: status === "failed" ? (error ?? text) : text }, now),
+      );
+    } else if (status === "completed" && text.trim() !== "") {
+      this.#notify(messagePush({ ...base, text }, now));
     }
   }
 

@@ -10,7 +10,7 @@ import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
 import { checkEndpoint, type EndpointPolicy, EndpointRefused, type Resolve } from "./address.js";
 import { originOf, PushDelivery, type RetryPolicy } from "./delivery.js";
-import { PushNotifier } from "./notifier.js";
+import { PushNotifier, type RunEnd } from "./notifier.js";
 import { testPush } from "./payload.js";
 import { Presence, type PresenceState } from "./presence.js";
 import { PushSender } from "./sender.js";
@@ -112,6 +112,11 @@ export class PushService {
       conversationName: (id) => this.#deps.store.getConversation(id)?.name,
     });
     return this.#notifier;
+  }
+
+  /** A run ended (the engine's `finished` run event): `run_finished` or `message` pushes. */
+  runFinished(run: RunEnd): void {
+    this.#notifier?.runFinished(run);
   }
 
   /**

@@ -92,11 +92,6 @@ export interface RunEngineDeps {
   deltaIntervalMs: number;
   /** After `run.cancel`, how long the backend gets to stop before the run is finished as cancelled anyway. */
   cancelGraceMs: number;
-  /**
-   * A conversation's run ended (`ended`: which, and how) and the engine is not shutting down: the place
-   * to start the next queued one.
-   */
-  runEnded?: (conversationId: string, ended: { runId: string; status: RunStatus }) => void;
 }
 
 /**
@@ -124,7 +119,47 @@ export interface SendOptions {
   runId?: string;
   /** The `client_message_id` the user message was sent with (`resume`), recorded with it. */
   clientMessageId?: string | undefined;
+  /**
+   * A client asked for the run (its `chat.send`, or its follow-up the queue starts now); default
+   * true. False for a prompt of the server's own that went through the queue. {@link RunEvent}s say it.
+   */
+  byClient?: boolean;
 }
+
+// ---- Run events -------------------------------------------------------------------------------
+// What the engine tells the rest of the server about its runs, typed, so that observers (the queue
+// starting the next follow-up, push notifications) follow runs without reading outbox events back.
+
+/** A run was accepted: its `run.accepted` went out. */
+export interface RunAccepted {
+  type: "accepted";
+  conversationId: string;
+  runId: string;
+  /** A client asked for it (its `chat.send`, its queued follow-up); false: the server or the agent did. */
+  byClient: boolean;
+  owner: RunOwner;
+}
+
+/** A run ended: its `message.complete` and `run.finished` went out. */
+export interface RunFinished {
+  type: "finished";
+  conversationId: string;
+  runId: string;
+  byClient: boolean;
+  status: RunStatus;
+  /** The error `run.finished` carried (a failed run only). */
+  error?: string;
+  /** The answer's final text, as its `message.complete` carried it. */
+  text: string;
+  /** It ended because the server is shutting down (which keeps the queue for the next start). */
+  shutdown: boolean;
+}
+
+/** One event of a run's life, in the order its messages went out. */
+export type RunEvent = RunAccepted | RunFinished;
+
+/** An observer of {@link RunEvent}s. */
+export type RunListener = (event: RunEvent) => void;
 
 /**
  * The run engine: run IDs, one active run per conversation, the state machine
@@ -188,6 +223,7 @@ export class RunEngine {
     run.sessionKey = conv.session_id ?? conv.id;
     // Every device learns of the run before its message.start; only the sender's copy is the reply.
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId }, origin);
+    this.#runAccepted(run, options.byClient ?? true);
     for (const { descriptor } of claimed) {
       this.#publish({
         type: "attachment.added",
@@ -345,6 +381,7 @@ export class RunEngine {
     const { run, messageRow } = this.#begin(conv.id, userText, undefined, { owner });
     run.sessionKey = conv.session_id ?? conv.id;
     this.#publish({ type: "run.accepted", conversation_id: conv.id, run_id: run.runId });
+    this.#runAccepted(run, false);
     this.#startMessage(run);
     await this.#drive(run, (sink, signal) => produce(sink, signal, run, messageRow));
     return run.status ?? "failed";
@@ -711,9 +748,55 @@ export class RunEngine {
       { run: run.runId, status, ...(this.deps.logChatContent && run.text ? { text: run.text } : {}) },
       "run finished",
     );
-    // Whatever its status: a queued follow-up starts now (a shutdown keeps the queue for the next start).
-    if (!this.#closed) this.deps.runEnded?.(run.conversationId, { runId: run.runId, status });
+    this.#runFinished(run, status, error);
     run.resolveDone();
+  }
+
+  // ---- Run events (see RunEvent) -----------------------------------------------------------------
+
+  readonly #listeners = new Set<RunListener>();
+  /** Whether a client asked for each active run, by run ID, until its `finished` event. */
+  readonly #byClient = new Map<string, boolean>();
+
+  /**
+   * Observe every run from `accepted` to `finished`; listeners are called in the order they were
+   * added, synchronously, right after the run's own messages went out. Returns the unsubscribe.
+   */
+  onRun(listener: RunListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  #runAccepted(run: Run, byClient: boolean): void {
+    this.#byClient.set(run.runId, byClient);
+    const { conversationId, runId, owner } = run;
+    this.#emitRun({ type: "accepted", conversationId, runId, byClient, owner });
+  }
+
+  #runFinished(run: Run, status: RunStatus, error: string | undefined): void {
+    const byClient = this.#byClient.get(run.runId) ?? false;
+    this.#byClient.delete(run.runId);
+    this.#emitRun({
+      type: "finished",
+      conversationId: run.conversationId,
+      runId: run.runId,
+      byClient,
+      status,
+      ...(error === undefined ? {} : { error }),
+      text: run.text,
+      shutdown: this.#closed,
+    });
+  }
+
+  /** An observer that throws is logged; it never breaks the run or the other observers. */
+  #emitRun(event: RunEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.deps.log.error({ err, run: event.runId, event: event.type }, "a run observer failed");
+      }
+    }
   }
 }
 

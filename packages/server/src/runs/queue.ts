@@ -14,7 +14,7 @@ import type { ScheduleRow } from "../store/schedules.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import type { Clock } from "../util/time.js";
-import type { RunEngine, RunOwner } from "./engine.js";
+import type { RunEngine, RunEvent, RunOwner } from "./engine.js";
 
 /** What the queue needs from the server. */
 export interface RunQueueDeps {
@@ -50,7 +50,18 @@ export class RunQueue {
   /** Queued prompts of the server's own (scheduled ones) waiting to be told how their run ended. */
   readonly #waiting = new Map<string, (status: RunStatus | "gone") => void>();
 
-  constructor(private readonly deps: RunQueueDeps) {}
+  constructor(private readonly deps: RunQueueDeps) {
+    deps.runs.onRun((event) => this.#observe(event));
+  }
+
+  /**
+   * Whatever its status, a run's end starts the conversation's next queued run; one ended by a
+   * shutdown does not (the queue waits in the store for {@link startAfterRestart}).
+   */
+  #observe(event: RunEvent): void {
+    if (event.type !== "finished" || event.shutdown) return;
+    this.next(event.conversationId, { runId: event.runId, status: event.status });
+  }
 
   /**
    * A prompt of the server's own (a scheduled one), as a run nobody on the socket asked for: it starts
@@ -169,8 +180,8 @@ export class RunQueue {
   }
 
   /**
-   * The conversation's active run ended (`ended`: which, and how), or the server started: start its
-   * next queued run, if any.
+   * The conversation's active run ended (`ended`: which, and how; the engine's `finished` event), or
+   * the server started: start its next queued run, if any.
    */
   next(conversationId: string, ended?: { runId: string; status: RunStatus }): void {
     if (ended) this.#settle(ended.runId, ended.status);
@@ -179,20 +190,21 @@ export class RunQueue {
     const conv = store.getConversation(conversationId);
     const queued = conv ? store.queue.shift(conversationId) : undefined;
     if (!conv || !queued) return;
-    // A follow-up a client queued is its own run (a run_finished push); a scheduled prompt that
-    // joined the queue is the server's, auto-approved only when its schedule (read now, so also
-    // after a restart) allows it.
+    // A follow-up a client queued is its own run (a run_finished push), though nobody waits for a
+    // reply to it; a scheduled prompt that joined the queue is the server's, auto-approved only when
+    // its schedule (read now, so also after a restart) allows it.
+    const byClient = queued.scheduleId === null;
     const schedule = queued.scheduleId === null ? undefined : store.schedules.get(queued.scheduleId);
-    const origin = queued.scheduleId === null ? { byClient: true } : {};
     const owner: RunOwner = {
       deviceId: queued.deviceId,
-      autoApprove: queued.scheduleId === null || schedule?.auto_approve === true,
+      autoApprove: byClient || schedule?.auto_approve === true,
     };
     try {
-      runs.send(conv, queued.text, origin, (messageId) => attachments.takeQueued(queued.runId, messageId), {
+      runs.send(conv, queued.text, {}, (messageId) => attachments.takeQueued(queued.runId, messageId), {
         runId: queued.runId,
         clientMessageId: queued.clientMessageId ?? undefined,
         owner,
+        byClient,
       });
     } catch (err) {
       log.error({ err, conversation: conversationId, run: queued.runId }, "a queued run could not start");
@@ -201,8 +213,11 @@ export class RunQueue {
     this.deps.outbox.publish(this.#changed(conversationId));
   }
 
-  /** At start: every conversation with a queue left by the last process starts its next run. */
-  resume(): void {
+  /**
+   * At start, once the agent is up: every conversation with a queue left by the last process starts
+   * its next run. (Not the `resume` extension, which is about a client's reconnection.)
+   */
+  startAfterRestart(): void {
     for (const conversationId of this.deps.store.queue.conversations()) this.next(conversationId);
   }
 

@@ -39,18 +39,45 @@ function notifier(r: Rig, presence = new Presence(() => live)) {
     const conversationId = "conversation_id" in message ? (message.conversation_id ?? null) : CONV;
     n.publish({ message, conversationId, ...extra });
   };
+  /** Whether a client started each run, as the engine's run events say. */
+  const byClient = new Map<string, boolean>();
   /**
    * A run accepted, then its answer started (as the engine sends them): a client's chat.send is the
    * reply-to; the agent's own run has none. The answer's id is opaque: the notifier must not parse it.
    */
   const runStarted = (runId: string, solicited: boolean) => {
+    byClient.set(runId, solicited);
     observe(
       { type: "run.accepted", conversation_id: CONV, run_id: runId },
       solicited ? { replyTo: { peer: { id: 1 } as never, requestId: "r1" } } : {},
     );
     observe({ type: "message.start", conversation_id: CONV, run_id: runId, message_id: answerId(runId) });
   };
-  return { n, presence, observe, runStarted };
+  /** A run's end: its last frames, then the engine's `finished` run event with the answer's text. */
+  const runEnded = (
+    runId: string,
+    status: "completed" | "failed" | "cancelled",
+    text: string,
+    error?: string,
+  ) => {
+    observe({ type: "message.complete", conversation_id: CONV, message_id: answerId(runId), text, ts: TS });
+    observe({
+      type: "run.finished",
+      conversation_id: CONV,
+      run_id: runId,
+      status,
+      ...(error === undefined ? {} : { error }),
+    });
+    n.runFinished({
+      conversationId: CONV,
+      runId,
+      byClient: byClient.get(runId) ?? false,
+      status,
+      ...(error === undefined ? {} : { error }),
+      text,
+    });
+  };
+  return { n, presence, observe, runStarted, runEnded };
 }
 
 /** The message id of a run's answer in these tests: deliberately not the engine's format. */
@@ -69,23 +96,21 @@ const approvalRequest = (id = "a1", conversation_id = CONV) => ({
 });
 
 function finishRun(
-  observe: (m: unknown) => void,
+  runEnded: (
+    runId: string,
+    status: "completed" | "failed" | "cancelled",
+    text: string,
+    error?: string,
+  ) => void,
   status: "completed" | "failed" | "cancelled",
   text: string,
 ) {
-  observe({ type: "message.complete", conversation_id: CONV, message_id: answerId(RUN), text, ts: TS });
-  observe({
-    type: "run.finished",
-    conversation_id: CONV,
-    run_id: RUN,
-    status,
-    ...(status === "failed" ? { error: "The agent backend failed" } : {}),
-  });
+  runEnded(RUN, status, text, status === "failed" ? "The agent backend failed" : undefined);
 }
 
 describe("PushNotifier: one push per event", () => {
   it("a run a client started pushes run_finished with the first line of the answer; a notice is not the answer", async () => {
-    const { r, phone, runStarted, observe } = await withPhone();
+    const { r, phone, runStarted, runEnded, observe } = await withPhone();
     runStarted(RUN, true);
     observe({
       type: "message.complete",
@@ -95,7 +120,7 @@ describe("PushNotifier: one push per event", () => {
       kind: "notice",
       ts: TS,
     });
-    finishRun(observe, "completed", "Done: 3 files changed.\nDetails…");
+    finishRun(runEnded, "completed", "Done: 3 files changed.\nDetails…");
     expect((await phone.next()).payload).toMatchObject({
       kind: "run_finished",
       status: "completed",
@@ -106,9 +131,9 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("an unsolicited run pushes message, never run_finished too", async () => {
-    const { r, phone, runStarted, observe } = await withPhone();
+    const { r, phone, runStarted, runEnded } = await withPhone();
     runStarted(RUN, false);
-    finishRun(observe, "completed", "Nightly report: all green");
+    finishRun(runEnded, "completed", "Nightly report: all green");
     expect((await phone.next()).payload).toMatchObject({
       kind: "message",
       body: "Nightly report: all green",
@@ -119,17 +144,11 @@ describe("PushNotifier: one push per event", () => {
   });
 
   it("a failed run pushes run_finished failed; a cancelled one pushes nothing", async () => {
-    const { r, phone, runStarted, observe } = await withPhone();
+    const { r, phone, runStarted, runEnded } = await withPhone();
     runStarted(RUN, true);
-    finishRun(observe, "cancelled", "partial");
+    finishRun(runEnded, "cancelled", "partial");
     runStarted("r2", true);
-    observe({
-      type: "run.finished",
-      conversation_id: CONV,
-      run_id: "r2",
-      status: "failed",
-      error: "The agent backend failed",
-    });
+    runEnded("r2", "failed", "", "The agent backend failed");
     expect((await phone.next()).payload).toMatchObject({
       kind: "run_finished",
       run_id: "r2",
@@ -209,10 +228,10 @@ describe("PushNotifier: one push per event", () => {
     const results = r.receiver.endpoint("results-only");
     r.subscribe(approvals, ["approval"]);
     r.subscribe(results, ["run_finished"]);
-    const { runStarted, observe } = notifier(r);
+    const { runStarted, runEnded, observe } = notifier(r);
     observe(approvalRequest());
     runStarted(RUN, true);
-    finishRun(observe, "completed", "ok");
+    finishRun(runEnded, "completed", "ok");
     expect((await approvals.next()).payload.kind).toBe("approval");
     expect((await results.next()).payload.kind).toBe("run_finished");
     await r.delivery.idle();

@@ -1,0 +1,60 @@
+/**
+ * The {@link AgentHost} the server hands its agent backend: what the agent does outside a turn
+ * (output, wake-ups) becomes a server-started run in the conversation of its session; session
+ * titles and hidden sessions go to the store; Pheby's own tools come from the MCP service.
+ */
+import { resolve } from "node:path";
+import type { AgentHost, AgentTools } from "../agent/port.js";
+import { applySessionTitle } from "../conversations/titles.js";
+import type { Outbox } from "../outbox/outbox.js";
+import type { RunEngine } from "../runs/engine.js";
+import type { ConversationRow, Store } from "../store/store.js";
+import { newId } from "../util/ids.js";
+import type { Clock } from "../util/time.js";
+
+/** What {@link createAgentHost} needs. */
+export interface AgentHostDeps {
+  store: Store;
+  outbox: Outbox;
+  runs: RunEngine;
+  /** The backend's name, the `source` of the sessions it hides. */
+  source: string;
+  clock: Clock;
+  /** Pheby's MCP tools; undefined when the operator does not offer them. */
+  tools: AgentTools | undefined;
+  dataDir: string;
+  logChatContent: boolean;
+  log: AgentHost["log"];
+}
+
+/** Build the host callbacks of the agent backend. */
+export function createAgentHost(deps: AgentHostDeps): AgentHost {
+  const { store, runs, log } = deps;
+  /** A run the agent's output outside any turn starts, in the conversation of its session. */
+  const serverRun = (what: string, sessionId: string, start: (conv: ConversationRow) => Promise<unknown>) => {
+    const conv = store.conversationBySession(sessionId);
+    if (!conv) {
+      log.warn({ session: sessionId }, `${what} for an unknown session dropped`);
+      return;
+    }
+    start(conv).catch((err) => log.error({ err }, `${what} failed`));
+  };
+  return {
+    unsolicited: (message) =>
+      serverRun("unsolicited output", message.sessionId, (conv) =>
+        runs.unsolicited(conv, message.text, message.kind),
+      ),
+    wake: (message) =>
+      serverRun("wake-up", message.sessionId, (conv) => runs.wake(conv, message.text, message.meta)),
+    tools: deps.tools,
+    sessionTitle(sessionId, title) {
+      applySessionTitle(store, deps.outbox, sessionId, title);
+    },
+    hideSession(sessionId) {
+      store.hideSession({ id: newId(), session_id: sessionId, source: deps.source, at: deps.clock.now() });
+    },
+    serverPaths: { dataDir: resolve(deps.dataDir), workdir: process.cwd() },
+    logChatContent: deps.logChatContent,
+    log,
+  };
+}
