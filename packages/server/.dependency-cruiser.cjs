@@ -14,7 +14,7 @@ const LAYERS = [
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
   ["runs", "mcp"],
   ["handlers"],
-  ["session"],
+  ["connection"],
   ["http", "transport"],
   ["server.ts"],
   ["index.ts"],

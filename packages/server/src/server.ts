@@ -15,6 +15,8 @@ import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
+import { Connections } from "./connection/connection.js";
+import { SERVER_FEATURES } from "./connection/features.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
@@ -43,8 +45,6 @@ import { stopRevokedWork } from "./runs/revoked-work.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
 import { Scheduler } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
-import { SERVER_FEATURES } from "./session/features.js";
-import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
 import { forgetRevokedDevices } from "./store/creators.js";
 import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
@@ -254,14 +254,14 @@ export const DEFAULT_ATTACHMENT_RETENTION_DAYS = 7;
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
- * The server without a network listener: store, core, sessions and the HTTP
+ * The server without a network listener: store, core, connections and the HTTP
  * app. {@link createPhebyServer} serves it over ws and HTTP; tests (and later
- * other transports) open sessions on `sessions` directly, e.g. with
+ * other transports) open connections on `connections` directly, e.g. with
  * `transport/memory.ts`. Internal: not part of the package's API.
  */
 export interface ServerCore {
-  /** Where transports open one session per connection. */
-  sessions: Sessions;
+  /** Where transports open a Connection for each of theirs. */
+  connections: Connections;
   /** The Hono app of the HTTP routes (attachments, health, console). */
   app: Hono<{ Bindings: HttpBindings }>;
   log: Logger;
@@ -547,7 +547,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   };
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout({ ...DEFAULT_LOCKOUT, ...options.lockout }, clock);
-  const sessions = new Sessions({
+  const connections = new Connections({
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
@@ -595,7 +595,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const transports: { close(): Promise<void> }[] = [];
 
   return {
-    sessions,
+    connections,
     app,
     log,
     httpIdleTimeoutMs,
@@ -663,7 +663,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const core = createServerCore(options);
   const { log, httpIdleTimeoutMs } = core;
-  const sockets = new WsTransport(core.sessions, {
+  const sockets = new WsTransport(core.connections, {
     log,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 30_000,
     maxBufferedBytes: options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES,

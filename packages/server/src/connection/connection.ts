@@ -23,8 +23,8 @@ import { iso } from "../util/time.js";
 import { negotiate, type SERVER_FEATURES } from "./features.js";
 import type { PeerLink } from "./link.js";
 
-/** What every session needs, whatever its transport. */
-export interface SessionSettings {
+/** What every connection needs, whatever its transport. */
+export interface ConnectionSettings {
   /** Who a hello's secret authenticates (compared in constant time), or undefined. */
   authenticate: Authenticate;
   lockout: Lockout;
@@ -34,14 +34,14 @@ export interface SessionSettings {
   features: readonly string[];
 }
 
-/** The services sessions work with. */
-export interface SessionDeps {
+/** The services connections work with. */
+export interface ConnectionDeps {
   /** Handlers' services; `ctx.outbox` receives the broadcasts handlers return. */
   ctx: ServerContext;
   dispatcher: Dispatcher;
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
-  settings: SessionSettings;
+  settings: ConnectionSettings;
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -51,25 +51,25 @@ function frameBytes(data: RawFrame): number {
   return typeof data === "string" ? encoder.encode(data).byteLength : data.byteLength;
 }
 
-/** Where transports open sessions: one per connection. */
-export class Sessions {
-  constructor(private readonly deps: SessionDeps) {}
+/** Where transports open a {@link Connection} for each connection they accept. */
+export class Connections {
+  constructor(private readonly deps: ConnectionDeps) {}
 
   /**
    * A transport accepted a connection. A locked-out address is refused at
    * once; otherwise the peer has `authTimeoutMs` to say hello.
    */
-  open(link: PeerLink): PeerSession {
-    return new PeerSession(link, this.deps);
+  open(link: PeerLink): Connection {
+    return new Connection(link, this.deps);
   }
 }
 
 /**
- * One peer's protocol session over any {@link PeerLink}: the frame limit,
+ * One peer's protocol connection over any {@link PeerLink}: the frame limit,
  * decoding, the handshake (hello/ready, auth timer, lockout), dispatch of
  * requests, and the send path the Fanout uses once it is authenticated.
  */
-export class PeerSession implements Peer {
+export class Connection implements Peer {
   readonly id: number;
   features: ReadonlySet<string> = NO_FEATURES;
   principal: Principal | null = null;
@@ -78,7 +78,7 @@ export class PeerSession implements Peer {
 
   constructor(
     private readonly link: PeerLink,
-    private readonly deps: SessionDeps,
+    private readonly deps: ConnectionDeps,
   ) {
     this.id = link.id;
     this.#log = deps.ctx.log;
@@ -92,7 +92,7 @@ export class PeerSession implements Peer {
     }, deps.settings.authTimeoutMs);
   }
 
-  /** Send one serialised frame (the Fanout's path, and this session's own replies). */
+  /** Send one serialised frame (the Fanout's path, and this connection's own replies). */
   send(frame: string, hint: SendHint): void {
     if (!this.link.open) return;
     this.link.send(frame, hint);
