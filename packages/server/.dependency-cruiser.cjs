@@ -15,7 +15,7 @@ const LAYERS = [
   ["runs", "mcp"],
   ["handlers"],
   ["connection"],
-  ["http", "transport"],
+  ["http", "transport", "extensions"],
   ["server.ts"],
   ["index.ts"],
 ];
@@ -93,6 +93,14 @@ module.exports = {
       severity: "error",
       from: { pathNot: "^src/store/" },
       to: { path: "(^|/)node_modules/better-sqlite3/" },
+    },
+    {
+      name: "connection-knows-no-extension",
+      comment:
+        "The connection layer reaches an extension only through the hooks registered with it (extensions/), and the core only through the handlers and the Outbox.",
+      severity: "error",
+      from: { path: "^src/connection/" },
+      to: { path: `^src/(${LAYERS[4].join("|")}|runs|mcp)/` },
     },
     {
       name: "acp-state-below-its-parts",

@@ -3,7 +3,6 @@ import type { AddressInfo } from "node:net";
 import { resolve } from "node:path";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
-import { FEATURE_RESUME } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import type { AgentBackend, AgentHost } from "./agent/port.js";
@@ -16,13 +15,13 @@ import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
 import { Connections } from "./connection/connection.js";
-import { SERVER_FEATURES } from "./connection/features.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { applySessionTitle } from "./conversations/titles.js";
 import { Decisions } from "./decisions/decisions.js";
 import { Devices } from "./devices/devices.js";
 import { DeviceRegistry } from "./devices/registry.js";
 import { isPublicWebSocketUrl } from "./devices/uri.js";
+import { connectionExtensions } from "./extensions/index.js";
 import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
@@ -453,7 +452,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     outbox,
     runs,
     queue,
-    replay,
+    resume: replay,
     sends: new IdempotentRequests(store.sentRequests),
     scheduler,
     decisions,
@@ -556,8 +555,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       lockout,
       authTimeoutMs: options.authTimeoutMs ?? 10_000,
       serverName: options.serverName ?? "pheby",
-      features: resume ? SERVER_FEATURES : SERVER_FEATURES.filter((f) => f !== FEATURE_RESUME),
     },
+    extensions: connectionExtensions(ctx),
   });
   const app = createHttpApp(
     log,
