@@ -33,4 +33,9 @@ export {
   type PhebyServer,
   type PhebyServerOptions,
 } from "./server.js";
-export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
+export {
+  DEFAULT_REPLAY_LIMITS,
+  DEFAULT_RESUME_LOG_LIMITS,
+  type ReplayLimits,
+  type ResumeLogLimits,
+} from "./store/resume-log.js";

@@ -46,7 +46,7 @@ import { Scheduler } from "./schedules/scheduler.js";
 import { scheduleView } from "./schedules/view.js";
 import { Settings } from "./settings/settings.js";
 import { forgetRevokedDevices } from "./store/creators.js";
-import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
+import { DEFAULT_RESUME_LOG_LIMITS, type ResumeLogLimits } from "./store/resume-log.js";
 import { type ConversationRow, Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { newId } from "./util/ids.js";
@@ -166,14 +166,14 @@ export interface PhebyServerOptions {
    */
   historyPageBytes?: number;
   /**
-   * Bounds of each conversation's replay log (the `resume` extension), oldest
+   * Bounds of each conversation's resume log (the `resume` extension), oldest
    * events evicted first (default 2,000 events and 8 MiB of event JSON). A
    * client that was away for longer than the log reaches back gets the
    * snapshot instead of a replay.
    */
-  replayLog?: Partial<ReplayLimits>;
+  replayLog?: Partial<ResumeLogLimits>;
   /**
-   * Offer the `resume` extension (default true): keep the replay log and
+   * Offer the `resume` extension (default true): keep the resume log and
    * answer `since_seq` and `client_message_id`. False keeps no log and never
    * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
    */
@@ -329,13 +329,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const clock = options.clock ?? systemClock;
   const log = serverLogger(options.logger, options.logChatContent ?? false);
   const backend = options.agent ?? createSimulatorBackend();
-  const replayLimits = { ...DEFAULT_REPLAY_LIMITS, ...options.replayLog };
-  for (const [name, value] of Object.entries(replayLimits)) {
+  const resumeLogLimits = { ...DEFAULT_RESUME_LOG_LIMITS, ...options.replayLog };
+  for (const [name, value] of Object.entries(resumeLogLimits)) {
     if (!Number.isInteger(value) || value < 1) {
       throw new Error(`createPhebyServer: replayLog.${name} must be a whole number >= 1`);
     }
   }
-  const store = new Store(options.dataDir, { clock, replayLimits });
+  const store = new Store(options.dataDir, { clock, resumeLogLimits });
   const resume = options.resume ?? true;
   // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
   const interrupted = recoverInterruptedRuns(
@@ -373,7 +373,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ...(share ? { agentCopies: share.uploads } : {}),
   });
 
-  // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
+  // The core writes to `outbox`; an Outbox wrapper (resume log, push notifier) goes around the Fanout here.
   // The v1 copies of a long answer are thinned on the server's clock (a test's manual one, timers included).
   const thinning = deltaIntervalMs > 0 && options.thinV1Deltas !== false;
   const fanout = new Fanout(
@@ -384,7 +384,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     options.push,
   );
   // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
-  const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
+  const replay = resume ? new ResumeOutbox(fanout, store.resumeLog) : undefined;
   const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });

@@ -1,12 +1,12 @@
 import { FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
 import type { Fanout } from "../outbox/fanout.js";
 import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
-import type { ExtensionFields, LoggedEvent, ReplayLog, ReplayWindow } from "../store/replay-log.js";
+import type { ExtensionFields, LoggedEvent, ResumeLog, ResumeWindow } from "../store/resume-log.js";
 
 /**
  * The `resume` extension's Outbox, around the Fanout: every event of a
  * conversation is given the conversation's next `seq` and stored in the
- * replay log before it is serialised, then sent with `seq` (and, for
+ * resume log before it is serialised, then sent with `seq` (and, for
  * `approval.resolved` / `clarify.resolved`, the `conversation_id` their v1
  * form lacks) as fields only `resume` peers get. Every event is logged,
  * whoever is connected, since a phone may come back later and ask.
@@ -18,7 +18,7 @@ import type { ExtensionFields, LoggedEvent, ReplayLog, ReplayWindow } from "../s
 export class ResumeOutbox implements Outbox {
   constructor(
     private readonly fanout: Fanout,
-    private readonly log: ReplayLog,
+    private readonly log: ResumeLog,
   ) {}
 
   publish(event: OutboxEvent): void {
@@ -51,8 +51,8 @@ export class ResumeOutbox implements Outbox {
     return this.log.lastSeq(conversationId);
   }
 
-  /** What the log holds after `since` (see {@link ReplayLog.after}). */
-  after(conversationId: string, since: number): ReplayWindow {
+  /** What the log holds after `since` (see {@link ResumeLog.after}). */
+  after(conversationId: string, since: number): ResumeWindow {
     return this.log.after(conversationId, since);
   }
 
@@ -62,7 +62,7 @@ export class ResumeOutbox implements Outbox {
    * live copies had them, without anyone's `request_id`. The connection layer sends them, to that
    * peer alone, in the same synchronous stretch as the window was read.
    */
-  replayed(conversationId: string, window: Extract<ReplayWindow, { complete: true }>): OutboxEvent[] {
+  replayed(conversationId: string, window: Extract<ResumeWindow, { complete: true }>): OutboxEvent[] {
     return window.events.map((logged) => replayed(conversationId, logged));
   }
 }
