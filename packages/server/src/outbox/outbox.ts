@@ -3,7 +3,7 @@
  * decisions, handlers) publishes typed events with their conversation to an
  * {@link Outbox} and never learns how, or to whom, bytes travel. The
  * {@link Fanout} is the Outbox that serialises and sends; a wrapper that
- * implements Outbox and forwards to it (a replay log stamping `seq`, a push
+ * implements Outbox and forwards to it (a resume log stamping `seq`, a push
  * notifier) plugs in between without touching the core (docs/architecture.md).
  */
 import type { ServerMessage, ServerMessageType } from "@pheby/protocol";
