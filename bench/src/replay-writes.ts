@@ -1,14 +1,14 @@
-// Write cost of the resume extension's replay log per streamed delta, in-process on a real SQLite
+// Write cost of the resume extension's resume log per streamed delta, in-process on a real SQLite
 // file with the server's pragmas (WAL, synchronous=FULL: one fsync per commit). Ours: consecutive
 // deltas of a message update one draft row in place, fsynced every DELTAS_PER_FSYNC-th
-// (ReplayLog.append). Baseline, same run, same code path: every delta inserted as a row of its own
+// (ResumeLog.append). Baseline, same run, same code path: every delta inserted as a row of its own
 // (each with another message_id) and fsynced; in between, in-place updates each fsynced. Internal
 // modules of @pheby/server are imported from its source: they are not part of its public API.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ServerMessage } from "@pheby/protocol";
-import { DELTAS_PER_FSYNC, ReplayLog } from "../../packages/server/src/store/replay-log.js";
+import { DELTAS_PER_FSYNC, ResumeLog } from "../../packages/server/src/store/resume-log.js";
 import { Store } from "../../packages/server/src/store/store.js";
 import { median, table } from "./harness.js";
 
@@ -29,7 +29,7 @@ function perDelta(chars: number, inPlace: boolean, deltasPerFsync: number): numb
   for (let r = 0; r < RUNS; r++) {
     const dir = mkdtempSync(join(tmpdir(), "pheby-bench-replay-"));
     const store = new Store(dir);
-    const log = new ReplayLog(store.db, undefined, deltasPerFsync);
+    const log = new ResumeLog(store.db, undefined, deltasPerFsync);
     let timed = 0n;
     for (let a = 0; a < answers; a++) {
       for (let i = 1; i <= perAnswer; i++) {

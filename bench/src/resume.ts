@@ -220,7 +220,7 @@ try {
   console.log("baseline: the snapshot (conversation.open) of the same conversation, same server, same run\n");
   table(reconnectRows);
   console.log("\ntarget: resume ≤ 5% of the snapshot's bytes");
-  console.log(`\nResume: cost of seq and the replay log while streaming (median of ${STREAM_RUNS})`);
+  console.log(`\nResume: cost of seq and the resume log while streaming (median of ${STREAM_RUNS})`);
   console.log("baseline: the same server with resume off (nothing logged), same agent, same run\n");
   table(streamRows);
   console.log("\ntarget: within noise");

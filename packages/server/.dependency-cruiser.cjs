@@ -14,8 +14,8 @@ const LAYERS = [
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
   ["runs", "mcp"],
   ["handlers", "host"],
-  ["session"],
-  ["http", "transport"],
+  ["connection"],
+  ["http", "transport", "extensions"],
   ["options.ts"],
   ["server.ts"],
   ["index.ts"],
@@ -94,6 +94,14 @@ module.exports = {
       severity: "error",
       from: { pathNot: "^src/store/" },
       to: { path: "(^|/)node_modules/better-sqlite3/" },
+    },
+    {
+      name: "connection-knows-no-extension",
+      comment:
+        "The connection layer reaches an extension only through the hooks registered with it (extensions/), and the core only through the handlers and the Outbox.",
+      severity: "error",
+      from: { path: "^src/connection/" },
+      to: { path: `^src/(${LAYERS[4].join("|")}|runs|mcp)/` },
     },
     {
       name: "acp-state-below-its-parts",

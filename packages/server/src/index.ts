@@ -40,4 +40,9 @@ export type { RetryPolicy } from "./push/delivery.js";
 export { DEFAULT_PUSH_SUBJECT, type PushOptions } from "./push/service.js";
 export { checkTimezone } from "./schedules/rules.js";
 export { createPhebyServer, type ListenInfo, type PhebyServer } from "./server.js";
-export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
+export {
+  DEFAULT_REPLAY_LIMITS,
+  DEFAULT_RESUME_LOG_LIMITS,
+  type ReplayLimits,
+  type ResumeLogLimits,
+} from "./store/resume-log.js";

@@ -18,7 +18,7 @@ import type { RetryPolicy } from "./push/delivery.js";
 import type { PushOptions } from "./push/service.js";
 import { DEFAULT_CANCEL_GRACE_MS } from "./runs/engine.js";
 import { checkTimezone, DEFAULT_MISSED_GRACE_MS } from "./schedules/rules.js";
-import { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
+import { DEFAULT_RESUME_LOG_LIMITS, type ResumeLogLimits } from "./store/resume-log.js";
 import { type Clock, systemClock, type Timers } from "./util/time.js";
 
 /** Options of {@link createPhebyServer}. */
@@ -135,14 +135,14 @@ export interface PhebyServerOptions {
    */
   historyPageBytes?: number;
   /**
-   * Bounds of each conversation's replay log (the `resume` extension), oldest
+   * Bounds of each conversation's resume log (the `resume` extension), oldest
    * events evicted first (default 2,000 events and 8 MiB of event JSON). A
    * client that was away for longer than the log reaches back gets the
    * snapshot instead of a replay.
    */
-  replayLog?: Partial<ReplayLimits>;
+  replayLog?: Partial<ResumeLogLimits>;
   /**
-   * Offer the `resume` extension (default true): keep the replay log and
+   * Offer the `resume` extension (default true): keep the resume log and
    * answer `since_seq` and `client_message_id`. False keeps no log and never
    * enables `resume`, so a reconnecting client takes the snapshot (as in v1).
    */
@@ -330,8 +330,8 @@ export const PhebyServerOptionsSchema = z.object({
   historyPageBytes: wholeAtLeast(1).default(DEFAULT_HISTORY_PAGE_BYTES),
   replayLog: z
     .object({
-      maxEvents: wholeAtLeast(1).default(DEFAULT_REPLAY_LIMITS.maxEvents),
-      maxBytes: wholeAtLeast(1).default(DEFAULT_REPLAY_LIMITS.maxBytes),
+      maxEvents: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxEvents),
+      maxBytes: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxBytes),
     })
     .default({}),
   resume: z.boolean().default(true),

@@ -2,7 +2,6 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
 import { getRequestListener } from "@hono/node-server";
-import { FEATURE_RESUME } from "@pheby/protocol";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
@@ -12,10 +11,12 @@ import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
+import { Connections } from "./connection/connection.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { Decisions } from "./decisions/decisions.js";
 import { Devices } from "./devices/devices.js";
 import { DeviceRegistry } from "./devices/registry.js";
+import { connectionExtensions } from "./extensions/index.js";
 import { FileRoots } from "./files/roots.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
@@ -43,8 +44,6 @@ import { RunQueue } from "./runs/queue.js";
 import { stopRevokedWork } from "./runs/revoked-work.js";
 import { publishScheduleChanges } from "./schedules/events.js";
 import { Scheduler } from "./schedules/scheduler.js";
-import { SERVER_FEATURES } from "./session/features.js";
-import { Sessions } from "./session/peer-session.js";
 import { Settings } from "./settings/settings.js";
 import { forgetRevokedDevices } from "./store/creators.js";
 import { Store } from "./store/store.js";
@@ -80,14 +79,14 @@ export interface PhebyServer {
 const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
- * The server without a network listener: store, core, sessions and the HTTP
+ * The server without a network listener: store, core, connections and the HTTP
  * app. {@link createPhebyServer} serves it over ws and HTTP; tests (and later
- * other transports) open sessions on `sessions` directly, e.g. with
+ * other transports) open connections on `connections` directly, e.g. with
  * `transport/memory.ts`. Internal: not part of the package's API.
  */
 export interface ServerCore {
-  /** Where transports open one session per connection. */
-  sessions: Sessions;
+  /** Where transports open a Connection for each of theirs. */
+  connections: Connections;
   /** The Hono app of the HTTP routes (attachments, health, console). */
   app: Hono<{ Bindings: HttpBindings }>;
   log: Logger;
@@ -123,7 +122,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const { clock } = o;
   const log = serverLogger(o.logger, o.logChatContent);
   const backend = o.agent ?? createSimulatorBackend();
-  const store = new Store(o.dataDir, { clock, replayLimits: o.replayLog });
+  const store = new Store(o.dataDir, { clock, resumeLogLimits: o.replayLog });
   const resume = o.resume;
   // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
   const interrupted = recoverInterruptedRuns(
@@ -149,7 +148,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     ...(share ? { agentCopies: share.uploads } : {}),
   });
 
-  // The core writes to `outbox`; an Outbox wrapper (replay log, push notifier) goes around the Fanout here.
+  // The core writes to `outbox`; an Outbox wrapper (resume log, push notifier) goes around the Fanout here.
   // The v1 copies of a long answer are thinned on the server's clock (a test's manual one, timers included).
   const thinning = o.deltaIntervalMs > 0 && o.thinV1Deltas;
   const fanout = new Fanout(
@@ -160,7 +159,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     o.push,
   );
   // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
-  const replay = resume ? new ResumeOutbox(fanout, store.replay) : undefined;
+  const replay = resume ? new ResumeOutbox(fanout, store.resumeLog) : undefined;
   const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
@@ -222,7 +221,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     outbox,
     runs,
     queue,
-    replay,
+    resume: replay,
     sends: new IdempotentRequests(store.sentRequests),
     scheduler,
     decisions,
@@ -265,7 +264,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   });
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout(o.lockout, clock);
-  const sessions = new Sessions({
+  const connections = new Connections({
     ctx,
     dispatcher: new Dispatcher(),
     fanout,
@@ -274,8 +273,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       lockout,
       authTimeoutMs: o.authTimeoutMs,
       serverName: o.serverName,
-      features: resume ? SERVER_FEATURES : SERVER_FEATURES.filter((f) => f !== FEATURE_RESUME),
     },
+    extensions: connectionExtensions(ctx),
   });
   const app = createHttpApp(
     log,
@@ -313,7 +312,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const transports: { close(): Promise<void> }[] = [];
 
   return {
-    sessions,
+    connections,
     app,
     log,
     httpIdleTimeoutMs: o.httpIdleTimeoutMs,
@@ -369,7 +368,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const core = createServerCore(options);
   const { log, httpIdleTimeoutMs, options: o } = core;
-  const sockets = new WsTransport(core.sessions, {
+  const sockets = new WsTransport(core.connections, {
     log,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     maxBufferedBytes: o.maxBufferedBytes,

@@ -151,7 +151,7 @@ async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: 
     agentTools: { command: MCP_COMMAND, ...options.agentTools },
     dataDir,
   });
-  const transport = new MemoryTransport(core.sessions);
+  const transport = new MemoryTransport(core.connections);
   core.attach(transport);
   await core.start();
   const url = `memory://server-${++memoryServerCount}`;

@@ -3,7 +3,7 @@
 // peers which enabled them get (every other peer keeps v1, byte for byte). (A request of a feature a
 // peer did not enable never reaches the dispatcher: the session's decoder answers unknown_type, which
 // the push, schedules and devices server tests check end to end.)
-import { FEATURE_DELTA_APPEND, FEATURE_QUEUE, type ServerMessage } from "@pheby/protocol";
+import { type ClientMessage, FEATURE_DELTA_APPEND, FEATURE_QUEUE, type ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { ServerContext } from "../src/handlers/context.js";
 import { Dispatcher } from "../src/handlers/index.js";
@@ -126,17 +126,23 @@ describe("Fanout", () => {
 
 describe("Dispatcher", () => {
   const ctx = { log: { error() {} } } as unknown as ServerContext;
-  const dispatcher = new Dispatcher([{ ping: () => ({ reply: { type: "pong", ts: "t" } }) }]);
+  const dispatcher = new Dispatcher([
+    { ping: () => ({ rule: "requester", reply: { type: "pong", ts: "t" } }) },
+  ]);
+  /** What the dispatcher hands the connection layer for `msg`. */
+  const answer = (msg: ClientMessage) =>
+    new Promise((resolve) => void dispatcher.dispatch(ctx, new FakePeer(), msg, resolve));
 
   it("routes a request to its table's handler; a type no table handles is not_implemented; a second hello is bad_request", async () => {
-    expect(await dispatcher.dispatch(ctx, new FakePeer(), { type: "ping" })).toEqual({
+    expect(await answer({ type: "ping" })).toEqual({
+      rule: "requester",
       reply: { type: "pong", ts: "t" },
     });
-    expect(await dispatcher.dispatch(ctx, new FakePeer(), { type: "models.list" })).toEqual({
+    expect(await answer({ type: "models.list" })).toEqual({
       error: { code: "not_implemented", message: "models.list is not implemented yet" },
     });
     const hello = { type: "hello", secret: "s", protocol_version: 1 } as const;
-    expect(await dispatcher.dispatch(ctx, new FakePeer(), hello)).toEqual({
+    expect(await answer(hello)).toEqual({
       error: { code: "bad_request", message: "already authenticated" },
     });
   });

@@ -1,7 +1,7 @@
 import { ServerMessage } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
 import { interruptedRunEvents } from "../src/resume/restart.js";
-import type { LoggedEvent } from "../src/store/replay-log.js";
+import type { LoggedEvent } from "../src/store/resume-log.js";
 
 const C = "c".repeat(32);
 const RUN = "1".repeat(32);

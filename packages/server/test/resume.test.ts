@@ -6,7 +6,7 @@ import {
   stripDisabledFields,
 } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
-import { DELTAS_PER_FSYNC } from "../src/store/replay-log.js";
+import { DELTAS_PER_FSYNC } from "../src/store/resume-log.js";
 import {
   createConversation,
   RawClient,

@@ -23,7 +23,7 @@ describe("deleting a conversation", () => {
       const name = `name-${randomBytes(8).toString("hex")}`;
       const words = `words-${randomBytes(8).toString("hex")}`;
       const keptWords = `kept-${randomBytes(8).toString("hex")}`;
-      // resume: the replay log holds the events' text too.
+      // resume: the resume log holds the events' text too.
       const c = await RawClient.connect(ts.wsUrl, { features: [FEATURE_RESUME] });
       const drop = await createConversation(c, name);
       await c.run(await send(c, drop, words));

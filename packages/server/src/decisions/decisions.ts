@@ -9,7 +9,7 @@ import {
 import type { Logger } from "pino";
 import type { ClarifyAnswer, ClarifyQuestion, PermissionAnswer, PermissionQuestion } from "../agent/port.js";
 import { ProtocolError } from "../errors.js";
-import type { Outbox } from "../outbox/outbox.js";
+import type { Origin, Outbox } from "../outbox/outbox.js";
 import { newId } from "../util/ids.js";
 import { type Clock, iso } from "../util/time.js";
 
@@ -130,13 +130,20 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
     return this.#entries.get(id)?.wire;
   }
 
-  /** Resolve a pending question: broadcast `resolved`, then hand the answer to the backend. */
-  answer(id: string, answer: A, resolved: ServerMessage): void {
+  /**
+   * Resolve a pending question: broadcast `resolved`, then hand the answer to the backend. A client's
+   * answer is the `replyTo` of its `resolved` (the handler names the rule: every copy carries its request_id).
+   */
+  answer(id: string, answer: A, resolved: ServerMessage, replyTo?: Origin): void {
     const entry = this.#entries.get(id);
     if (!entry) return;
     this.#entries.delete(id);
     // `*.resolved` does not name its conversation on the wire; the outbox still learns it.
-    this.outbox.publish({ message: resolved, conversationId: entry.wire.conversation_id });
+    this.outbox.publish({
+      message: resolved,
+      conversationId: entry.wire.conversation_id,
+      ...(replyTo === undefined ? {} : { replyTo }),
+    });
     entry.settle(answer);
   }
 
@@ -258,41 +265,32 @@ export class Decisions {
   /**
    * `approval.respond`: unknown/answered/withdrawn → `approval_not_found`. Any of the four choices is
    * accepted whatever the question offered; the backend maps one its agent lacks to the nearest it
-   * offers ({@link nearestChoice}).
+   * offers ({@link nearestChoice}). `origin` is the request the `approval.resolved` answers (none over HTTP).
    */
-  respondApproval(msg: ClientMessageOf<"approval.respond">): void {
+  respondApproval(msg: ClientMessageOf<"approval.respond">, origin?: Origin): void {
     if (!this.#approvals.peek(msg.approval_id)) throw APPROVAL_NOT_FOUND();
     // The reason is free text for the agent with a deny; it means nothing with an approval.
     const reason = msg.choice === "deny" && msg.reason !== undefined ? { reason: msg.reason } : {};
     this.#approvals.answer(
       msg.approval_id,
       { outcome: "selected", choice: msg.choice, ...reason },
-      {
-        type: "approval.resolved",
-        ...withRequestId(msg.request_id),
-        approval_id: msg.approval_id,
-        choice: msg.choice,
-        accepted: true,
-      },
+      { type: "approval.resolved", approval_id: msg.approval_id, choice: msg.choice, accepted: true },
+      origin,
     );
   }
 
   /**
    * `clarify.respond`: unknown/answered/withdrawn → `clarify_not_found`. Free text is accepted for
    * every question ("always render an Other affordance"), even one with `allow_free_text: false`;
-   * the backend receives it verbatim.
+   * the backend receives it verbatim. `origin` is the request the `clarify.resolved` answers.
    */
-  respondClarify(msg: ClientMessageOf<"clarify.respond">): void {
+  respondClarify(msg: ClientMessageOf<"clarify.respond">, origin?: Origin): void {
     if (!this.#clarifications.peek(msg.clarify_id)) throw CLARIFY_NOT_FOUND();
     this.#clarifications.answer(
       msg.clarify_id,
       { outcome: "answered", response: msg.response },
-      {
-        type: "clarify.resolved",
-        ...withRequestId(msg.request_id),
-        clarify_id: msg.clarify_id,
-        accepted: true,
-      },
+      { type: "clarify.resolved", clarify_id: msg.clarify_id, accepted: true },
+      origin,
     );
   }
 
@@ -336,7 +334,3 @@ export class Decisions {
 
 const APPROVAL_NOT_FOUND = () => new ProtocolError("approval_not_found", "Approval not found");
 const CLARIFY_NOT_FOUND = () => new ProtocolError("clarify_not_found", "Clarification not found");
-
-function withRequestId(requestId: string | undefined): { request_id?: string } {
-  return requestId === undefined ? {} : { request_id: requestId };
-}

@@ -2,8 +2,8 @@ import { FEATURE_QUEUE } from "@pheby/protocol";
 import { deviceIdOf } from "../auth/principal.js";
 import { conversationNotFound } from "../errors.js";
 import {
+  coreReply,
   type HandlerTable,
-  PUBLISHED_BY_CORE,
   type Request,
   requireAuthorized,
   requireConversation,
@@ -29,19 +29,19 @@ async function accept(ctx: ServerContext, req: Request<"chat.send">): Promise<Ha
       attachmentIds: ids,
       deviceId: deviceIdOf(req.peer.principal),
     });
-    return { reply: queued, outcome: { reply: queued, broadcast: changed } };
+    return { reply: queued, answer: { rule: "requester", reply: queued, broadcast: changed } };
   }
   // The claim runs inside the transaction that records the user message, after the
   // run_active check: a rejected send claims nothing and leaves the IDs retryable.
   const claim = (messageId: string) => ctx.attachments.claim(conv.id, ids, messageId);
-  const runId = ctx.runs.send(conv, text, { peer: req.peer, requestId: req.msg.request_id }, claim, {
+  // The engine publishes run.accepted before the run's message.start: every connection gets it,
+  // and the sender's copy is the reply.
+  const answer = coreReply(req, "broadcast");
+  const runId = ctx.runs.send(conv, text, answer.origin, claim, {
     clientMessageId: client_message_id,
     owner: { deviceId: deviceIdOf(req.peer.principal), autoApprove: true },
   });
-  return {
-    reply: { type: "run.accepted", conversation_id: conv.id, run_id: runId },
-    outcome: PUBLISHED_BY_CORE,
-  };
+  return { reply: { type: "run.accepted", conversation_id: conv.id, run_id: runId }, answer };
 }
 
 /** chat.send / run.cancel: thin wrappers over the run engine and the queue. */
@@ -67,11 +67,14 @@ export const chatHandlers: HandlerTable = {
       : undefined;
     if (changed) {
       return {
+        rule: "requester",
         reply: { type: "run.finished", conversation_id, run_id, status: "cancelled" },
         broadcast: changed,
       };
     }
-    ctx.runs.cancel(conversation_id, run_id, req.msg.request_id);
-    return PUBLISHED_BY_CORE;
+    // The run's single run.finished (cancelled) is the reply, to everyone, whenever the run ends.
+    const answer = coreReply(req, "broadcast_all");
+    ctx.runs.cancel(conversation_id, run_id, answer.origin);
+    return answer;
   },
 };

@@ -6,7 +6,7 @@ import type { HistoryRefresh } from "../conversations/history.js";
 import type { Decisions } from "../decisions/decisions.js";
 import type { Devices } from "../devices/devices.js";
 import { conversationNotFound, ProtocolError } from "../errors.js";
-import type { Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
+import type { Origin, Outbox, OutboxEvent, Peer, ReplyRule } from "../outbox/outbox.js";
 import type { PushService } from "../push/service.js";
 import type { IdempotentRequests } from "../resume/idempotency.js";
 import type { ResumeOutbox } from "../resume/outbox.js";
@@ -26,8 +26,8 @@ export interface ServerContext {
   runs: RunEngine;
   /** Follow-ups waiting for the active run (`queue`). */
   queue: RunQueue;
-  /** The replay log's side of `conversation.open` and replies (`resume`; undefined when the server does not offer it). */
-  replay: ResumeOutbox | undefined;
+  /** The resume log's side of `conversation.open` (`resume`; undefined when the server does not offer it). */
+  resume: ResumeOutbox | undefined;
   /** Requests made idempotent by their `client_message_id` (`resume`). */
   sends: IdempotentRequests;
   /** Scheduled prompts (the `schedules` extension). */
@@ -55,24 +55,78 @@ export interface Request<T extends ClientMessageType> {
 }
 
 /**
- * What a handler answers. The session sends `reply` to the requester with its
- * `request_id`, then publishes `broadcast` to the outbox, in that order.
- * Events a handler causes through the core (run.accepted, *.resolved) are
- * published by the core itself.
+ * What a handler answers: which of the protocol's reply rules ({@link ReplyRule}) its reply follows,
+ * and the reply. The connection layer sends it; no handler sends anything itself, and nothing but the
+ * connection layer and the Fanout writes a `request_id`.
  */
-export interface Outcome {
-  reply?: ServerMessage;
+export type Answer = RequesterAnswer | BroadcastAnswer | CoreAnswer | NoAnswer;
+
+/**
+ * "requester": `reply` goes to the requester alone, with its `request_id` (and the fields an
+ * extension adds to a reply, e.g. resume's `seq`); then `replay`, events sent again to the requester
+ * alone (a resumed conversation's missed events); then `broadcast`, if any, to every connection (the
+ * requester too: it receives both, as the protocol's broadcast rules say).
+ */
+export interface RequesterAnswer {
+  rule: "requester";
+  reply: ServerMessage;
+  replay?: readonly OutboxEvent[];
   broadcast?: OutboxEvent;
 }
 
-/** The outcome of a request whose reply the core publishes itself (`run.accepted`, `*.resolved`, `run.finished`). */
-export const PUBLISHED_BY_CORE: Outcome = Object.freeze({});
+/**
+ * "broadcast" / "broadcast_all": the reply is `event`, which every connection gets; the connection
+ * layer publishes it with the request as its `replyTo` (the requester's copy, or every copy, carries
+ * the `request_id`).
+ */
+export interface BroadcastAnswer {
+  rule: Exclude<ReplyRule, "requester">;
+  event: OutboxEvent;
+}
+
+/**
+ * "broadcast" / "broadcast_all", where the core publishes the reply event itself, at the moment its
+ * order requires: `run.accepted` before its run's `message.start`, the cancel's `run.finished` when
+ * the run ends, a `*.resolved` before the agent hears the answer, a `schedule.changed`. The handler
+ * hands `origin` ({@link coreReply}) to the core, which passes it on as the event's `replyTo`.
+ */
+export interface CoreAnswer {
+  rule: Exclude<ReplyRule, "requester">;
+  origin: Origin;
+}
+
+/** No reply at all (`presence`: a hint about what the UI shows). */
+export interface NoAnswer {
+  rule: "none";
+}
+
+/** The answer of a request that has none. */
+export const NO_ANSWER: NoAnswer = Object.freeze({ rule: "none" });
+
+/**
+ * An answer built when the connection layer sends it, not when the handler returns (a microtask
+ * later, after which a live event could otherwise overtake a snapshot that does not account for it):
+ * `conversation.open`'s history or resumed replay. It may throw a ProtocolError like a handler.
+ */
+export type Snapshot = () => Answer;
+
+/** The answer of `req` that the core publishes, under `rule`: hand `origin` to the core, return the rest. */
+export function coreReply(
+  req: Request<ClientMessageType>,
+  rule: Exclude<ReplyRule, "requester">,
+): CoreAnswer {
+  const { request_id } = req.msg;
+  return {
+    rule,
+    origin: { peer: req.peer, ...(request_id === undefined ? {} : { requestId: request_id }), rule },
+  };
+}
 
 /** A request handler. Throw a ProtocolError for a typed error; anything else becomes `internal_error`. */
 export type Handler<T extends ClientMessageType> = (
   ctx: ServerContext,
   req: Request<T>,
-) => Outcome | Promise<Outcome>;
+) => Answer | Snapshot | Promise<Answer | Snapshot>;
 
 /** Handlers by request type; one module per domain contributes a table. */
 export type HandlerTable = { [T in ClientMessageType]?: Handler<T> };

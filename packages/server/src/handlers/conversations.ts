@@ -12,7 +12,7 @@ import { eventOf } from "../outbox/outbox.js";
 import type { ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
-import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation, type ServerContext } from "./context.js";
+import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 import { once } from "./idempotent.js";
 
 /** Name of a conversation created without one. */
@@ -61,11 +61,47 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
   return id;
 }
 
+/**
+ * A `conversation.history` page as `features` sees it: with `resume`, each user message's
+ * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
+ * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`.
+ */
+function historyPage(
+  ctx: ServerContext,
+  features: ReadonlySet<string>,
+  id: string,
+  opts: { pageSize: number; before: number | undefined; since_seq: number | undefined },
+): ServerMessageOf<"conversation.history"> {
+  const log = features.has(FEATURE_RESUME) ? ctx.resume : undefined;
+  const page = ctx.store.messagePage(id, opts.pageSize, opts.before, ctx.historyPageBytes);
+  return {
+    type: "conversation.history",
+    conversation_id: id,
+    messages: page.rows.map((m) => ({
+      message_id: `m${m.id}`,
+      role: m.role,
+      text: m.text,
+      ts: m.ts === null ? null : iso(m.ts),
+      ...(log && m.client_message_id !== null ? { client_message_id: m.client_message_id } : {}),
+    })),
+    has_more: page.hasMore,
+    attachments: ctx.attachments.list(id),
+    run: ctx.runs.state(id),
+    tools: ctx.runs.tools(id),
+    approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
+    clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
+    ...(log ? { seq: log.position(id) } : {}),
+    ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
+    ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+  };
+}
+
 /** conversation.list / create / open / rename / delete. */
 export const conversationHandlers: HandlerTable = {
   "conversation.list": async (ctx) => {
     await importAgentSessions(ctx);
     return {
+      rule: "requester",
       reply: { type: "conversation.snapshot", conversations: ctx.store.listConversations().map(summary) },
     };
   },
@@ -92,7 +128,8 @@ export const conversationHandlers: HandlerTable = {
       const created = { type: "conversation.created", conversation_id: id, name } as const;
       return {
         reply: created,
-        outcome: {
+        answer: {
+          rule: "requester",
           reply: created,
           broadcast: eventOf({ type: "conversation.updated", conversation_id: id, name }),
         },
@@ -104,45 +141,34 @@ export const conversationHandlers: HandlerTable = {
     const { conversation_id: id, limit = LIMITS.historyPageDefault, before_message_id, since_seq } = req.msg;
     const pageSize = Math.min(limit, LIMITS.historyPage); // the spec caps a larger limit, it does not reject it
     await ctx.history.refresh(requireConversation(ctx, id));
-    requireConversation(ctx, id); // it may have been deleted while the agent replayed
-    // From here on nothing awaits: what the reply accounts for and its seq are read together.
-    const { features } = req.peer;
-    // Only a resume peer sends since_seq (the decoder drops it for others), and only where it is offered.
-    const replay = features.has(FEATURE_RESUME) ? ctx.replay : undefined;
-    const resume = replay !== undefined;
-    if (replay && since_seq !== undefined) {
-      const window = replay.after(id, since_seq);
-      if (window.complete) {
-        replay.resume(req.peer, req.msg.request_id, id, since_seq, window);
-        return PUBLISHED_BY_CORE;
+    // A snapshot: read when it is sent, so what the reply accounts for, its seq and the live events
+    // after it line up (no event published in between can overtake a reply that lacks it).
+    return () => {
+      requireConversation(ctx, id); // it may have been deleted while the agent replayed
+      const { features } = req.peer;
+      // Only a resume peer sends since_seq (the decoder drops it for others), and only where it is offered.
+      const log = features.has(FEATURE_RESUME) ? ctx.resume : undefined;
+      if (log && since_seq !== undefined) {
+        const window = log.after(id, since_seq);
+        if (window.complete) {
+          return {
+            rule: "requester",
+            reply: {
+              type: "conversation.resumed",
+              conversation_id: id,
+              from_seq: since_seq,
+              to_seq: window.lastSeq,
+            },
+            replay: log.replayed(id, window),
+          };
+        }
       }
-    }
-    const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
-    const page = ctx.store.messagePage(id, pageSize, before, ctx.historyPageBytes);
-    const history: ServerMessageOf<"conversation.history"> = {
-      type: "conversation.history",
-      conversation_id: id,
-      messages: page.rows.map((m) => ({
-        message_id: `m${m.id}`,
-        role: m.role,
-        text: m.text,
-        ts: m.ts === null ? null : iso(m.ts),
-        ...(resume && m.client_message_id !== null ? { client_message_id: m.client_message_id } : {}),
-      })),
-      has_more: page.hasMore,
-      attachments: ctx.attachments.list(id),
-      run: ctx.runs.state(id),
-      tools: ctx.runs.tools(id),
-      approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
-      clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
-      ...(replay ? { seq: replay.position(id) } : {}),
-      ...(replay && since_seq !== undefined ? { resumed: false as const } : {}),
-      ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+      const before = before_message_id === undefined ? undefined : parseCursor(ctx, id, before_message_id);
+      return {
+        rule: "requester",
+        reply: historyPage(ctx, req.peer.features, id, { pageSize, before, since_seq }),
+      };
     };
-    if (!replay) return { reply: history };
-    // Sent now, not after the handler returns: a live event must not overtake a snapshot it is not in.
-    replay.reply(req.peer, req.msg.request_id, history);
-    return PUBLISHED_BY_CORE;
   },
 
   "conversation.rename": (ctx, req) => {
@@ -151,7 +177,7 @@ export const conversationHandlers: HandlerTable = {
     const name = req.msg.name.trim();
     ctx.store.renameConversation(id, name, true);
     const renamed = { type: "conversation.renamed", conversation_id: id, name } as const;
-    return { reply: renamed, broadcast: eventOf(renamed) };
+    return { rule: "requester", reply: renamed, broadcast: eventOf(renamed) };
   },
 
   "conversation.delete": async (ctx, req) => {
@@ -175,6 +201,6 @@ export const conversationHandlers: HandlerTable = {
     ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
-    return { reply: deleted, broadcast: eventOf(deleted) };
+    return { rule: "requester", reply: deleted, broadcast: eventOf(deleted) };
   },
 };

@@ -1,16 +1,18 @@
-import { type HandlerTable, PUBLISHED_BY_CORE } from "./context.js";
+import { coreReply, type HandlerTable } from "./context.js";
 
 /**
- * approval.respond / clarify.respond. The reply is the single `*.resolved`,
- * published to everyone with the responder's `request_id` (by {@link Decisions}).
+ * approval.respond / clarify.respond. The reply is the single `*.resolved`, which {@link Decisions}
+ * publishes to everyone, each copy with the responder's `request_id` ("broadcast_all").
  */
 export const decisionHandlers: HandlerTable = {
   "approval.respond": (ctx, req) => {
-    ctx.decisions.respondApproval(req.msg);
-    return PUBLISHED_BY_CORE;
+    const answer = coreReply(req, "broadcast_all");
+    ctx.decisions.respondApproval(req.msg, answer.origin);
+    return answer;
   },
   "clarify.respond": (ctx, req) => {
-    ctx.decisions.respondClarify(req.msg);
-    return PUBLISHED_BY_CORE;
+    const answer = coreReply(req, "broadcast_all");
+    ctx.decisions.respondClarify(req.msg, answer.origin);
+    return answer;
   },
 };

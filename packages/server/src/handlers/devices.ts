@@ -12,12 +12,12 @@ function requireOwner(peer: Peer, what: string): void {
 export const deviceHandlers: HandlerTable = {
   "pair.create": (ctx, req) => {
     requireOwner(req.peer, "pair devices");
-    return { reply: ctx.devices.createPairing(req.msg.name) };
+    return { rule: "requester", reply: ctx.devices.createPairing(req.msg.name) };
   },
 
   "device.list": (ctx, req) => {
     requireOwner(req.peer, "list devices");
-    return { reply: { type: "device.snapshot", devices: ctx.devices.list() } };
+    return { rule: "requester", reply: { type: "device.snapshot", devices: ctx.devices.list() } };
   },
 
   "device.revoke": (ctx, req) => {
@@ -26,14 +26,8 @@ export const deviceHandlers: HandlerTable = {
     if (!ctx.devices.revoke(device_id)) throw new ProtocolError("not_found", "Device not found");
     // One event: the requester's copy is the reply (with its request_id), every other devices peer gets the broadcast.
     return {
-      broadcast: {
-        message: { type: "device.revoked", device_id },
-        conversationId: null,
-        replyTo: {
-          peer: req.peer,
-          ...(req.msg.request_id === undefined ? {} : { requestId: req.msg.request_id }),
-        },
-      },
+      rule: "broadcast",
+      event: { message: { type: "device.revoked", device_id }, conversationId: null },
     };
   },
 };

@@ -3,12 +3,12 @@ import { deviceIdOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { OWNER_SENDER, type SentKey } from "../store/sent-requests.js";
-import type { Outcome, ServerContext } from "./context.js";
+import type { Answer, ServerContext } from "./context.js";
 
-/** A request handled: the reply a retry would get again, and the outcome of this first try. */
+/** A request handled: the reply a retry would get again, and the answer of this first try. */
 export interface Handled {
   reply: ServerMessage;
-  outcome: Outcome;
+  answer: Answer;
 }
 
 /**
@@ -23,15 +23,15 @@ export async function once(
   peer: Peer,
   key: SentKey | undefined,
   handle: () => Promise<Handled>,
-): Promise<Outcome> {
-  if (key === undefined) return (await handle()).outcome;
-  let first: Outcome | undefined;
+): Promise<Answer> {
+  if (key === undefined) return (await handle()).answer;
+  let first: Answer | undefined;
   const sender = deviceIdOf(peer.principal) ?? OWNER_SENDER;
   const settled = await ctx.sends.once(key, sender, async () => {
     const handled = await handle();
-    first = handled.outcome;
+    first = handled.answer;
     return handled.reply;
   });
   if ("error" in settled) throw new ProtocolError(settled.error.code, settled.error.message);
-  return first ?? { reply: settled.reply };
+  return first ?? { rule: "requester", reply: settled.reply };
 }

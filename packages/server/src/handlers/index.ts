@@ -1,8 +1,8 @@
-import type { ClientMessage, ClientMessageType, ErrorCode } from "@pheby/protocol";
+import type { ClientMessage, ClientMessageType, DecodeError, ErrorCode } from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { chatHandlers } from "./chat.js";
-import type { Handler, HandlerTable, Outcome, ServerContext } from "./context.js";
+import type { Answer, Handler, HandlerTable, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
 import { deviceHandlers } from "./devices.js";
@@ -29,8 +29,10 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   scheduleHandlers,
 ];
 
-/** A handler's outcome, or the typed error the requester is told. */
-export type Answer = Outcome | { error: { code: ErrorCode; message: string } };
+/** The typed error the requester is told instead of an answer. */
+export interface Refusal {
+  error: { code: ErrorCode; message: string };
+}
 
 /** Routes decoded requests to their handlers. */
 export class Dispatcher {
@@ -45,20 +47,41 @@ export class Dispatcher {
   }
 
   /**
-   * Handle one decoded request of an authenticated peer. Typed failures
-   * become that error; anything else is logged and answered with a generic
+   * Handle one decoded request of an authenticated peer and hand its answer to `deliver` (the
+   * connection layer, which sends it), in the same synchronous stretch as a snapshot answer (`Snapshot`)
+   * is built. Typed failures become that error; anything else is logged and answered with a generic
    * `internal_error` (no stack, no path).
    */
-  async dispatch(ctx: ServerContext, peer: Peer, msg: ClientMessage): Promise<Answer> {
+  async dispatch(
+    ctx: ServerContext,
+    peer: Peer,
+    msg: ClientMessage,
+    deliver: (answer: Answer | Refusal) => void,
+  ): Promise<void> {
+    let answer: Answer | Refusal;
     try {
       if (msg.type === "hello") throw new ProtocolError("bad_request", "already authenticated");
       const handle = this.#routes.get(msg.type);
       if (!handle) throw new ProtocolError("not_implemented", `${msg.type} is not implemented yet`);
-      return await handle(ctx, { peer, msg });
+      const handled = await handle(ctx, { peer, msg });
+      answer = typeof handled === "function" ? handled() : handled;
     } catch (err) {
-      if (err instanceof ProtocolError) return { error: { code: err.code, message: err.message } };
-      ctx.log.error({ err, conn: peer.id, type: msg.type }, "handler failed");
-      return { error: { code: "internal_error", message: "Internal server error" } };
+      if (err instanceof ProtocolError) answer = { error: { code: err.code, message: err.message } };
+      else {
+        ctx.log.error({ err, conn: peer.id, type: msg.type }, "handler failed");
+        answer = { error: { code: "internal_error", message: "Internal server error" } };
+      }
     }
+    deliver(answer);
+  }
+
+  /**
+   * The error of a frame the decoder rejected. An answer to a stale question is `*_not_found`
+   * whatever else is wrong with it (docs/protocol.md): the ID is checked before the rest.
+   */
+  rejected(ctx: ServerContext, error: DecodeError): Refusal {
+    const stale = error.answers && ctx.decisions.staleAnswer(error.answers);
+    const { code, message } = stale ?? error;
+    return { error: { code, message } };
   }
 }

@@ -25,6 +25,7 @@ export const modelHandlers: HandlerTable = {
     checkConversation(ctx, id);
     const current = ctx.settings.model(catalogue, id);
     return {
+      rule: "requester",
       reply: {
         type: "models.snapshot",
         providers: catalogue.providers.map((p) => ({
@@ -53,6 +54,7 @@ export const modelHandlers: HandlerTable = {
     checkConversation(ctx, id);
     const { model, provider, scope } = ctx.settings.model(catalogue, id);
     return {
+      rule: "requester",
       reply: {
         type: "model.current",
         model,
@@ -71,7 +73,7 @@ export const modelHandlers: HandlerTable = {
     const set = ctx.settings.setModel(catalogue, id, req.msg.model, req.msg.provider);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "model.changed", ...set, scope, ...scoped(scope, id) } as const;
-    return { reply: changed, broadcast: eventOf(changed) };
+    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
   },
 
   "reasoning.current": async (ctx, req) => {
@@ -82,6 +84,7 @@ export const modelHandlers: HandlerTable = {
     // The efforts of the model this scope runs on (OpenCode's differ per model).
     const { model } = ctx.settings.model(catalogue, id);
     return {
+      rule: "requester",
       reply: {
         type: "reasoning.snapshot",
         effort,
@@ -101,6 +104,6 @@ export const modelHandlers: HandlerTable = {
     ctx.settings.setEffort(catalogue, id, effort);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "reasoning.changed", effort, scope, ...scoped(scope, id) } as const;
-    return { reply: changed, broadcast: eventOf(changed) };
+    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
   },
 };

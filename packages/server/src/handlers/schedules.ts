@@ -3,7 +3,7 @@ import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { ScheduleError } from "../schedules/rules.js";
 import { scheduleView } from "../schedules/view.js";
-import { type HandlerTable, PUBLISHED_BY_CORE, requireConversation, type ServerContext } from "./context.js";
+import { coreReply, type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 
 /**
  * Auto-approval lets YOLO answer a schedule's runs unattended: only the master secret may switch it
@@ -38,14 +38,15 @@ function checked<T>(call: () => T): T {
  * schedule.list / create / update / delete (the `schedules` extension). Every change reaches the
  * other `schedules` connections as `schedule.changed`, published by the scheduler's change
  * listener (server.ts) with the requester as its origin: the requester's `schedule.changed` of an
- * update or delete is that same event, carrying its `request_id`; a creation's reply is
- * `schedule.created` and its broadcast skips the requester.
+ * update or delete is that same event, carrying its `request_id` ("broadcast"); a creation's reply is
+ * `schedule.created` ("requester") and its broadcast skips the requester.
  */
 export const scheduleHandlers: HandlerTable = {
   "schedule.list": (ctx, req) => {
     const { conversation_id } = req.msg;
     if (conversation_id !== undefined) requireConversation(ctx, conversation_id);
     return {
+      rule: "requester",
       reply: { type: "schedule.snapshot", schedules: ctx.scheduler.list(conversation_id).map(scheduleView) },
     };
   },
@@ -68,21 +69,21 @@ export const scheduleHandlers: HandlerTable = {
         { peer: req.peer },
       ),
     );
-    return { reply: { type: "schedule.created", schedule: scheduleView(row) } };
+    return { rule: "requester", reply: { type: "schedule.created", schedule: scheduleView(row) } };
   },
 
   "schedule.update": (ctx, req) => {
-    const { schedule_id, type: _type, request_id, ...patch } = req.msg;
+    const { schedule_id, type: _type, request_id: _request, ...patch } = req.msg;
     checkAutoApprove(req, patch.auto_approve);
     checkPromptChange(ctx, req, schedule_id, patch.prompt);
-    checked(() => ctx.scheduler.update(schedule_id, patch, { peer: req.peer, requestId: request_id }));
-    return PUBLISHED_BY_CORE;
+    const answer = coreReply(req, "broadcast");
+    checked(() => ctx.scheduler.update(schedule_id, patch, answer.origin));
+    return answer;
   },
 
   "schedule.delete": (ctx, req) => {
-    checked(() =>
-      ctx.scheduler.delete(req.msg.schedule_id, { peer: req.peer, requestId: req.msg.request_id }),
-    );
-    return PUBLISHED_BY_CORE;
+    const answer = coreReply(req, "broadcast");
+    checked(() => ctx.scheduler.delete(req.msg.schedule_id, answer.origin));
+    return answer;
   },
 };

@@ -8,7 +8,10 @@ export const yoloHandlers: HandlerTable = {
     const { conversation_id } = req.msg;
     requireConversation(ctx, conversation_id);
     const enabled = ctx.settings.yolo(conversation_id);
-    return { reply: { type: "yolo.snapshot", enabled, scope: "conversation", conversation_id } };
+    return {
+      rule: "requester",
+      reply: { type: "yolo.snapshot", enabled, scope: "conversation", conversation_id },
+    };
   },
 
   "yolo.set": (ctx, req) => {
@@ -16,6 +19,6 @@ export const yoloHandlers: HandlerTable = {
     requireConversation(ctx, conversation_id);
     ctx.settings.setYolo(conversation_id, enabled, deviceIdOf(req.peer.principal));
     const changed = { type: "yolo.changed", enabled, scope: "conversation", conversation_id } as const;
-    return { reply: changed, broadcast: eventOf(changed) };
+    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
   },
 };

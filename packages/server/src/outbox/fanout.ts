@@ -1,5 +1,5 @@
 import { deltaOffset, FEATURE_DELTA_APPEND, featureOfType, type ServerMessageOf } from "@pheby/protocol";
-import type { Outbox, OutboxEvent, Peer, SendHint } from "./outbox.js";
+import { type Outbox, type OutboxEvent, type Peer, replyCopy, type SendHint } from "./outbox.js";
 import { type ThinningClock, V1Copies } from "./thinning.js";
 
 /** What the fanout remembers of a draft being streamed, from its first delta to its `message.complete`. */
@@ -29,8 +29,9 @@ export interface FanoutOptions {
  * The Outbox that reaches every authenticated peer (it is also the registry
  * of who is connected: {@link peers}). Each event is serialised once per
  * distinct variant among the peers (v1; a `delta.append` encoding; the
- * extension fields a peer enabled), never once per peer, and the copy that
- * is the reply to a peer's request is the only one carrying its `request_id`.
+ * extension fields a peer enabled), never once per peer. An event that
+ * answers a request ({@link OutboxEvent.replyTo}) gets its `request_id` here,
+ * on the requester's copy alone or, under "broadcast_all", on every copy.
  */
 export class Fanout implements Outbox {
   readonly #peers = new Set<Peer>();
@@ -136,24 +137,27 @@ export class Fanout implements Outbox {
         delta?.draft.synced.add(peer);
       }
       const extensions = event.fields ? Object.keys(event.fields).filter((f) => peer.features.has(f)) : [];
-      const requestId = replyTo?.peer === peer ? replyTo.requestId : undefined;
+      // The Fanout is where a reply's request_id is written: on every copy, or on the requester's.
+      const everyCopy = replyTo?.rule === "broadcast_all";
+      const requestId = everyCopy || replyTo?.peer === peer ? replyTo?.requestId : undefined;
       const build = () => {
-        let body: object = message;
+        let body: { type: string } = message;
         if (form === "full" && message.type === "message.delta") body = appendFrame(message, 0);
         if (form === "append" && delta) {
           offset ??= deltaOffset(delta.draft.text, delta.message.text);
           body = appendFrame(delta.message, offset);
         }
-        if (requestId !== undefined) body = { ...body, request_id: requestId };
+        body = replyCopy(body, requestId, replyTo?.rule ?? "broadcast");
         for (const f of extensions) body = { ...body, ...event.fields![f] };
         return JSON.stringify(body);
       };
-      // The reply copy is one peer's own; every other variant is serialised once.
+      // The requester's own copy is its alone; every other variant is serialised once.
+      const own = requestId !== undefined && !everyCopy;
       const key = variantKey(form, extensions);
-      let frame = requestId === undefined ? frames.get(key) : undefined;
+      let frame = own ? undefined : frames.get(key);
       if (frame === undefined) {
         frame = build();
-        if (requestId === undefined) frames.set(key, frame);
+        if (!own) frames.set(key, frame);
       }
       peer.send(frame, hint(message.type, form));
     }

@@ -3,7 +3,7 @@
  * decisions, handlers) publishes typed events with their conversation to an
  * {@link Outbox} and never learns how, or to whom, bytes travel. The
  * {@link Fanout} is the Outbox that serialises and sends; a wrapper that
- * implements Outbox and forwards to it (a replay log stamping `seq`, a push
+ * implements Outbox and forwards to it (a resume log stamping `seq`, a push
  * notifier) plugs in between without touching the core (docs/architecture.md).
  */
 import type { ServerMessage, ServerMessageType } from "@pheby/protocol";
@@ -32,13 +32,29 @@ export interface Peer {
 }
 
 /**
+ * The protocol's reply rules, as `@pheby/protocol`'s tables name them: how the answer to a request
+ * travels. "requester": to the requester alone, with its `request_id`. "broadcast": an event every
+ * connection gets, of which only the requester's copy carries the `request_id` (`run.accepted`).
+ * "broadcast_all": an event every connection gets, every copy with the `request_id` (the cancel's
+ * `run.finished`, a `*.resolved`).
+ */
+export type ReplyRule = "requester" | "broadcast" | "broadcast_all";
+
+/**
  * Who caused an event: the peer whose request it answers and that request's
  * ID. Both optional: a run started by the server (unsolicited output, later a
  * queue or a schedule) has no peer, and a request may carry no `request_id`.
+ * The core passes an origin along untouched; only the Fanout writes its
+ * `request_id` into a frame.
  */
 export interface Origin {
   peer?: Peer;
   requestId?: string;
+  /**
+   * How an event published with this origin as its `replyTo` answers the request: "broadcast"
+   * (also when unset) or "broadcast_all". The handler that hands the origin to the core names it.
+   */
+  rule?: Exclude<ReplyRule, "requester">;
 }
 
 /** One event as the core publishes it. */
@@ -51,7 +67,10 @@ export interface OutboxEvent {
    * conversation (a global model or reasoning change).
    */
   conversationId: string | null;
-  /** The event is also the reply to this request: only `replyTo.peer`'s copy carries `replyTo.requestId`. */
+  /**
+   * The event is also the reply to this request: `replyTo.peer`'s copy carries `replyTo.requestId`
+   * (`rule` "broadcast_all": every copy does). See {@link ReplyRule}.
+   */
   replyTo?: Origin;
   /**
    * Deliver only to peers that enabled this extension. An extension's own message type needs no
@@ -80,9 +99,25 @@ export function eventOf(message: ServerMessage, replyTo?: Origin): OutboxEvent {
 }
 
 /**
- * Send a reply that is `peer`'s alone: the message, the request's `request_id`, then any extension
- * `fields` (resume's `seq`), in that order. The session and the resume outbox both reply through it,
- * so a direct reply has one byte layout.
+ * `body` as the copy that carries `requestId`, the one place a `request_id` is written into a
+ * reply: right after `type` under "broadcast_all" (every copy is the reply, as the spec shows its
+ * `*.resolved` and the cancel's `run.finished`), after the message's own fields otherwise. Extension
+ * fields go after it.
+ */
+export function replyCopy<T extends { type: string }>(
+  body: T,
+  requestId: string | undefined,
+  rule: ReplyRule,
+): T & { request_id?: string } {
+  if (requestId === undefined) return body;
+  if (rule !== "broadcast_all") return { ...body, request_id: requestId };
+  const { type, ...rest } = body;
+  return { type, request_id: requestId, ...rest } as T & { request_id: string };
+}
+
+/**
+ * Send a reply that is `peer`'s alone ("requester"): the message, the request's `request_id`, then
+ * any extension `fields` (resume's `seq`), in that order.
  */
 export function sendReply(
   peer: Peer,
@@ -90,6 +125,6 @@ export function sendReply(
   message: ServerMessage,
   fields?: Readonly<Record<string, unknown>>,
 ): void {
-  const frame = { ...message, ...(requestId === undefined ? {} : { request_id: requestId }), ...fields };
+  const frame = { ...replyCopy(message, requestId, "requester"), ...fields };
   peer.send(JSON.stringify(frame), { type: message.type });
 }

@@ -1,25 +1,24 @@
 import { FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
 import type { Fanout } from "../outbox/fanout.js";
-import { type Outbox, type OutboxEvent, type Peer, sendReply } from "../outbox/outbox.js";
-import type { ExtensionFields, LoggedEvent, ReplayLog, ReplayWindow } from "../store/replay-log.js";
+import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
+import type { ExtensionFields, LoggedEvent, ResumeLog, ResumeWindow } from "../store/resume-log.js";
 
 /**
  * The `resume` extension's Outbox, around the Fanout: every event of a
  * conversation is given the conversation's next `seq` and stored in the
- * replay log before it is serialised, then sent with `seq` (and, for
+ * resume log before it is serialised, then sent with `seq` (and, for
  * `approval.resolved` / `clarify.resolved`, the `conversation_id` their v1
  * form lacks) as fields only `resume` peers get. Every event is logged,
  * whoever is connected, since a phone may come back later and ask.
  *
- * It also answers `conversation.open` for `resume` peers: the missed events
- * straight from the log, or the snapshot with its `seq`. Both are sent from
- * here, synchronously with reading the log, so no live event can slip
- * between the reply and what it accounts for.
+ * It also gives `conversation.open` what a `resume` peer is answered with:
+ * the missed events straight from the log, or the snapshot's `seq`, and the
+ * `seq` of a direct reply (the `resume` extension's reply fields).
  */
 export class ResumeOutbox implements Outbox {
   constructor(
     private readonly fanout: Fanout,
-    private readonly log: ReplayLog,
+    private readonly log: ResumeLog,
   ) {}
 
   publish(event: OutboxEvent): void {
@@ -38,12 +37,11 @@ export class ResumeOutbox implements Outbox {
   /**
    * The fields a direct reply about a conversation gets on a `resume`
    * connection: `seq`, the conversation's position when it is sent
-   * (`conversation.resumed` has its `from_seq` and `to_seq` instead).
+   * (`conversation.resumed` has its `from_seq` and `to_seq` instead, a
+   * history its own `seq`).
    */
-  replyFields(peer: Peer, reply: ServerMessage): Record<string, unknown> | undefined {
-    if (!peer.features.has(FEATURE_RESUME) || "seq" in reply || reply.type === "conversation.resumed") {
-      return undefined;
-    }
+  replyFields(reply: ServerMessage): Record<string, unknown> | undefined {
+    if ("seq" in reply || reply.type === "conversation.resumed") return undefined;
     const conversationId = (reply as { conversation_id?: unknown }).conversation_id;
     return typeof conversationId === "string" ? { seq: this.log.lastSeq(conversationId) } : undefined;
   }
@@ -53,36 +51,19 @@ export class ResumeOutbox implements Outbox {
     return this.log.lastSeq(conversationId);
   }
 
-  /** What the log holds after `since` (see {@link ReplayLog.after}). */
-  after(conversationId: string, since: number): ReplayWindow {
+  /** What the log holds after `since` (see {@link ResumeLog.after}). */
+  after(conversationId: string, since: number): ResumeWindow {
     return this.log.after(conversationId, since);
   }
 
   /**
-   * Answer `conversation.open { since_seq }` with `conversation.resumed`, then
-   * send the missed events (those of extensions the peer did not enable
-   * skipped), in their order, without anyone's `request_id`. Call it in the
-   * same synchronous stretch as {@link after}.
+   * The events the log holds after `since` (a complete {@link after} window), as they are sent again
+   * to a `resume` peer after its `conversation.resumed`: in their order, extension fields as their
+   * live copies had them, without anyone's `request_id`. The connection layer sends them, to that
+   * peer alone, in the same synchronous stretch as the window was read.
    */
-  resume(
-    peer: Peer,
-    requestId: string | undefined,
-    conversationId: string,
-    since: number,
-    window: Extract<ReplayWindow, { complete: true }>,
-  ): void {
-    this.reply(peer, requestId, {
-      type: "conversation.resumed",
-      conversation_id: conversationId,
-      from_seq: since,
-      to_seq: window.lastSeq,
-    });
-    for (const logged of window.events) this.fanout.publish(replayed(conversationId, logged), peer);
-  }
-
-  /** Send a reply that is this peer's alone, `request_id` echoed, `resume` fields after it. */
-  reply(peer: Peer, requestId: string | undefined, message: ServerMessage): void {
-    sendReply(peer, requestId, message, this.replyFields(peer, message));
+  replayed(conversationId: string, window: Extract<ResumeWindow, { complete: true }>): OutboxEvent[] {
+    return window.events.map((logged) => replayed(conversationId, logged));
   }
 }
 

@@ -5,7 +5,7 @@ import { interruptedRunEvents } from "./restart.js";
 
 /**
  * At start: the runs the last process left `running` (a crash, a `kill -9`)
- * are recorded `failed`, with the draft their replay log shows as their answer
+ * are recorded `failed`, with the draft their resume log shows as their answer
  * (as a failed run's partial text always is), and what that did is appended
  * to each conversation's log, past the seqs a power loss may have lost, so a
  * client that resumes learns it (unless `resume` is off: then nothing is logged).
@@ -15,9 +15,9 @@ export function recoverInterruptedRuns(store: Store, now: number, error: string,
   const closing: { conversationId: string; events: ServerMessage[] }[] = [];
   const runs = store.failInterruptedRuns(now, error, (run) => {
     const conversationId = run.conversation_id;
-    store.replay.skipLost(conversationId);
+    store.resumeLog.skipLost(conversationId);
     const events = interruptedRunEvents(
-      store.replay.held(conversationId),
+      store.resumeLog.held(conversationId),
       { conversationId, runId: run.run_id },
       error,
       iso(now),
@@ -28,7 +28,7 @@ export function recoverInterruptedRuns(store: Store, now: number, error: string,
   });
   if (resume) {
     for (const { conversationId, events } of closing) {
-      for (const event of events) store.replay.append(conversationId, event);
+      for (const event of events) store.resumeLog.append(conversationId, event);
     }
   }
   return runs.length;

@@ -1,5 +1,5 @@
 import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
-import type { LoggedEvent } from "../store/replay-log.js";
+import type { LoggedEvent } from "../store/resume-log.js";
 
 /**
  * What a restart did to a run that was active when the server stopped (a
@@ -7,7 +7,7 @@ import type { LoggedEvent } from "../store/replay-log.js";
  * it happened live, in the run engine's order: the questions still pending
  * are withdrawn, the tools still running are cancelled, the message is
  * completed with the draft streamed so far, and the run finishes `failed`.
- * Derived from the conversation's replay log (`held`), since pending questions
+ * Derived from the conversation's resume log (`held`), since pending questions
  * and drafts lived only in the stopped process's memory. Appending these to
  * the log lets a client that resumes after the restart learn all of it.
  * Nothing is returned for a run the log shows finished.

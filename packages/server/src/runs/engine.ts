@@ -41,7 +41,8 @@ class Run {
   sessionKey = "";
   finished = false;
   cancelRequested = false;
-  cancelRequestId: string | undefined;
+  /** The `run.cancel` its `run.finished` (cancelled) answers, if a client cancelled it. */
+  cancelOrigin: Origin | undefined;
   notices = 0;
   /** Files the agent delivered in this run (stored under the draft ID until the run ends). */
   files = 0;
@@ -342,19 +343,22 @@ export class RunEngine {
     let cancelled = 0;
     for (const run of this.#active.values()) {
       if (run.owner.deviceId !== deviceId || run.cancelRequested || run.finished) continue;
-      this.#requestCancel(run, undefined);
+      this.#requestCancel(run);
       cancelled++;
     }
     return cancelled;
   }
 
-  /** `run.cancel`. Throws `not_found` for a stale, unknown or already-cancelling run. */
-  cancel(conversationId: string, runId: string, requestId: string | undefined): void {
+  /**
+   * `run.cancel`. Throws `not_found` for a stale, unknown or already-cancelling run. `origin` is the
+   * request the run's single `run.finished` (cancelled) answers, whenever the run ends.
+   */
+  cancel(conversationId: string, runId: string, origin?: Origin): void {
     const run = this.#active.get(conversationId);
     if (!run || run.runId !== runId || run.cancelRequested) {
       throw new ProtocolError("not_found", "No such active run");
     }
-    this.#requestCancel(run, requestId);
+    this.#requestCancel(run, origin);
   }
 
   /**
@@ -426,7 +430,7 @@ export class RunEngine {
   async cancelAndWait(conversationId: string): Promise<void> {
     const run = this.#active.get(conversationId);
     if (!run) return;
-    if (!run.cancelRequested) this.#requestCancel(run, undefined);
+    if (!run.cancelRequested) this.#requestCancel(run);
     await run.done;
   }
 
@@ -498,9 +502,9 @@ export class RunEngine {
     });
   }
 
-  #requestCancel(run: Run, requestId: string | undefined): void {
+  #requestCancel(run: Run, origin?: Origin): void {
     run.cancelRequested = true;
-    run.cancelRequestId = requestId;
+    run.cancelOrigin = origin;
     // Pending questions go first, so clients drop them before the run's single run.finished.
     this.deps.decisions.withdrawRun(run.runId);
     run.controller.abort();
@@ -734,16 +738,16 @@ export class RunEngine {
       ts: iso(now),
     });
     this.#active.delete(run.conversationId);
-    this.#publish({
-      type: "run.finished",
-      ...(status === "cancelled" && run.cancelRequestId !== undefined
-        ? { request_id: run.cancelRequestId }
-        : {}),
-      conversation_id: run.conversationId,
-      run_id: run.runId,
-      status,
-      ...(error === undefined ? {} : { error }),
-    } satisfies ServerMessage);
+    this.#publish(
+      {
+        type: "run.finished",
+        conversation_id: run.conversationId,
+        run_id: run.runId,
+        status,
+        ...(error === undefined ? {} : { error }),
+      } satisfies ServerMessage,
+      status === "cancelled" ? run.cancelOrigin : undefined,
+    );
     log.debug(
       { run: run.runId, status, ...(this.deps.logChatContent && run.text ? { text: run.text } : {}) },
       "run finished",

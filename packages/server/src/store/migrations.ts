@@ -9,7 +9,7 @@ import { SENT_REQUESTS_PRINCIPAL_MIGRATION } from "./sent-requests.js";
 /**
  * Ordered schema migrations. Step `i` moves the schema from version `i` to
  * `i + 1` (`PRAGMA user_version`). Append new steps; never edit a shipped one.
- * Settings (v2), attachments (v3), paired devices (v4), push subscriptions (v5), the replay log,
+ * Settings (v2), attachments (v3), paired devices (v4), push subscriptions (v5), the resume log,
  * remembered sends and queued runs (v6) and schedules (v7) were added as later steps.
  */
 export const MIGRATIONS: readonly string[] = [
@@ -101,7 +101,7 @@ export const MIGRATIONS: readonly string[] = [
   DEVICES_MIGRATION,
   // v5 (issue 20): push subscriptions (store/push.ts).
   PUSH_MIGRATION,
-  // v6 (issue 21): the replay log, remembered sends and queued runs (store/resume-migration.ts).
+  // v6 (issue 21): the resume log, remembered sends and queued runs (store/resume-migration.ts).
   RESUME_MIGRATION,
   // v7 (issue 22): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,

@@ -2,8 +2,8 @@
  * Schema of the `resume` and `queue` extensions (issue 21): migration step v6
  * of `MIGRATIONS` (store/migrations.ts); a shipped step never moves or changes.
  *
- * - `replay_counters` / `replay_events`: the per-conversation replay log
- *   ({@link ReplayLog}). The counter row has no foreign key and outlives its
+ * - `replay_counters` / `replay_events`: the per-conversation resume log
+ *   ({@link ResumeLog}; the tables keep their first name). The counter row has no foreign key and outlives its
  *   conversation's deletion, so a `seq` is never issued twice for one ID.
  * - `sent_requests`: remembered outcomes of `chat.send` / `conversation.create`
  *   by `client_message_id` ({@link SentRequests}), kept 24 hours.

@@ -8,7 +8,7 @@ import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
 import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
-import { type ReplayLimits, ReplayLog } from "./replay-log.js";
+import { ResumeLog, type ResumeLogLimits } from "./resume-log.js";
 import { ScheduleStore } from "./schedules.js";
 import { SentRequests } from "./sent-requests.js";
 import { SettingsStore } from "./settings.js";
@@ -73,8 +73,8 @@ export class Store {
   readonly devices: DeviceStore;
   /** Push subscriptions (migration v5). */
   readonly push: PushStore;
-  /** The per-conversation replay log of the `resume` extension. */
-  readonly replay: ReplayLog;
+  /** The per-conversation resume log of the `resume` extension. */
+  readonly resumeLog: ResumeLog;
   /** Outcomes of requests sent with a `client_message_id` (`resume`). */
   readonly sentRequests: SentRequests;
   /** Follow-ups waiting for the active run (`queue`). */
@@ -84,7 +84,7 @@ export class Store {
 
   constructor(
     dataDir: string,
-    options: { clock: Clock; replayLimits?: ReplayLimits } = { clock: systemClock },
+    options: { clock: Clock; resumeLogLimits?: ResumeLogLimits } = { clock: systemClock },
   ) {
     ensurePrivateDir(dataDir);
     const file = join(dataDir, DB_FILE);
@@ -109,7 +109,7 @@ export class Store {
     this.attachments = new AttachmentRows(this.db);
     this.devices = new DeviceStore(this.db);
     this.push = new PushStore(this.db);
-    this.replay = new ReplayLog(this.db, options.replayLimits);
+    this.resumeLog = new ResumeLog(this.db, options.resumeLogLimits);
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
@@ -203,7 +203,7 @@ export class Store {
   }
 
   /**
-   * Tombstone a conversation and drop its transcript, tool states and replay log. The tombstone
+   * Tombstone a conversation and drop its transcript, tool states and resume log. The tombstone
    * keeps only what stops the agent's session from being imported again (id, session, source,
    * times): its name, user text like the transcript, is cleared. With `secure_delete` the freed
    * space is zeroed; the checkpoint then copies the zeroed pages into the database file and empties
@@ -214,7 +214,7 @@ export class Store {
       this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
       this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
-      this.replay.forget(id);
+      this.resumeLog.forget(id);
     })();
     // Best effort: a reader in another process (an operator command) can keep it from completing.
     this.db.pragma("wal_checkpoint(TRUNCATE)");

@@ -7,9 +7,9 @@
  * heartbeat): those are the ws transport's.
  */
 import { CLOSE_CODES, type RawFrame } from "@pheby/protocol";
+import type { Connection, Connections } from "../connection/connection.js";
+import { nextLinkId, type PeerLink } from "../connection/link.js";
 import type { SendHint } from "../outbox/outbox.js";
-import { nextLinkId, type PeerLink } from "../session/link.js";
-import type { PeerSession, Sessions } from "../session/peer-session.js";
 
 /** Runs callbacks in order, each batch on a later turn of the event loop. */
 class Deliveries {
@@ -97,7 +97,7 @@ class MemoryLink implements PeerLink {
   readonly id = nextLinkId();
   readonly client: MemorySocket;
   #open = true;
-  #session: PeerSession | undefined;
+  #session: Connection | undefined;
   readonly #toServer = new Deliveries();
   /** Settles once both ends know the connection is over. */
   readonly ended: Promise<void>;
@@ -113,7 +113,7 @@ class MemoryLink implements PeerLink {
     });
   }
 
-  attach(session: PeerSession): void {
+  attach(session: Connection): void {
     this.#session = session;
   }
 
@@ -152,12 +152,12 @@ class MemoryLink implements PeerLink {
   }
 }
 
-/** Connections to a server's {@link Sessions} inside this process. */
+/** Connections to a server's {@link Connections} inside this process. */
 export class MemoryTransport {
   readonly #links = new Set<MemoryLink>();
   #closing = false;
 
-  constructor(private readonly sessions: Sessions) {}
+  constructor(private readonly sessions: Connections) {}
 
   /**
    * Open a connection and return the client's end. `address` is what the

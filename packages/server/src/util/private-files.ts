@@ -1,7 +1,7 @@
 import { chmodSync, closeSync, mkdirSync, openSync } from "node:fs";
 
 /**
- * Owner-only modes for everything in the data directory: transcripts, the replay log, push keys
+ * Owner-only modes for everything in the data directory: transcripts, the resume log, push keys
  * and blobs must not be readable by other local users whatever the process's umask (a umask of
  * 022 makes new files 0644 and directories 0755).
  */

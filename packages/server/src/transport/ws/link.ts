@@ -1,8 +1,8 @@
 import { CLOSE_CODES } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { WebSocket } from "ws";
+import { nextLinkId, type PeerLink } from "../../connection/link.js";
 import type { SendHint } from "../../outbox/outbox.js";
-import { nextLinkId, type PeerLink } from "../../session/link.js";
 
 /** How long a connection closed for being slow may take to flush its close frame before it is destroyed. */
 const SLOW_CLOSE_GRACE_MS = 5_000;

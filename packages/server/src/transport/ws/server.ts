@@ -5,11 +5,11 @@ import type { Logger } from "pino";
 import { type RawData, type WebSocket, WebSocketServer } from "ws";
 import { clientAddress, type TrustedProxy } from "../../auth/address.js";
 import type { OriginPolicy } from "../../auth/origin.js";
-import type { Sessions } from "../../session/peer-session.js";
+import type { Connections } from "../../connection/connection.js";
 import { COMPRESS_MIN_CHARS, WsLink } from "./link.js";
 
 /**
- * ws's own `maxPayload`. Frames up to this size reach the session, so a frame
+ * ws's own `maxPayload`. Frames up to this size reach the Connection, so a frame
  * over the protocol's 2 MiB limit is answered with a `too_large` error *before*
  * the 1009 close. Beyond this hard cap ws closes with 1009 by itself (no error
  * frame is possible: it stops reading before the payload arrives), which bounds
@@ -49,7 +49,7 @@ export interface WsSettings {
   trustedProxy: TrustedProxy;
 }
 
-/** Answer an upgrade request with a plain HTTP error and close: no WebSocket, no session. */
+/** Answer an upgrade request with a plain HTTP error and close: no WebSocket, no connection. */
 function refuse(socket: Duplex, status: "403 Forbidden" | "404 Not Found", code: ErrorCode, message: string) {
   const body = JSON.stringify({ error: { code, message } });
   socket.end(
@@ -66,7 +66,7 @@ function toBuffer(data: RawData): Buffer {
 /**
  * The `/ws` transport: upgrade, permessage-deflate, `maxPayload`, the
  * ws-level heartbeat, the send-buffer cap (in {@link WsLink}) and shutdown.
- * Everything the protocol says about a connection is its session's.
+ * Everything the protocol says about a connection is its Connection's.
  */
 export class WsTransport {
   readonly #wss: WebSocketServer;
@@ -75,7 +75,7 @@ export class WsTransport {
   #closing = false;
 
   constructor(
-    private readonly sessions: Sessions,
+    private readonly connections: Connections,
     private readonly settings: WsSettings,
   ) {
     this.#wss = new WebSocketServer({
@@ -90,7 +90,7 @@ export class WsTransport {
 
   /**
    * The HTTP server's `upgrade` listener. Only `/ws` upgrades; anything else gets a bare 404. A
-   * handshake from a browser page of another origin gets 403 before any session exists, so it can
+   * handshake from a browser page of another origin gets 403 before any connection exists, so it can
    * send no hello and count no failure against its address.
    */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
@@ -121,12 +121,12 @@ export class WsTransport {
       link.alive = true;
     });
     ws.on("error", (err) => log.debug({ conn: link.id, err: err.message }, "socket error"));
-    const session = this.sessions.open(link);
+    const connection = this.connections.open(link);
     ws.on("close", (code) => {
       this.#links.delete(link);
-      session.closed(code);
+      connection.closed(code);
     });
-    ws.on("message", (data) => session.receive(toBuffer(data)));
+    ws.on("message", (data) => connection.receive(toBuffer(data)));
   }
 
   #address(req: IncomingMessage): string {

@@ -1,8 +1,8 @@
 import type { ServerMessage } from "@pheby/protocol";
 import type Database from "better-sqlite3";
 
-/** Bounds of one conversation's replay log (the oldest events go first). */
-export interface ReplayLimits {
+/** Bounds of one conversation's resume log (the oldest events go first). */
+export interface ResumeLogLimits {
   /** At most this many stored events per conversation. */
   maxEvents: number;
   /** At most this many UTF-8 bytes of stored event JSON per conversation. */
@@ -10,11 +10,16 @@ export interface ReplayLimits {
 }
 
 /** Default bounds: 2,000 events and 8 MiB per conversation. */
-export const DEFAULT_REPLAY_LIMITS: ReplayLimits = { maxEvents: 2_000, maxBytes: 8 * 1024 * 1024 };
+export const DEFAULT_RESUME_LOG_LIMITS: ResumeLogLimits = { maxEvents: 2_000, maxBytes: 8 * 1024 * 1024 };
+
+/** @deprecated Renamed {@link ResumeLogLimits} ("replay" is an agent's history replay). */
+export type ReplayLimits = ResumeLogLimits;
+/** @deprecated Renamed {@link DEFAULT_RESUME_LOG_LIMITS}. */
+export const DEFAULT_REPLAY_LIMITS: ResumeLogLimits = DEFAULT_RESUME_LOG_LIMITS;
 
 /**
  * Of a conversation's consecutive deltas, every this-many-th is written with
- * an fsync; the others are committed without one (see {@link ReplayLog}).
+ * an fsync; the others are committed without one (see {@link ResumeLog}).
  */
 export const DELTAS_PER_FSYNC = 16;
 
@@ -32,7 +37,7 @@ export interface LoggedEvent {
   fields: ExtensionFields | null;
 }
 
-/** What else {@link ReplayLog.append} keeps of an event. */
+/** What else {@link ResumeLog.append} keeps of an event. */
 export interface AppendOptions {
   /** The extension a peer needs to be sent it (an extension's own event, e.g. `queue.changed`). */
   feature?: string | undefined;
@@ -41,7 +46,7 @@ export interface AppendOptions {
 }
 
 /** What the log can tell a client that last saw `seq` N of a conversation. */
-export type ReplayWindow =
+export type ResumeWindow =
   | { complete: true; lastSeq: number; events: LoggedEvent[] }
   | {
       complete: false;
@@ -68,7 +73,7 @@ interface NewRow {
 const NO_COUNTER: Counter = { last_seq: 0, evicted_through: 0, events: 0, bytes: 0 };
 
 /**
- * The per-conversation replay log of the `resume` extension: every event of a
+ * The per-conversation resume log of the `resume` extension: every event of a
  * conversation gets the next `seq` (an integer that only grows, persisted, so
  * it keeps growing across restarts and is never issued twice for one ID, even
  * after the conversation is deleted), and is stored so a client that dropped
@@ -80,7 +85,7 @@ const NO_COUNTER: Counter = { last_seq: 0, evicted_through: 0, events: 0, bytes:
  * draft. A delta after any other event (a tool call, a question) starts a new
  * row, so replayed text still lands on the right side of that event.
  *
- * Bounded per conversation by {@link ReplayLimits}, oldest first; eviction
+ * Bounded per conversation by {@link ResumeLogLimits}, oldest first; eviction
  * raises a watermark (`evicted_through`) so {@link after} knows when it no
  * longer holds everything a client missed, rather than replaying with a hole.
  * Synchronous like the rest of the store; each call is one transaction.
@@ -96,7 +101,7 @@ const NO_COUNTER: Counter = { last_seq: 0, evicted_through: 0, events: 0, bytes:
  * start after a crash calls {@link skipLost} for each conversation whose run
  * was interrupted, so those seqs are never issued again.
  */
-export class ReplayLog {
+export class ResumeLog {
   readonly #db: Database.Database;
   readonly #counter: Database.Statement<[string], Counter>;
   readonly #saveCounter: Database.Statement<[Counter & { conversation_id: string }]>;
@@ -124,7 +129,7 @@ export class ReplayLog {
    */
   constructor(
     db: Database.Database,
-    private readonly limits: ReplayLimits = DEFAULT_REPLAY_LIMITS,
+    private readonly limits: ResumeLogLimits = DEFAULT_RESUME_LOG_LIMITS,
     deltasPerFsync = DELTAS_PER_FSYNC,
   ) {
     this.#db = db;
@@ -212,7 +217,7 @@ export class ReplayLog {
    * server never issued, e.g. from before a database was replaced), and the
    * client must take a snapshot instead.
    */
-  after(conversationId: string, seq: number): ReplayWindow {
+  after(conversationId: string, seq: number): ResumeWindow {
     const counter = this.#counter.get(conversationId) ?? NO_COUNTER;
     const lastSeq = counter.last_seq;
     if (!Number.isSafeInteger(seq) || seq < 0 || seq > lastSeq) {

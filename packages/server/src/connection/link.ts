@@ -1,12 +1,12 @@
 import type { SendHint } from "../outbox/outbox.js";
 
 /**
- * One connection as a transport hands it to a {@link PeerSession}: how to
+ * One connection as a transport hands it to a {@link Connection}: how to
  * send and close, and where it comes from. The transport feeds inbound frames
- * to the session (`receive`) and tells it when the connection is gone
+ * to the Connection (`receive`) and tells it when the connection is gone
  * (`closed`). ws (`transport/ws/`) and in-process memory
  * (`transport/memory.ts`) implement it; a new transport implements this and
- * calls `Sessions.open`, nothing else.
+ * calls `Connections.open`, nothing else.
  */
 export interface PeerLink {
   /** Connection ID, for logs (see {@link nextLinkId}). */

@@ -5,43 +5,45 @@ import {
   type DecodeError,
   decodeClientFrame,
   type ErrorCode,
-  FEATURE_PUSH,
   LIMITS,
   PROTOCOL_VERSION,
   type RawFrame,
   type ServerMessage,
-  type ServerMessageOf,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type Lockout, retryAfter } from "../auth/lockout.js";
 import { type Authenticate, type Principal, principalLog } from "../auth/principal.js";
-import type { ServerContext } from "../handlers/context.js";
-import type { Dispatcher } from "../handlers/index.js";
+import type { Answer, ServerContext } from "../handlers/context.js";
+import type { Dispatcher, Refusal } from "../handlers/index.js";
 import type { Fanout } from "../outbox/fanout.js";
 import { type Peer, type SendHint, sendReply } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { negotiate, type SERVER_FEATURES } from "./features.js";
+import type { ConnectionExtension, HelloCredential } from "./extension.js";
+import { negotiate } from "./features.js";
 import type { PeerLink } from "./link.js";
 
-/** What every session needs, whatever its transport. */
-export interface SessionSettings {
+/** What every connection needs, whatever its transport. */
+export interface ConnectionSettings {
   /** Who a hello's secret authenticates (compared in constant time), or undefined. */
   authenticate: Authenticate;
   lockout: Lockout;
   authTimeoutMs: number;
   serverName: string;
-  /** The extensions this server offers: {@link SERVER_FEATURES}, less any the operator turned off. */
-  features: readonly string[];
 }
 
-/** The services sessions work with. */
-export interface SessionDeps {
-  /** Handlers' services; `ctx.outbox` receives the broadcasts handlers return. */
+/** The services connections work with. */
+export interface ConnectionDeps {
+  /** Handlers' services; `ctx.outbox` receives the events of handlers' answers. */
   ctx: ServerContext;
   dispatcher: Dispatcher;
   /** The registry of authenticated peers (the Fanout under any outbox wrapper). */
   fanout: Fanout;
-  settings: SessionSettings;
+  settings: ConnectionSettings;
+  /**
+   * The extensions this server offers (a hello may enable their features), with their hooks, in
+   * the order their hooks run. An extension the operator turned off is not registered.
+   */
+  extensions: readonly ConnectionExtension[];
 }
 
 const NO_FEATURES: ReadonlySet<string> = new Set();
@@ -51,25 +53,30 @@ function frameBytes(data: RawFrame): number {
   return typeof data === "string" ? encoder.encode(data).byteLength : data.byteLength;
 }
 
-/** Where transports open sessions: one per connection. */
-export class Sessions {
-  constructor(private readonly deps: SessionDeps) {}
+/** Where transports open a {@link Connection} for each connection they accept. */
+export class Connections {
+  readonly #deps: ConnectionDeps & { features: readonly string[] };
+
+  constructor(deps: ConnectionDeps) {
+    this.#deps = { ...deps, features: deps.extensions.map((e) => e.feature) };
+  }
 
   /**
    * A transport accepted a connection. A locked-out address is refused at
    * once; otherwise the peer has `authTimeoutMs` to say hello.
    */
-  open(link: PeerLink): PeerSession {
-    return new PeerSession(link, this.deps);
+  open(link: PeerLink): Connection {
+    return new Connection(link, this.#deps);
   }
 }
 
 /**
- * One peer's protocol session over any {@link PeerLink}: the frame limit,
- * decoding, the handshake (hello/ready, auth timer, lockout), dispatch of
- * requests, and the send path the Fanout uses once it is authenticated.
+ * One peer's protocol connection over any {@link PeerLink}: the frame limit,
+ * decoding, the handshake (hello/ready, auth timer, lockout, the extensions'
+ * hooks), dispatch of requests, and the send path the Fanout uses once it is
+ * authenticated. It is the only code that sends a handler's answer.
  */
-export class PeerSession implements Peer {
+export class Connection implements Peer {
   readonly id: number;
   features: ReadonlySet<string> = NO_FEATURES;
   principal: Principal | null = null;
@@ -78,7 +85,7 @@ export class PeerSession implements Peer {
 
   constructor(
     private readonly link: PeerLink,
-    private readonly deps: SessionDeps,
+    private readonly deps: ConnectionDeps & { features: readonly string[] },
   ) {
     this.id = link.id;
     this.#log = deps.ctx.log;
@@ -92,7 +99,7 @@ export class PeerSession implements Peer {
     }, deps.settings.authTimeoutMs);
   }
 
-  /** Send one serialised frame (the Fanout's path, and this session's own replies). */
+  /** Send one serialised frame (the Fanout's path, and this connection's own replies). */
   send(frame: string, hint: SendHint): void {
     if (!this.link.open) return;
     this.link.send(frame, hint);
@@ -116,18 +123,16 @@ export class PeerSession implements Peer {
     // Extension requests and fields count only when this connection enabled their feature (for the
     // hello, which negotiates them, those this server supports): the decoder gates and strips them.
     const decoded = decodeClientFrame(data, {
-      features: this.principal ? this.features : this.deps.settings.features,
+      features: this.principal ? this.features : this.deps.features,
     });
     if (!this.principal) {
       this.#hello(decoded.ok ? decoded.message : undefined, decoded.ok ? undefined : decoded.error);
       return;
     }
     if (!decoded.ok) {
-      const { answers, request_id } = decoded.error;
-      // An answer to a stale question is *_not_found whatever else is wrong with it (docs/protocol.md).
-      const error = (answers && this.deps.ctx.decisions.staleAnswer(answers)) ?? decoded.error;
+      const { error } = this.deps.dispatcher.rejected(this.deps.ctx, decoded.error);
       this.#log.debug({ conn: this.id, code: error.code }, "frame rejected");
-      this.error(error.code, error.message, request_id);
+      this.error(error.code, error.message, decoded.error.request_id);
       return;
     }
     this.#log.debug({ conn: this.id, type: decoded.message.type }, "frame in");
@@ -139,6 +144,7 @@ export class PeerSession implements Peer {
     clearTimeout(this.#authTimer);
     this.deps.fanout.remove(this);
     this.#log.debug({ conn: this.id, code }, "connection closed");
+    if (this.principal) for (const ext of this.#enabled()) ext.closed?.(this);
   }
 
   /** Send one message to this peer only. */
@@ -156,21 +162,59 @@ export class PeerSession implements Peer {
     });
   }
 
-  /** The reply (with the request's `request_id`) goes before the broadcast, as the protocol's tables say. */
-  async #dispatch(msg: ClientMessage): Promise<void> {
-    const answer = await this.deps.dispatcher.dispatch(this.deps.ctx, this, msg);
-    const requestId = msg.request_id;
+  #dispatch(msg: ClientMessage): Promise<void> {
+    return this.deps.dispatcher.dispatch(this.deps.ctx, this, msg, (answer) =>
+      this.#answer(msg.request_id, answer),
+    );
+  }
+
+  /**
+   * Send a handler's answer by its reply rule. This and the Fanout are the only places a
+   * `request_id` is written: a direct reply here (then its replay, then its broadcast, as the
+   * protocol's tables order them), a broadcast's through the event's `replyTo`.
+   */
+  #answer(requestId: string | undefined, answer: Answer | Refusal): void {
     if ("error" in answer) {
       this.error(answer.error.code, answer.error.message, requestId);
       return;
     }
-    if (answer.reply) {
-      // With `resume`, its outbox adds the reply's extension fields (`seq`); without, the v1 reply.
-      const { replay } = this.deps.ctx;
-      if (replay) replay.reply(this, requestId, answer.reply);
-      else sendReply(this, requestId, answer.reply);
+    switch (answer.rule) {
+      case "requester": {
+        sendReply(this, requestId, answer.reply, this.#replyFields(answer.reply));
+        for (const event of answer.replay ?? []) this.deps.fanout.publish(event, this);
+        if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
+        return;
+      }
+      case "broadcast":
+      case "broadcast_all":
+        // Without an event, the core publishes it itself with the origin the handler gave it.
+        if ("event" in answer) {
+          const replyTo = {
+            peer: this,
+            rule: answer.rule,
+            ...(requestId === undefined ? {} : { requestId }),
+          };
+          this.deps.ctx.outbox.publish({ ...answer.event, replyTo });
+        }
+        return;
+      case "none":
+        return;
     }
-    if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
+  }
+
+  /** The fields the extensions this connection enabled add to a direct reply, in their order. */
+  #replyFields(reply: ServerMessage): Record<string, unknown> | undefined {
+    let fields: Record<string, unknown> | undefined;
+    for (const ext of this.#enabled()) {
+      const more = ext.replyFields?.(this, reply);
+      if (more) fields = { ...fields, ...more };
+    }
+    return fields;
+  }
+
+  /** The registered extensions this connection enabled, in their order. */
+  *#enabled(): Iterable<ConnectionExtension> {
+    for (const ext of this.deps.extensions) if (this.features.has(ext.feature)) yield ext;
   }
 
   /**
@@ -191,8 +235,8 @@ export class PeerSession implements Peer {
   }
 
   /**
-   * The first frame: anything but a valid hello with the right secret (or, with `devices`, an open
-   * pairing code) and version closes the connection.
+   * The first frame: anything but a valid hello with the right secret (or an extension's credential,
+   * e.g. a `devices` pairing code) and version closes the connection.
    */
   #hello(msg: ClientMessage | undefined, bad: DecodeError | undefined): void {
     const { lockout, authenticate } = this.deps.settings;
@@ -210,8 +254,9 @@ export class PeerSession implements Peer {
       this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    if (msg.pairing_code !== undefined) {
-      this.#pair(msg, msg.pairing_code);
+    const credential = this.deps.extensions.find((e) => e.credential?.presented(msg))?.credential;
+    if (credential) {
+      this.#redeem(msg, credential);
       return;
     }
     const principal = msg.secret === undefined ? undefined : authenticate(msg.secret);
@@ -227,27 +272,20 @@ export class PeerSession implements Peer {
   }
 
   /**
-   * A pairing hello (`devices`): the version is checked first, so a wrong one does not spend the
-   * code. A wrong, used or expired code counts towards the lockout like a wrong secret.
+   * A hello with an extension's credential (a `devices` pairing code): the version is checked first,
+   * so a wrong one does not spend it. A refused one counts towards the lockout like a wrong secret.
    */
-  #pair(msg: ClientMessageOf<"hello">, code: string): void {
+  #redeem(msg: ClientMessageOf<"hello">, credential: HelloCredential): void {
     if (this.#refuseVersion(msg)) return;
-    const device = this.deps.ctx.devices.pair(code, msg.device_name);
-    if (!device) {
+    const redeemed = credential.redeem(msg);
+    if ("refused" in redeemed) {
       const locked = this.deps.settings.lockout.fail(this.link.address);
-      this.#log.warn(
-        { conn: this.id, addr: this.link.address, locked },
-        "rejected: wrong, used or expired pairing code",
-      );
-      this.error("unauthorized", "Invalid pairing code (wrong, used or expired)", msg.request_id);
+      this.#log.warn({ conn: this.id, addr: this.link.address, locked }, `rejected: ${redeemed.refused}`);
+      this.error("unauthorized", redeemed.refused, msg.request_id);
       this.close(CLOSE_CODES.unauthorized, "unauthorized");
       return;
     }
-    this.#ready(
-      msg,
-      { kind: "device", deviceId: device.id },
-      { device_id: device.id, device_secret: device.secret },
-    );
+    this.#ready(msg, redeemed.principal, redeemed.ready);
   }
 
   /** A wrong `protocol_version` gets `version_mismatch`, counts towards the lockout and closes. */
@@ -264,33 +302,38 @@ export class PeerSession implements Peer {
     return true;
   }
 
-  /** Authenticated: register with the Fanout and send `ready` (with `device` after a pairing). */
+  /**
+   * Authenticated: register with the Fanout and send `ready` (with the fields the enabled extensions
+   * add, then those of the credential, e.g. `device` after a pairing), then the extensions' first frames.
+   */
   #ready(
     msg: ClientMessageOf<"hello">,
     principal: Principal,
-    device?: ServerMessageOf<"ready">["device"],
+    credentialFields?: Readonly<Record<string, unknown>>,
   ): void {
     this.deps.settings.lockout.succeed(this.link.address);
     this.principal = principal;
-    const features =
-      msg.features === undefined ? undefined : negotiate(msg.features, this.deps.settings.features);
+    const features = msg.features === undefined ? undefined : negotiate(msg.features, this.deps.features);
     this.features = new Set(features);
     // An idle connection should not keep its auth timer (and its closure) alive for 10 s.
     clearTimeout(this.#authTimer);
     this.deps.fanout.add(this);
     this.#log.debug({ conn: this.id, ...principalLog(principal) }, "authenticated");
-    this.sendMessage({
+    let extensionFields: Record<string, unknown> = {};
+    for (const ext of this.#enabled()) extensionFields = { ...extensionFields, ...ext.ready?.(this) };
+    const ready = {
       type: "ready",
       ...(msg.request_id === undefined ? {} : { request_id: msg.request_id }),
       protocol_version: PROTOCOL_VERSION,
       server: this.deps.settings.serverName,
       // Only when asked, so a v1 client's ready stays exactly as before.
       ...(features === undefined ? {} : { features }),
-      ...(this.features.has(FEATURE_PUSH)
-        ? { push: { vapid_public_key: this.deps.ctx.push.vapidPublicKey } }
-        : {}),
-      ...(device === undefined ? {} : { device }),
+      ...extensionFields,
+      ...credentialFields,
       ts: iso(this.deps.ctx.clock.now()),
-    });
+    } as const;
+    this.send(JSON.stringify(ready), { type: ready.type });
+    for (const ext of this.#enabled())
+      for (const frame of ext.afterReady?.(this) ?? []) this.sendMessage(frame);
   }
 }

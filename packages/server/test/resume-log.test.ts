@@ -1,6 +1,6 @@
 import type { ServerMessage } from "@pheby/protocol";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { DELTAS_PER_FSYNC, type ReplayLimits, ReplayLog } from "../src/store/replay-log.js";
+import { DELTAS_PER_FSYNC, ResumeLog, type ResumeLogLimits } from "../src/store/resume-log.js";
 import type { Store } from "../src/store/store.js";
 import { useTempDirs } from "./helpers.js";
 import { openStore } from "./resume-db.js";
@@ -11,10 +11,10 @@ afterEach(() => {
   for (const s of stores.splice(0)) s.close();
 });
 
-function open(path: string, limits?: ReplayLimits): { store: Store; log: ReplayLog } {
+function open(path: string, limits?: ResumeLogLimits): { store: Store; log: ResumeLog } {
   const store = openStore(path);
   stores.push(store);
-  return { store, log: new ReplayLog(store.db, limits) };
+  return { store, log: new ResumeLog(store.db, limits) };
 }
 
 const C = "c".repeat(32);
@@ -43,13 +43,13 @@ const tool = (status: "running" | "completed"): ServerMessage => ({
 /** The bytes the log counts for an event: its JSON in UTF-8. */
 const size = (event: ServerMessage) => Buffer.byteLength(JSON.stringify(event));
 
-function events(log: ReplayLog, conversationId: string, after: number) {
+function events(log: ResumeLog, conversationId: string, after: number) {
   const window = log.after(conversationId, after);
   if (!window.complete) throw new Error(`not complete: ${window.reason}`);
   return window.events.map((e) => [e.seq, e.event]);
 }
 
-describe("replay log: seq", () => {
+describe("resume log: seq", () => {
   it("gives each conversation its own seq from 1, and 0 before its first event", () => {
     const { log } = open(dir());
     expect(log.lastSeq(C)).toBe(0);
@@ -105,7 +105,7 @@ describe("replay log: seq", () => {
   });
 });
 
-describe("replay log: what a client missed", () => {
+describe("resume log: what a client missed", () => {
   it("is complete from the last seq (nothing missed) and from any issued seq", () => {
     const { log } = open(dir());
     for (const n of ["a", "b", "c"]) log.append(C, renamed(n));
@@ -127,7 +127,7 @@ describe("replay log: what a client missed", () => {
   });
 });
 
-describe("replay log: deltas", () => {
+describe("resume log: deltas", () => {
   it("updates the draft in place while deltas follow each other, with the latest seq and text", () => {
     const { store, log } = open(dir());
     log.append(C, renamed("start"));
@@ -186,7 +186,7 @@ describe("replay log: deltas", () => {
   });
 });
 
-describe("replay log: bounds", () => {
+describe("resume log: bounds", () => {
   it("holds exactly maxEvents; one more evicts the oldest and raises the watermark", () => {
     const { log } = open(dir(), { maxEvents: 5, maxBytes: 1_000_000 });
     for (const n of ["1", "2", "3", "4", "5"]) log.append(C, renamed(n));
@@ -249,7 +249,7 @@ describe("replay log: bounds", () => {
   });
 });
 
-describe("replay log: deleted conversations", () => {
+describe("resume log: deleted conversations", () => {
   it("forgets the events but never reissues a seq, also after a restart", () => {
     const path = dir();
     const first = open(path);
@@ -275,9 +275,9 @@ describe("replay log: deleted conversations", () => {
   });
 });
 
-describe("replay log: fsyncs", () => {
+describe("resume log: fsyncs", () => {
   /** The synchronous level of each commit of `append`s, read from the pragma calls around it. */
-  function syncLevels(store: Store, log: ReplayLog, events: ServerMessage[]): string[] {
+  function syncLevels(store: Store, log: ResumeLog, events: ServerMessage[]): string[] {
     const pragma = vi.spyOn(store.db, "pragma");
     const levels = events.map((event) => {
       pragma.mockClear();
