@@ -6,7 +6,7 @@
  * implements Outbox and forwards to it (a resume log stamping `seq`, a push
  * notifier) plugs in between without touching the core (docs/architecture.md).
  */
-import type { ServerMessage, ServerMessageType } from "@pheby/protocol";
+import type { ReplyRule, ServerMessage, ServerMessageType } from "@pheby/protocol";
 import type { Principal } from "../auth/principal.js";
 
 /** How a frame should travel; the transport applies what it can. */
@@ -38,7 +38,7 @@ export interface Peer {
  * "broadcast_all": an event every connection gets, every copy with the `request_id` (the cancel's
  * `run.finished`, a `*.resolved`).
  */
-export type ReplyRule = "requester" | "broadcast" | "broadcast_all";
+export type { ReplyRule };
 
 /**
  * Who caused an event: the peer whose request it answers and that request's
