@@ -14,17 +14,14 @@ export interface Presence {
 export class PushPresence implements ClientExtension {
   readonly feature = FEATURE_PUSH;
   private last: Presence | undefined;
-  private link: ExtensionLink | undefined;
 
   onConnected(link: ExtensionLink): void {
-    this.link = link;
     if (this.last) link.send({ type: "presence", ...this.last });
   }
 
-  /** Remember `presence` and say it on the current connection, if that one enabled `push`. */
+  /** Remember `presence` and say it on `link`: the current connection, when it enabled `push`. */
   say(presence: Presence, link: ExtensionLink | undefined): void {
     this.last = presence;
-    this.link = link;
     link?.send({ type: "presence", ...presence });
   }
 }
