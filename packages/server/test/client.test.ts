@@ -1,4 +1,4 @@
-import { type PhebyClientOptions, PhebyError } from "@pheby/client";
+import { DEFAULT_FEATURES, type PhebyClientOptions, PhebyError } from "@pheby/client";
 import {
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
@@ -80,34 +80,24 @@ describe("@pheby/client and append deltas (delta.append)", () => {
 
   it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets (plus resume's seq)", async () => {
     const { deltas, cumulative, features } = await deltasOf({});
-    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE]);
+    // In the order asked: the client's FEATURE_PRIORITY.
+    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_PUSH, FEATURE_QUEUE]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
     expect(deltas.every((d) => typeof d.seq === "number")).toBe(true);
   });
 
   it("with every extension off it does not ask (ready has no features) and gets the same deltas", async () => {
-    const { deltas, cumulative, features } = await deltasOf({
-      appendDeltas: false,
-      push: false,
-      resume: false,
-      queue: false,
-    });
+    const { deltas, cumulative, features } = await deltasOf({ features: [] });
     expect(features).toEqual([]);
     expect(deltas).toEqual(cumulative);
   });
 
   it("features asks for other extensions; their requests and events work through request() and on()", async () => {
-    const client = await phebyClient(streaming, { features: ["schedules", "x-unknown"] });
-    const other = await phebyClient(streaming, {
-      features: ["schedules"],
-      appendDeltas: false,
-      push: false,
-      resume: false,
-      queue: false,
-    });
+    const client = await phebyClient(streaming, { features: [...DEFAULT_FEATURES, "schedules", "x-unknown"] });
+    const other = await phebyClient(streaming, { features: ["schedules"] });
     try {
-      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "push", "resume", "queue", "schedules"]);
+      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "resume", "push", "queue", "schedules"]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });
       const heard = other.next("schedule.changed");

@@ -100,7 +100,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.inputValue('[data-testid="url"]')).toBe(pageWsUrl());
     await page.fill('[data-testid="secret"]', "this-is-not-the-secret");
     await page.click('[data-testid="connect"]');
-    await waitStatus("auth_failed");
+    await waitStatus("failed");
     await page.waitForSelector('[data-testid="connect-error"]:has-text("Wrong secret")');
     expect(await page.evaluate(() => sessionStorage.getItem("pheby.secret"))).toBeNull();
     await shot("connect-auth-failed");
