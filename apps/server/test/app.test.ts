@@ -255,7 +255,12 @@ describe("pheby-server", () => {
     const app = start(env);
     await app.listening;
     const secret = readFileSync(join(dataDir, "secret"), "utf8").trim();
-    const owner = new PhebyClient({ url: publicUrl, secret, reconnect: false, features: [...DEFAULT_FEATURES, "devices"] });
+    const owner = new PhebyClient({
+      url: publicUrl,
+      secret,
+      reconnect: false,
+      features: [...DEFAULT_FEATURES, "devices"],
+    });
     await owner.connect();
     const { uri } = await owner.createPairing("Pixel 9");
     const phone = await pairDevice(uri);

@@ -589,7 +589,7 @@ export class PhebyClient {
     this.vapidKey = ready.push?.vapid_public_key;
     // From now on the followed conversations' events wait for their re-open (resume's catch-up).
     if (link.reconnected && link.resume) this.resume?.catchUp(this.followed.keys());
-    if (link.reconnected) this.recovering = true;
+    this.recovering = link.reconnected;
     for (const extension of link.extensions) extension.onConnected?.(link, link.reconnected);
   }
 

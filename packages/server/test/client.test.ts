@@ -94,7 +94,9 @@ describe("@pheby/client and append deltas (delta.append)", () => {
   });
 
   it("features asks for other extensions; their requests and events work through request() and on()", async () => {
-    const client = await phebyClient(streaming, { features: [...DEFAULT_FEATURES, "schedules", "x-unknown"] });
+    const client = await phebyClient(streaming, {
+      features: [...DEFAULT_FEATURES, "schedules", "x-unknown"],
+    });
     const other = await phebyClient(streaming, { features: ["schedules"] });
     try {
       expect(client.features).toEqual([FEATURE_DELTA_APPEND, "resume", "push", "queue", "schedules"]);

@@ -74,7 +74,7 @@ describe.skipIf(!hasChromium)("web console: a missed append delta", () => {
             return;
           }
           try {
-            draft = applyDelta(draft, frame as { offset?: number; text: string });
+            draft = applyDelta(draft, frame as unknown as { offset?: number; text: string });
           } catch {
             // Beyond what the page holds: the page repairs it, not this proxy.
           }
