@@ -4,6 +4,7 @@
  * against `@pheby/protocol` by the helpers' client.
  */
 import type { PhebyClient } from "@pheby/client";
+import { DEFAULT_FEATURES } from "@pheby/client";
 import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
@@ -73,7 +74,7 @@ export async function startPhebyAcp(
   const backend = createAcpBackend(agent);
   const { features, ...serverOptions } = server;
   const ts = await startServer({ agent: backend, ...serverOptions });
-  const client = await phebyClient(ts, features ? { features } : {});
+  const client = await phebyClient(ts, features ? { features: [...DEFAULT_FEATURES, ...features] } : {});
   const frames: ServerMessage[] = [];
   const waiters = new Set<(m: ServerMessage) => void>();
   client.on("*", (m) => {
