@@ -2,6 +2,8 @@ import {
   CLOSE_CODES,
   type ClientMessageInput,
   decodeServerFrame,
+  FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
   FEATURE_RESUME,
   PROTOCOL_VERSION,
   type PresenceState,
@@ -151,8 +153,8 @@ export class PhebyClient {
     this.asked = options.features ?? DEFAULT_FEATURES;
     const has = (feature: string) => this.asked.includes(feature);
     this.resume = has(FEATURE_RESUME) ? new Resume() : undefined;
-    this.push = has("push") ? new PushPresence() : undefined;
-    const appendDeltas = has("delta.append") ? new DeltaAppend() : undefined;
+    this.push = has(FEATURE_PUSH) ? new PushPresence() : undefined;
+    const appendDeltas = has(FEATURE_DELTA_APPEND) ? new DeltaAppend() : undefined;
     this.extensions = [this.resume, appendDeltas, this.push].filter(
       (e): e is NonNullable<typeof e> => e !== undefined,
     );
