@@ -258,9 +258,12 @@ export class Connection {
     const backoff = this.options.reconnect || {};
     let delay = backoffDelay(this.attempt++, backoff);
     if (this.lockedOutFor !== undefined || closeCode === CLOSE_CODES.lockedOut) {
-      // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
+      // Locked out: wait what the server said (or lockedOutDelayMs when it said nothing). Trying
       // earlier only gets another 4429.
-      delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);
+      delay = Math.max(
+        delay,
+        this.lockedOutFor ?? backoff.lockedOutDelayMs ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS,
+      );
       this.lockedOutFor = undefined;
     }
     this.reconnectTimer = setTimeout(() => {

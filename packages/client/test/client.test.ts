@@ -353,6 +353,16 @@ describe("PhebyClient close codes (docs/protocol.md, close codes)", () => {
     while (c.state !== "open") await wait(10);
   });
 
+  it("4429 naming no time waits lockedOutDelayMs (Kotlin's lockedOutDelay), then reconnects", async () => {
+    const c = client({ reconnect: { initialDelayMs: 5, maxDelayMs: 20, lockedOutDelayMs: 300 } });
+    await c.connect();
+    const closedAt = Date.now();
+    peer.connections[0]!.socket.close(4429, "");
+    await peer.waitForConnections(2);
+    expect(Date.now() - closedAt).toBeGreaterThanOrEqual(290);
+    while (c.state !== "open") await wait(10);
+  });
+
   it("a hello answered rate_limited while reconnecting: waits the seconds of its message, then succeeds", async () => {
     const c = client();
     await c.connect();
