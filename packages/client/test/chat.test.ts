@@ -224,6 +224,52 @@ describe("chat(): one run as an async iterable", () => {
   });
 });
 
+describe("chat() across a drop, with resume", () => {
+  it("a send whose reply was lost goes again after the catch-up, same client_message_id, and the run goes on once", async () => {
+    peer.handler = (frame, conn) => {
+      if (frame.type === "hello") return [ready(frame.request_id, ["resume"])];
+      if (frame.type === "chat.send") {
+        // The first connection loses the reply; the second answers the repeat with the run.
+        if (peer.connections.indexOf(conn) === 0) return [];
+        return [
+          {
+            type: "run.accepted",
+            conversation_id: "c1",
+            run_id: "run1",
+            request_id: frame.request_id,
+            ts: TS,
+          },
+          start("c1", "run1", "m1"),
+          complete("c1", "m1", "Done"),
+          finished("c1", "run1"),
+        ];
+      }
+      return defaultHandler(frame, conn);
+    };
+    const c = client({ features: ["resume"] });
+    await c.connect();
+    const run = collect(c.chat("c1", "Hi"));
+    while (!peer.connections[0]!.received.some((f) => f.type === "chat.send")) await wait(5);
+    peer.connections[0]!.socket.terminate();
+    const frames = await run;
+    expect(frames.map((f) => f.type)).toEqual([
+      "run.accepted",
+      "message.start",
+      "message.complete",
+      "run.finished",
+    ]);
+    const [first, again] = peer.connections.map((conn) => conn.received.find((f) => f.type === "chat.send")!);
+    expect(first!.client_message_id).toMatch(/^[0-9a-f]{32}$/);
+    expect(again!.client_message_id).toBe(first!.client_message_id);
+    // The followed conversation was caught up before the send went again.
+    expect(peer.connections[1]!.received.map((f) => f.type)).toEqual([
+      "hello",
+      "conversation.open",
+      "chat.send",
+    ]);
+  });
+});
+
 describe("a missed append delta", () => {
   it("re-opens the conversation once (no request_id), takes the snapshot's run.text and continues from it; nothing is reported invalid", async () => {
     peer.handler = (frame, conn) => {
