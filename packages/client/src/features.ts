@@ -15,13 +15,14 @@ import {
  * first those that change what the app can show at once (whole drafts, nothing lost after a drop),
  * then the rest. Names not listed here follow, in the order asked.
  */
-// lead: import from @pheby/protocol
+// lead: import from @pheby/protocol (the same order as its FEATURE_PRIORITY; helloFeatures below is its
+// helloFeatureNames, HELLO_FEATURES_MAX its HELLO_FEATURES_SENT_MAX)
 export const FEATURE_PRIORITY: readonly string[] = [
   FEATURE_DELTA_APPEND,
   FEATURE_RESUME,
-  FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_EXPIRY,
+  FEATURE_PUSH,
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
 ];

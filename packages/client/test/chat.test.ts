@@ -324,9 +324,9 @@ describe("hello.features", () => {
     expect(hello.features).toEqual([...FEATURE_PRIORITY, ...unknown].slice(0, 16));
   });
 
-  it("the default asks for delta.append, resume, push and queue", async () => {
+  it("the default asks for delta.append, resume, queue and push", async () => {
     const c = client();
     await c.connect();
-    expect(peer.connections[0]!.received[0]!.features).toEqual(["delta.append", "resume", "push", "queue"]);
+    expect(peer.connections[0]!.received[0]!.features).toEqual(["delta.append", "resume", "queue", "push"]);
   });
 });

@@ -175,7 +175,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and resume, push, queue, expiry, schedules and devices, for
+    // The console asked for append deltas (and resume, queue, expiry, push, schedules and devices, for
     // its panels and reconnects, in the client's FEATURE_PRIORITY order) and got them: the bubble texts
     // above were stitched.
     const frames = received.map(
@@ -184,9 +184,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
       "delta.append",
       "resume",
-      "push",
       "queue",
       "expiry",
+      "push",
       "schedules",
       "devices",
     ]);
