@@ -1,6 +1,6 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
-import { type ConnectionState, PhebyClient, PhebyError } from "@pheby/client";
+import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from "@pheby/client";
 import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
@@ -18,7 +18,7 @@ const STATE_LABELS: Record<ConnectionState, string> = {
   connecting: "connecting…",
   open: "connected",
   reconnecting: "reconnecting…",
-  auth_failed: "auth failed",
+  failed: "auth failed",
   closed: "disconnected",
 };
 
@@ -103,8 +103,9 @@ async function connect(url: string, secret: string): Promise<void> {
     url,
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
-    // Pairing and devices; scheduled prompts and when questions expire, where the server offers them.
-    features: [FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY],
+    // The client's defaults, then pairing and devices, scheduled prompts and when questions expire,
+    // where the server offers them.
+    features: [...DEFAULT_FEATURES, FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY],
   });
   const offState = client.onState(setStatus);
   try {
@@ -112,7 +113,7 @@ async function connect(url: string, secret: string): Promise<void> {
   } catch (err) {
     offState();
     client.close();
-    setStatus("auth_failed");
+    setStatus("failed");
     if (err instanceof PhebyError && err.code === "unauthorized") forgetSecret();
     throw err;
   }
@@ -377,23 +378,34 @@ function startApp(client: PhebyClient): void {
   client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
 
   // After a reconnect the client re-opens the followed conversation: resumed, the missed events
-  // have been applied already; otherwise rebuild from the snapshot.
-  client.onResync((answers) => {
+  // have been applied already (it is not among the snapshots); otherwise rebuild from the snapshot.
+  // One deleted meanwhile is no longer followed.
+  client.onResync((snapshots) => {
     if (!current) return;
-    const answer = answers.get(current);
-    if (!answer) return dropConversation(current);
-    if (answer.type === "conversation.history") {
-      chat.reset(answer);
-      queue.set(answer.queue ?? []);
+    if (!client.isFollowing(current)) return dropConversation(current);
+    const snapshot = snapshots.get(current);
+    if (snapshot) {
+      chat.reset(snapshot);
+      queue.set(snapshot.queue ?? []);
     }
     void settings.load(current);
     void schedules.load(current);
   });
+  // A snapshot nobody here asked for (no request_id): the client re-opened the conversation after a
+  // missed append delta. Its run text is the whole draft; the stream goes on from it.
+  client.on(
+    "conversation.history",
+    mine((m) => {
+      if (m.request_id !== undefined) return;
+      chat.reset(m);
+      queue.set(m.queue ?? []);
+    }),
+  );
   client.onState((state) => {
     if (state === "open") void refreshList();
-    if (state === "auth_failed") {
+    if (state === "failed") {
       client.close();
-      setStatus("auth_failed");
+      setStatus("failed");
       forgetSecret();
       showConnect("The server no longer accepts this secret (auth failed).");
     }

@@ -7,7 +7,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { PhebyClient, pairDevice } from "@pheby/client";
+import { DEFAULT_FEATURES, PhebyClient, pairDevice } from "@pheby/client";
 import { CLOSE_CODES, type ServerMessage } from "@pheby/protocol";
 import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
@@ -257,7 +257,12 @@ describe("pheby-server", () => {
     const app = start(env);
     await app.listening;
     const secret = readFileSync(join(dataDir, "secret"), "utf8").trim();
-    const owner = new PhebyClient({ url: publicUrl, secret, reconnect: false, features: ["devices"] });
+    const owner = new PhebyClient({
+      url: publicUrl,
+      secret,
+      reconnect: false,
+      features: [...DEFAULT_FEATURES, "devices"],
+    });
     await owner.connect();
     const { uri } = await owner.createPairing("Pixel 9");
     const phone = await pairDevice(uri);

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { PhebyClient } from "@pheby/client";
+import { DEFAULT_FEATURES, PhebyClient } from "@pheby/client";
 import { PROTOCOL_VERSION } from "@pheby/protocol";
 import { type Command, commandHelp, parseCommandArgs, serverSettings } from "./command.js";
 import { chat } from "./commands/chat.js";
@@ -99,7 +99,7 @@ export async function main(argv: string[], io: Io): Promise<number> {
         const client = new PhebyClient({
           ...server(),
           reconnect: options.reconnect ? {} : false,
-          ...(options.features ? { features: options.features } : {}),
+          ...(options.features ? { features: [...DEFAULT_FEATURES, ...options.features] } : {}),
         });
         clients.push(client);
         await client.connect();

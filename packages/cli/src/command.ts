@@ -23,7 +23,7 @@ export interface Invocation {
   io: Io;
   /** The server connection settings from flags and environment. */
   server(): { url: string; secret: string };
-  /** A connected client (asking for `features` too); closed by the dispatcher when the command ends. */
+  /** A connected client (asking for `features` besides the client's defaults); closed by the dispatcher when the command ends. */
   connect(options?: { reconnect?: boolean; features?: readonly string[] }): Promise<PhebyClient>;
 }
 

@@ -9,6 +9,11 @@ export interface BackoffOptions {
   maxDelayMs?: number;
   /** Growth factor per attempt (default 2). */
   factor?: number;
+  /**
+   * The wait after a lockout (close 4429) whose reason names no time, in ms (default: `maxDelayMs`);
+   * the Kotlin client's `ReconnectPolicy.lockedOutDelay`.
+   */
+  lockedOutDelayMs?: number;
 }
 
 /**

@@ -1,13 +1,10 @@
 import {
-  applyDelta,
   CLOSE_CODES,
   type ClientMessageInput,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
-  FEATURE_QUEUE,
   FEATURE_RESUME,
-  isReplyType,
   PROTOCOL_VERSION,
   type PresenceState,
   type PushEventKind,
@@ -18,24 +15,39 @@ import {
   type ServerMessageOf,
   type ServerMessageType,
 } from "@pheby/protocol";
-import { type BackoffOptions, backoffDelay, DEFAULT_MAX_DELAY_MS } from "./backoff.js";
+import type { BackoffOptions } from "./backoff.js";
+import { Connection, type ConnectionState, isReadyOf, type Link } from "./connection.js";
 import { Emitter } from "./emitter.js";
 import { PhebyError } from "./errors.js";
+import { type ClientExtension, DeltaAppend } from "./extensions.js";
+import { DEFAULT_FEATURES, helloFeatures } from "./features.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
-import { newClientMessageId, Positions } from "./resume.js";
-import { defaultWebSocket, type WebSocketConstructor, type WebSocketLike } from "./socket.js";
-import { frameText, lockoutError, type TransportFailure, transportFailure } from "./transport.js";
+import { PushPresence } from "./push.js";
+import { type RequestFrame, Requests } from "./requests.js";
+import { Resume } from "./resume.js";
+import { RESYNC_REQUEST_PREFIX, RunFrames } from "./run-frames.js";
+import type { WebSocketConstructor } from "./socket.js";
 
-/** Connection lifecycle states. `auth_failed` is final until {@link PhebyClient.connect} is called again. */
-export type ConnectionState = "idle" | "connecting" | "open" | "reconnecting" | "auth_failed" | "closed";
+export type { ConnectionState } from "./connection.js";
 
-/** Options of {@link PhebyClient}. */
+/** Options of {@link PhebyClient} (the same names as the Kotlin client's `PhebyClientOptions`, in ms). */
 export interface PhebyClientOptions {
   /** WebSocket URL, e.g. `wss://pheby.example.com/ws` or `ws://127.0.0.1:8620/ws`. */
   url: string;
   /** The master secret, or a device secret (the `devices` extension: see {@link pairDevice}). Sent once, in `hello`. */
   secret: string;
-  /** WebSocket implementation; defaults to the global one, else the `ws` package. */
+  /**
+   * The Pheby extensions to ask for in `hello.features` (default {@link DEFAULT_FEATURES}: `delta.append`,
+   * `push`, `resume`, `queue`); {@link PhebyClient.features} says which the server enabled. The one
+   * switch for every extension: add to the defaults for the others
+   * (`[...DEFAULT_FEATURES, FEATURE_SCHEDULES]`), leave one out to go without it (`[]`: plain v1).
+   * The client's own behaviour follows the list: only with `resume` in it does a send carry a
+   * `client_message_id` and survive a drop. Names the client has no behaviour for are still asked for;
+   * their requests work through `request()` and their events reach `on()`. At most 16 names are sent,
+   * in {@link FEATURE_PRIORITY} order.
+   */
+  features?: readonly string[];
+  /** WebSocket implementation (the transport seam); defaults to the global one, else the `ws` package. */
   WebSocket?: WebSocketConstructor;
   /** Automatic reconnect with exponential backoff and jitter; `false` disables it. Default on. */
   reconnect?: false | BackoffOptions;
@@ -45,38 +57,6 @@ export interface PhebyClientOptions {
   fetch?: typeof fetch;
   /** Application-level `ping` interval (default 25 s; 0 disables). A missed `pong` forces a reconnect. */
   pingIntervalMs?: number;
-  /**
-   * Ask the server for append deltas (the `delta.append` extension: each `message.delta` carries only
-   * the new text, so a long answer costs about its length on the wire). Default on. Either way the
-   * client stitches them, and `message.delta` handlers receive the cumulative text, as in v1.
-   */
-  appendDeltas?: boolean;
-  /**
-   * Ask for the `resume` extension (default on). With a server that enables it, a reconnect
-   * re-opens each followed conversation from the last `seq` handled and is sent only what was
-   * missed (`conversation.resumed`, then those events), `chat.send` and `conversation.create` get a
-   * `client_message_id` when they have none, a send whose reply was lost in a drop is sent again
-   * after the reconnect (the server answers a repeat with the first outcome), and sends made while
-   * disconnected wait in an outbox until the connection is back.
-   */
-  resume?: boolean;
-  /**
-   * Ask for the `queue` extension (default on): `chat.send { queue: true }` during a run is answered
-   * `run.queued` and starts when the run ends; `queue.changed` events tell what is waiting.
-   */
-  queue?: boolean;
-  /**
-   * More Pheby extensions to ask for in `hello`, e.g. `["devices"]` to pair and manage devices
-   * ({@link PhebyClient.createPairing}) or `[FEATURE_SCHEDULES, FEATURE_EXPIRY]`. Those the server
-   * enabled are in {@link PhebyClient.features}; their requests then work through `request()` and
-   * their events reach `on()` handlers. Default none.
-   */
-  features?: readonly string[];
-  /**
-   * Ask for the `push` extension (Web Push notifications: {@link PhebyClient.subscribePush},
-   * {@link PhebyClient.presence}). Default on; it adds no events to the connection.
-   */
-  push?: boolean;
 }
 
 /**
@@ -95,14 +75,21 @@ export interface InvalidFrame {
 }
 
 /**
- * What `conversation.open` answered for each followed conversation after a (re)connect: a
- * snapshot (`conversation.history`: replace local state with it), or, with `resume`,
- * `conversation.resumed` (keep local state: the missed events were delivered to handlers).
+ * What a resync re-fetched, by conversation ID (as the Kotlin client's `resyncs`): the fresh snapshot
+ * of each followed conversation that needs its local state replaced. A conversation the server
+ * resumed (`resume`) is not in it: its missed events reached handlers after a `conversation.resumed`.
  */
-export type ResyncResult = Map<
-  string,
-  ServerMessageOf<"conversation.history"> | ServerMessageOf<"conversation.resumed">
->;
+export type ResyncResult = Map<string, ServerMessageOf<"conversation.history">>;
+
+/** Options of {@link PhebyClient.chat}. */
+export interface ChatOptions {
+  /** Up to 10 uploads to this conversation to claim. */
+  attachmentIds?: string[];
+  /** `queue`: a send during another run waits for it (`run.queued`) instead of failing with `run_active`. */
+  queue?: boolean;
+  /** The send's idempotency key (one is made with `resume` when absent). */
+  clientMessageId?: string;
+}
 
 /**
  * The reply to a request message: {@link ReplyOf} its type, or, for the two requests that may be
@@ -123,89 +110,77 @@ export type ReplyTo<M extends { type: RequestType }> = M extends { type: "chat.s
       : ServerMessageOf<"conversation.history">
     : ReplyOf<M["type"]>;
 
-type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
+/** Frame types and `"*"` (every frame), as {@link PhebyClient.on} takes them. */
+export type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
 type LifecycleEvents = {
-  state: ConnectionState;
   resync: ResyncResult;
   invalidFrame: InvalidFrame;
 };
 
-/** A request: its frame (with its `request_id`), who waits for the reply, and what to do on a drop. */
-interface Outgoing {
-  frame: { type: RequestType; request_id: string } & Record<string, unknown>;
-  timeoutMs: number | undefined;
-  resolve(message: ServerMessage): void;
-  reject(error: PhebyError): void;
-  /** A send with a `client_message_id` on a `resume` connection: safe to send again after a drop. */
-  retry: boolean;
-  /** Sent at least once (a send queued while disconnected is not, and is safe for any server). */
-  sent: boolean;
-}
-
-interface Pending extends Outgoing {
-  timer: ReturnType<typeof setTimeout>;
-}
-
-/** The requests a `client_message_id` makes safe to send again. */
-const IDEMPOTENT: ReadonlySet<string> = new Set(["chat.send", "conversation.create"]);
-
 /**
- * Close codes after which reconnecting cannot help (docs/protocol.md, close codes): a wrong secret
- * and a protocol version the server does not speak. A lockout (4429) only means "wait"; every other
- * close is reconnected with backoff.
- */
-const FINAL_CLOSE_CODES: ReadonlySet<number> = new Set([
-  CLOSE_CODES.unauthorized,
-  CLOSE_CODES.versionMismatch,
-]);
-const FINAL_ERROR_CODES: ReadonlySet<string> = new Set(["unauthorized", "version_mismatch"]);
-
-/**
- * A typed Pheby Protocol v1 client.
+ * A typed Pheby Protocol v1 client: a facade over the connection (socket, handshake, reconnect,
+ * ping: connection.ts), request correlation and the send queue (requests.ts), and the extensions
+ * asked for in {@link PhebyClientOptions.features} (extensions.ts, resume.ts, push.ts). The same
+ * design as the Kotlin client.
  *
  * ```ts
  * const client = new PhebyClient({ url: "ws://127.0.0.1:8620/ws", secret });
  * await client.connect();
  * const { conversation_id } = await client.request({ type: "conversation.create", name: "Hi" });
- * client.on("message.delta", (m) => render(m.text)); // always the whole draft so far
- * await client.request({ type: "chat.send", conversation_id, text: "Hello" });
+ * for await (const event of client.chat(conversation_id, "Hello")) {
+ *   if (event.type === "message.delta") render(event.text); // always the whole draft so far
+ * }
  * ```
  */
 export class PhebyClient {
   private readonly frames = new Emitter<FrameEvents>();
   private readonly lifecycle = new Emitter<LifecycleEvents>();
-  private readonly pending = new Map<string, Pending>();
-  /** Sends waiting for a connection, in order (`resume`). */
-  private readonly outbox: Outgoing[] = [];
+  private readonly asked: readonly string[];
+  private readonly requests: Requests;
+  private readonly connection: Connection;
+  /** The extensions asked for that the client implements; `resume` first, so what it holds back reaches no other. */
+  private readonly extensions: readonly ClientExtension[];
+  private readonly resume: Resume | undefined;
+  private readonly push: PushPresence | undefined;
+  /** Re-opened after every reconnect, in the order followed, with their history limit. */
   private readonly followed = new Map<string, number | undefined>();
-  private readonly positions = new Positions();
-  /**
-   * The positions of the followed conversations when a reconnect's `ready` arrived, from which
-   * they are re-opened: events that arrive before the re-open is answered are held back from then.
-   */
-  private caughtUp: Map<string, number | undefined> | undefined;
   private featuresValue: readonly string[] = [];
   private vapidKey: string | undefined;
-  /** The last presence this client said, repeated on every new connection (a new peer has none). */
-  private lastPresence: { state: PresenceState; conversation_id?: string } | undefined;
-  /** Draft text by message_id, stitched from append deltas; cleared per connection and at message.complete. */
-  private readonly drafts = new Map<string, string>();
-  private socket: WebSocketLike | undefined;
-  private stateValue: ConnectionState = "idle";
-  private nextId = 1;
-  private attempt = 0;
-  private userClosed = false;
-  private everConnected = false;
-  /** The wait the server asked for at its last lockout (`rate_limited`, 4429), until the next attempt. */
-  private lockedOutFor: number | undefined;
-  private reconnectTimer: ReturnType<typeof setTimeout> | undefined;
-  private pingTimer: ReturnType<typeof setInterval> | undefined;
+  /** A reconnect's catch-up is running: sends safe to repeat wait for it, so they keep their order. */
+  private recovering = false;
 
-  constructor(private readonly options: PhebyClientOptions) {}
+  constructor(private readonly options: PhebyClientOptions) {
+    this.asked = options.features ?? DEFAULT_FEATURES;
+    const has = (feature: string) => this.asked.includes(feature);
+    this.resume = has(FEATURE_RESUME) ? new Resume() : undefined;
+    this.push = has(FEATURE_PUSH) ? new PushPresence() : undefined;
+    const appendDeltas = has(FEATURE_DELTA_APPEND) ? new DeltaAppend() : undefined;
+    this.extensions = [this.resume, appendDeltas, this.push].filter(
+      (e): e is NonNullable<typeof e> => e !== undefined,
+    );
+    this.requests = new Requests(options.requestTimeoutMs ?? 30_000, has(FEATURE_RESUME));
+    this.connection = new Connection(options, this.requests, {
+      hello: () => {
+        const features = helloFeatures(this.asked);
+        return {
+          type: "hello",
+          secret: this.options.secret,
+          protocol_version: PROTOCOL_VERSION,
+          ...(features.length === 0 ? {} : { features }),
+        };
+      },
+      frame: (link, raw) => this.onFrame(link, raw),
+      opened: (link) => this.onOpened(link),
+      dropped: (link, retain) => {
+        this.requests.dropped(link.socket, retain);
+        if (!this.connection.willReconnect) this.requests.failQueue(this.connection.failure());
+      },
+    });
+  }
 
-  /** The current connection state. */
+  /** The current connection state: `idle`, `connecting`, `open`, `reconnecting`, `failed` or `closed`. */
   get state(): ConnectionState {
-    return this.stateValue;
+    return this.connection.state;
   }
 
   /**
@@ -213,16 +188,17 @@ export class PhebyClient {
    * with a {@link PhebyError} (`unauthorized`, `version_mismatch`, `rate_limited`,
    * `auth_timeout`, `connection_closed`). After success, drops are repaired
    * automatically unless `reconnect: false`: `unauthorized` and `version_mismatch`
-   * (close 4401, 4426) stop reconnecting (`auth_failed`); a lockout (`rate_limited`,
+   * (close 4401, 4426) stop reconnecting (`failed`); a lockout (`rate_limited`,
    * close 4429) waits the `retryAfterMs` the server named, then tries again.
    */
-  async connect(): Promise<ServerMessageOf<"ready">> {
-    this.userClosed = false;
-    clearTimeout(this.reconnectTimer);
-    return this.open("connecting");
+  connect(): Promise<ServerMessageOf<"ready">> {
+    return this.connection.connect();
   }
 
-  /** The Pheby extensions the server enabled on the current connection (`ready.features`; empty from a server without them). */
+  /**
+   * The Pheby extensions the server enabled on the last connection (`ready.features`; empty from a
+   * server without them, or before the first `ready`).
+   */
   get features(): readonly string[] {
     return this.featuresValue;
   }
@@ -275,34 +251,27 @@ export class PhebyClient {
    * it. Remembered and repeated after a reconnect; sent only when the server enabled `push`.
    */
   presence(state: PresenceState, conversationId?: string): void {
-    this.lastPresence = {
-      state,
-      ...(conversationId === undefined ? {} : { conversation_id: conversationId }),
-    };
-    if (this.stateValue === "open" && this.featuresValue.includes(FEATURE_PUSH)) {
-      this.send({ type: "presence", ...this.lastPresence });
-    }
+    const link = this.connection.current;
+    this.push?.say(
+      { state, ...(conversationId === undefined ? {} : { conversation_id: conversationId }) },
+      link?.extensions.includes(this.push) ? link : undefined,
+    );
   }
 
-  /** Close the connection for good (no reconnect). Pending requests and the outbox reject with `connection_closed`. */
+  /** Close the connection for good (no reconnect). Pending requests and the send queue reject with `connection_closed`. */
   close(): void {
-    this.userClosed = true;
-    clearTimeout(this.reconnectTimer);
-    const socket = this.socket;
-    this.socket = undefined;
-    socket?.close(CLOSE_CODES.normal, "client closed");
-    this.teardown("closed");
-    for (const out of this.outbox.splice(0)) out.reject(new PhebyError("connection_closed", "client closed"));
+    this.connection.close();
+    this.requests.failQueue(new PhebyError("connection_closed", "client closed"));
   }
 
   /**
    * Send a request and resolve with its direct reply ({@link ReplyTo}). A
-   * `request_id` is filled in when absent; with `resume` (the default), a
+   * `request_id` is filled in when absent; with `resume` asked for (the default), a
    * `chat.send` or `conversation.create` without `client_message_id` gets one.
    * Rejects with a {@link PhebyError} carrying the server's error code.
    *
    * While the client is reconnecting after a drop, such a send waits in the
-   * outbox and goes out once the connection is back (and, with `resume`, the
+   * send queue and goes out once the connection is back (and, with `resume`, the
    * followed conversations are caught up); other requests reject with
    * `connection_closed`.
    */
@@ -310,28 +279,111 @@ export class PhebyClient {
     message: M,
     options: { timeoutMs?: number } = {},
   ): Promise<ReplyTo<M>> {
-    const frame = this.frameOf(message);
-    return new Promise<ServerMessage>((resolve, reject) => {
-      const out: Outgoing = {
-        frame,
-        timeoutMs: options.timeoutMs,
-        resolve,
-        reject,
-        retry: this.options.resume !== false && frame.client_message_id !== undefined,
-        sent: false,
-      };
-      const socket = this.socket;
-      if (socket && this.stateValue === "open") this.transmit(socket, out);
-      else if (out.retry && this.willReconnect()) this.outbox.push(out);
-      else reject(new PhebyError("connection_closed", "not connected"));
-    }) as Promise<ReplyTo<M>>;
+    return this.sendRequest(this.requests.frameOf(message), options.timeoutMs) as Promise<ReplyTo<M>>;
+  }
+
+  private sendRequest(frame: RequestFrame, timeoutMs?: number): Promise<ServerMessage> {
+    const link = this.connection.current;
+    // During a reconnect's catch-up a send safe to repeat joins the queue, behind those that waited.
+    const direct = link && !(this.recovering && this.requests.canWait(frame));
+    return this.requests.send(frame, direct ? link.socket : undefined, {
+      ...(timeoutMs === undefined ? {} : { timeoutMs }),
+      canWait: this.connection.willReconnect,
+    });
   }
 
   /** Send a frame without waiting for anything (e.g. to test a server with raw input). */
   send(frame: unknown): void {
-    if (!this.socket || this.stateValue !== "open")
-      throw new PhebyError("connection_closed", "not connected");
-    this.socket.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+    const link = this.connection.current;
+    if (!link) throw new PhebyError("connection_closed", "not connected");
+    link.socket.send(typeof frame === "string" ? frame : JSON.stringify(frame));
+  }
+
+  /**
+   * Send a message and iterate over its run as it happens, then end: the `run.accepted` reply, then
+   * the conversation's `message.start`, `message.delta` (the whole draft each time), `tool.event`,
+   * `approval.request` / `clarify.request` and their `*.resolved`, `attachment.added`,
+   * `message.complete` (notices included), and finally the run's `run.finished`. The same run
+   * tracking as the Kotlin client's `chat()`.
+   *
+   * With `queue` (the `queue` extension) a send during another run is queued: the iteration first
+   * yields `run.queued` and the conversation's `queue.changed` while it waits, then the run as above
+   * once it starts (or its `run.finished` `cancelled`, when `run.cancel` removed it from the queue).
+   *
+   * Answer questions from the loop (`approval.respond`, …). The conversation is followed while the
+   * iteration runs, so a drop does not lose the run: after the reconnect, with `resume` the missed
+   * frames follow as if never missed (a send whose reply was lost is sent again first, without a
+   * second run); without, it yields the conversation's fresh `conversation.history` and ends right
+   * after it when the run is no longer active, else the run's frames continue. Throws a
+   * {@link PhebyError} if `chat.send` is refused (e.g. `run_active`) or the connection fails for good
+   * (`failed`, `closed`). Leaving the loop early stops listening, not the run (`run.cancel` does that).
+   *
+   * Subscribe before it starts: the frames are collected from the moment `chat()` is called.
+   */
+  chat(
+    conversationId: string,
+    text: string,
+    options: ChatOptions = {},
+  ): AsyncIterableIterator<ServerMessage> {
+    const frame = this.requests.frameOf({
+      type: "chat.send",
+      conversation_id: conversationId,
+      text,
+      ...(options.attachmentIds?.length ? { attachment_ids: options.attachmentIds } : {}),
+      ...(options.clientMessageId === undefined ? {} : { client_message_id: options.clientMessageId }),
+      ...(options.queue ? { queue: true } : {}),
+    });
+    const run = new RunFrames(
+      conversationId,
+      frame.request_id,
+      frame.client_message_id as string | undefined,
+    );
+    const ready: ServerMessage[] = [];
+    let failure: unknown;
+    let wake: (() => void) | undefined;
+    const emit = (frames: ServerMessage[]) => {
+      ready.push(...frames);
+      wake?.();
+    };
+    const fail = (error: unknown) => {
+      failure ??= error;
+      wake?.();
+    };
+    const offFrames = this.frames.on("*", (message) => emit(run.take(message)));
+    const offState = this.connection.onState((state) => {
+      if (state === "failed" || state === "closed") fail(this.connection.failure());
+    });
+    const added = !this.followed.has(conversationId);
+    if (added) this.followed.set(conversationId, undefined);
+    const stop = () => {
+      offFrames();
+      offState();
+      if (added) this.followed.delete(conversationId);
+    };
+    this.sendRequest(frame).then(
+      (reply) => emit(run.learn(reply as ServerMessageOf<"run.accepted">)),
+      (error: unknown) => fail(error),
+    );
+    async function* frames(): AsyncGenerator<ServerMessage> {
+      try {
+        while (true) {
+          const next = ready.shift();
+          if (next) {
+            yield next;
+            continue;
+          }
+          if (run.finished) return;
+          if (failure !== undefined) throw failure;
+          await new Promise<void>((resolve) => {
+            wake = resolve;
+          });
+          wake = undefined;
+        }
+      } finally {
+        stop();
+      }
+    }
+    return frames();
   }
 
   /** Upload a file to a conversation; see {@link uploadAttachment}. */
@@ -393,10 +445,10 @@ export class PhebyClient {
 
   /** Subscribe to connection state changes. */
   onState(handler: (state: ConnectionState) => void): () => void {
-    return this.lifecycle.on("state", handler);
+    return this.connection.onState(handler);
   }
 
-  /** Subscribe to the snapshots re-fetched after each reconnect (see {@link follow}). */
+  /** Subscribe to the snapshots re-fetched after each reconnect (see {@link follow} and {@link ResyncResult}). */
   onResync(handler: (snapshots: ResyncResult) => void): () => void {
     return this.lifecycle.on("resync", handler);
   }
@@ -430,12 +482,11 @@ export class PhebyClient {
   }
 
   /**
-   * Follow a conversation: after every reconnect it is re-opened (with `limit`)
-   * and the answer is delivered through {@link onResync} — the spec's
-   * reconnect recovery in one call. With `resume`, it is re-opened from the
-   * last `seq` handled: the missed events reach handlers as if never missed,
-   * and the answer is `conversation.resumed`; when the server can no longer
-   * replay them it is a fresh snapshot, as in v1.
+   * Follow a conversation: after every reconnect it is re-opened (with `limit`; in the order
+   * followed): with `resume` from the last `seq` handled, so its missed events reach handlers as if
+   * never missed; otherwise, or when the server can no longer replay them, its snapshot is in the
+   * {@link onResync} result, so the app can replace its local state, as the protocol's reconnect
+   * procedure says.
    */
   follow(conversationId: string, limit?: number): void {
     this.followed.set(conversationId, limit);
@@ -446,369 +497,119 @@ export class PhebyClient {
     this.followed.delete(conversationId);
   }
 
+  /** Whether a conversation is followed: one found deleted when it was re-opened is no longer. */
+  isFollowing(conversationId: string): boolean {
+    return this.followed.has(conversationId);
+  }
+
   /** The last `seq` handled for a conversation (`resume`): what a re-open after a drop resumes from. */
   position(conversationId: string): number | undefined {
-    return this.positions.of(conversationId);
+    return this.resume?.position(conversationId);
   }
 
   /**
-   * Re-open every followed conversation now and return the answers. A
-   * conversation deleted meanwhile is dropped from the followed set.
+   * Re-open every followed conversation now (with `resume`, from their last `seq`; their events are
+   * held back until each answer, whose replay carries them) and return the snapshots, also delivered
+   * to {@link onResync}; a resumed conversation is not among them (see {@link ResyncResult}). A
+   * conversation deleted meanwhile is dropped from the followed set. Runs by itself after each reconnect.
    */
-  async resync(): Promise<ResyncResult> {
+  resync(): Promise<ResyncResult> {
+    return this.resyncOn(false);
+  }
+
+  /**
+   * {@link resync}; `recovering`: the catch-up after a reconnect. When a re-open fails on a live
+   * connection (a timeout, a server error), that connection is closed before the conversations stop
+   * being held back, so the next one catches them up from where they were instead of leaving a gap.
+   */
+  private async resyncOn(recovering: boolean): Promise<ResyncResult> {
+    const link = this.connection.current;
+    if (!link) throw new PhebyError("connection_closed", "not connected");
+    const ids = [...this.followed.keys()];
+    const resume = link.resume ? this.resume : undefined;
+    const since = resume?.reopenFrom(ids) ?? new Map<string, number | undefined>();
     const result: ResyncResult = new Map();
-    const resume = this.featuresValue.includes(FEATURE_RESUME);
-    // Each from where it was when the connection came back (caught at its `ready`, see onMessage).
-    const caught = this.caughtUp;
-    this.caughtUp = undefined;
-    const followed = [...this.followed].map(([id, limit]) => ({
-      id,
-      limit,
-      since: caught ? caught.get(id) : this.positions.of(id),
-    }));
-    if (resume && !caught) for (const { id } of followed) this.positions.syncing(id);
-    for (const { id, limit, since } of followed) {
+    for (const id of ids) {
+      const limit = this.followed.get(id);
+      const from = since.get(id);
       try {
-        const answer = await this.request({
-          type: "conversation.open",
-          conversation_id: id,
-          ...(limit === undefined ? {} : { limit }),
-          ...(resume && since !== undefined ? { since_seq: since } : {}),
-        });
-        result.set(id, answer);
+        const answer = await this.requests.send(
+          this.requests.frameOf({
+            type: "conversation.open",
+            request_id: this.requests.newId(RESYNC_REQUEST_PREFIX),
+            conversation_id: id,
+            ...(limit === undefined ? {} : { limit }),
+            ...(from === undefined ? {} : { since_seq: from }),
+          }),
+          link.socket,
+        );
+        if (answer.type === "conversation.history") result.set(id, answer);
       } catch (err) {
-        this.positions.synced(id);
-        if (err instanceof PhebyError && err.code === "conversation_not_found") this.followed.delete(id);
-        else {
-          for (const rest of followed) this.positions.synced(rest.id);
+        const code = err instanceof PhebyError ? err.code : undefined;
+        if (recovering && code !== "conversation_not_found" && code !== "connection_closed")
+          link.socket.close(CLOSE_CODES.normal, "catch-up failed");
+        resume?.synced(id);
+        if (code !== "conversation_not_found") {
+          for (const rest of ids) resume?.synced(rest);
           throw err;
         }
+        this.followed.delete(id);
       }
     }
     this.lifecycle.emit("resync", result);
     return result;
   }
 
-  private setState(state: ConnectionState): void {
-    if (this.stateValue === state) return;
-    this.stateValue = state;
-    this.lifecycle.emit("state", state);
-  }
-
-  private async open(state: "connecting" | "reconnecting"): Promise<ServerMessageOf<"ready">> {
-    this.setState(state);
-    const Ctor = this.options.WebSocket ?? (await defaultWebSocket());
-    const socket = new Ctor(this.options.url);
-    this.socket = socket;
-    // A new connection starts every draft over: its first delta of each message has offset 0.
-    this.drafts.clear();
-    let failure: PhebyError | undefined;
-    let opening = true;
-    let transport: TransportFailure | undefined;
-    let closed: { code: number; reason: string } | undefined;
-
-    const opened = new Promise<void>((resolve, reject) => {
-      socket.addEventListener("open", () => {
-        opening = false;
-        resolve();
-      });
-      socket.addEventListener("close", (event) => {
-        closed = { code: event.code, reason: event.reason };
-        this.lockedOutFor = lockoutError(closed)?.retryAfterMs ?? this.lockedOutFor;
-        reject(
-          failure ??
-            (transport
-              ? new PhebyError("connection_closed", transport.message, {
-                  status: transport.status,
-                  cause: transport.cause,
-                })
-              : new PhebyError(
-                  "connection_closed",
-                  opening
-                    ? `closed (${event.code}) before the WebSocket to ${this.options.url} opened (the runtime does not say why)`
-                    : `closed (${event.code}) before ready`,
-                )),
-        );
-        this.onClose(socket, event.code);
-      });
-      // A close event follows; keep what the runtime says went wrong (Node does, browsers do not).
-      socket.addEventListener("error", (event) => {
-        if (opening) transport ??= transportFailure(event, this.options.url);
-      });
-    });
-    socket.addEventListener("message", (event) => this.onMessage(socket, event.data));
-
-    await opened;
-    try {
-      const ready = (await this.call(socket, {
-        type: "hello",
-        secret: this.options.secret,
-        protocol_version: PROTOCOL_VERSION,
-        ...this.helloFeatures(),
-      })) as ServerMessageOf<"ready">;
-      this.attempt = 0;
-      this.featuresValue = ready.features ?? [];
-      this.vapidKey = ready.push?.vapid_public_key;
-      const reconnected = this.everConnected;
-      this.everConnected = true;
-      this.setState("open");
-      this.startPing(socket);
-      if (this.lastPresence && this.featuresValue.includes(FEATURE_PUSH)) {
-        socket.send(JSON.stringify({ type: "presence", ...this.lastPresence }));
-      }
-      if (reconnected) void this.recover(socket);
-      else this.flushOutbox(socket);
-      return ready;
-    } catch (err) {
-      failure = err instanceof PhebyError ? err : new PhebyError("connection_closed", String(err));
-      // A server refusing a locked-out address as the socket opens closes it 4429 before our hello is
-      // answered: that close is the answer.
-      if (failure.code === "connection_closed" && closed) failure = lockoutError(closed) ?? failure;
-      // Before the close, this is what the next reconnect waits (the close reason may repeat it).
-      if (failure.code === "rate_limited" && !closed) this.lockedOutFor = failure.retryAfterMs;
-      if (FINAL_ERROR_CODES.has(failure.code)) this.setState("auth_failed");
-      socket.close();
-      throw failure;
-    }
-  }
-
-  /** `hello.features`: the built-in extensions unless turned off, plus those asked for; absent when none. */
-  private helloFeatures(): { features?: string[] } {
-    const { appendDeltas, push, resume, queue } = this.options;
-    const asked = [
-      ...(appendDeltas === false ? [] : [FEATURE_DELTA_APPEND]),
-      ...(push === false ? [] : [FEATURE_PUSH]),
-      ...(resume === false ? [] : [FEATURE_RESUME]),
-      ...(queue === false ? [] : [FEATURE_QUEUE]),
-      ...(this.options.features ?? []),
-    ];
-    const features = asked.filter((f, i) => asked.indexOf(f) === i);
-    return features.length === 0 ? {} : { features };
-  }
-
-  /** Whether a drop is repaired by a reconnect (so a send can wait for it). */
-  private willReconnect(): boolean {
-    return (
-      !this.userClosed &&
-      this.everConnected &&
-      this.options.reconnect !== false &&
-      this.stateValue !== "auth_failed" &&
-      this.stateValue !== "closed"
-    );
-  }
-
-  /** A request's frame: its `request_id`, and with `resume` a `client_message_id` on sends that lack one. */
-  private frameOf(message: { type: RequestType } & Record<string, unknown>): Outgoing["frame"] {
-    const frame: Outgoing["frame"] = {
-      ...message,
-      request_id: (message.request_id as string | undefined) ?? `r${this.nextId++}`,
-    };
-    if (
-      this.options.resume !== false &&
-      IDEMPOTENT.has(frame.type) &&
-      frame.client_message_id === undefined
-    ) {
-      frame.client_message_id = newClientMessageId();
-    }
-    return frame;
-  }
-
-  /** A request of the client's own (hello, ping): never queued, never retried. */
-  private call(
-    socket: WebSocketLike,
-    message: { type: RequestType } & Record<string, unknown>,
-    timeoutMs?: number,
-  ): Promise<ServerMessage> {
-    return new Promise((resolve, reject) => {
-      const frame = { ...message, request_id: `r${this.nextId++}` };
-      this.transmit(socket, { frame, timeoutMs, resolve, reject, retry: false, sent: false });
-    });
-  }
-
-  /** Send a request on `socket` and wait for its reply (until the request timeout). */
-  private transmit(socket: WebSocketLike, out: Outgoing): void {
-    const timeout = out.timeoutMs ?? this.options.requestTimeoutMs ?? 30_000;
-    const requestId = out.frame.request_id;
-    const timer = setTimeout(() => {
-      this.pending.delete(requestId);
-      out.reject(
-        new PhebyError("timeout", `no reply to ${out.frame.type} within ${timeout} ms`, { requestId }),
-      );
-    }, timeout);
-    out.sent = true;
-    this.pending.set(requestId, { ...out, timer });
-    socket.send(JSON.stringify(out.frame));
-  }
-
-  /** After a reconnect: catch up the followed conversations, then send what waited in the outbox. */
-  private async recover(socket: WebSocketLike): Promise<void> {
-    try {
-      await this.resync();
-    } catch {
-      // The connection dropped again (or a re-open failed): the next connection recovers.
-    }
-    if (socket === this.socket && this.stateValue === "open") this.flushOutbox(socket);
-  }
-
-  /**
-   * Send the outbox, in order. A send that already went out once is sent
-   * again only to a `resume` connection, which answers a repeat with its
-   * first outcome; any other server might do it twice.
-   */
-  private flushOutbox(socket: WebSocketLike): void {
-    const resume = this.featuresValue.includes(FEATURE_RESUME);
-    for (const out of this.outbox.splice(0)) {
-      if (out.sent && !resume) {
-        out.reject(
-          new PhebyError(
-            "connection_closed",
-            "the connection dropped before the reply, and this server cannot say whether it was handled",
-            { requestId: out.frame.request_id },
-          ),
-        );
-      } else {
-        this.transmit(socket, out);
-      }
-    }
-  }
-
-  private onMessage(socket: WebSocketLike, data: unknown): void {
-    if (socket !== this.socket) return;
-    const raw = frameText(data);
+  /** One frame of the current link: decode, enable extensions at its `ready`, extensions, reply, handlers. */
+  private onFrame(link: Link, raw: string): void {
     const decoded = decodeServerFrame(raw);
     if (!decoded.ok) {
       this.lifecycle.emit("invalidFrame", { raw, error: decoded.error });
       return;
     }
-    const message = this.stitch(decoded.message);
-    if (!message) {
-      this.lifecycle.emit("invalidFrame", {
-        raw,
-        error: {
-          code: "bad_request",
-          message: "message.delta offset is beyond the draft (a delta was missed)",
-        },
-      });
-      return;
+    const match = this.requests.match(decoded.message, link.socket);
+    if (match && isReadyOf(link, decoded.message)) this.authenticated(link, decoded.message);
+    let message: ServerMessage | undefined = decoded.message;
+    for (const extension of link.extensions) {
+      if (!message) break;
+      message = extension.onFrame ? extension.onFrame(message, link, match !== undefined) : message;
     }
-    const requestId = (message as { request_id?: string }).request_id;
-    const pending = requestId === undefined ? undefined : this.pending.get(requestId);
-    const isReply =
-      pending !== undefined && (message.type === "error" || isReplyType(pending.frame.type, message.type));
-    if (isReply) {
-      this.pending.delete(requestId!);
-      clearTimeout(pending.timer);
-      if (message.type === "error") {
-        pending.reject(new PhebyError(message.error.code, message.error.message, { requestId: requestId! }));
-      } else {
-        pending.resolve(message);
-      }
-    }
-    // A reconnect to a resume server: from now on, the followed conversations' events wait for their re-open.
-    if (
-      message.type === "ready" &&
-      isReply &&
-      this.everConnected &&
-      message.features?.includes(FEATURE_RESUME)
-    ) {
-      this.caughtUp = new Map([...this.followed.keys()].map((id) => [id, this.positions.of(id)]));
-      for (const id of this.followed.keys()) this.positions.syncing(id);
-    }
-    // Held back: an event the catch-up after a reconnect accounts for, or a repeat of one handled.
-    if (!this.positions.accept(message, isReply)) return;
+    if (match) this.requests.settle(match, message ?? decoded.message);
+    // An extension may keep a frame from handlers (a repeat, a frame a replay brings again, a delta
+    // that cannot be stitched); its request still gets it.
+    if (!message) return;
     this.frames.emit(message.type, message as never);
     this.frames.emit("*", message);
   }
 
-  /**
-   * Keep each draft and turn an append delta back into v1's cumulative form
-   * (no `offset`), so handlers see the same frames whatever was negotiated.
-   * Undefined for a delta whose offset lies beyond the draft we hold.
-   */
-  private stitch(message: ServerMessage): ServerMessage | undefined {
-    switch (message.type) {
-      case "message.delta": {
-        const { offset, ...cumulative } = message;
-        if (offset === undefined) {
-          this.drafts.set(message.message_id, message.text);
-          return message;
-        }
-        let text: string;
-        try {
-          text = applyDelta(this.drafts.get(message.message_id) ?? "", message);
-        } catch {
-          return undefined;
-        }
-        this.drafts.set(message.message_id, text);
-        return { ...cumulative, text };
-      }
-      case "message.complete":
-        this.drafts.delete(message.message_id);
-        return message;
-      case "conversation.history":
-        // The snapshot's run text is the whole draft so far; later deltas continue from it.
-        if (message.run) this.drafts.set(message.run.message_id, message.run.text);
-        return message;
-      default:
-        return message;
-    }
+  /** `ready` answered the link's hello: enable its extensions before its next frame. */
+  private authenticated(link: Link, ready: ServerMessageOf<"ready">): void {
+    link.features = ready.features ?? [];
+    link.extensions = this.extensions.filter((e) => link.features.includes(e.feature));
+    link.ready = true;
+    this.featuresValue = link.features;
+    this.vapidKey = ready.push?.vapid_public_key;
+    // From now on the followed conversations' events wait for their re-open (resume's catch-up).
+    if (link.reconnected && link.resume) this.resume?.catchUp(this.followed.keys());
+    this.recovering = link.reconnected;
+    for (const extension of link.extensions) extension.onConnected?.(link, link.reconnected);
   }
 
-  private onClose(socket: WebSocketLike, code: number): void {
-    if (socket !== this.socket) return;
-    this.socket = undefined;
-    const final = FINAL_CLOSE_CODES.has(code) || this.stateValue === "auth_failed";
-    // A send the server may have handled is kept for the next connection when it can ask again safely.
-    const retain = !final && this.featuresValue.includes(FEATURE_RESUME) && this.willReconnect();
-    this.teardown(final ? "auth_failed" : this.userClosed ? "closed" : this.stateValue, retain);
-    if (this.userClosed || final || this.options.reconnect === false || !this.everConnected) {
-      if (!final && !this.userClosed) this.setState("closed");
+  /** A link is open: after a reconnect, catch up the followed conversations first; then send the queue. */
+  private onOpened(link: Link): void {
+    if (!link.reconnected) {
+      this.requests.flush(link.socket, link.resume);
       return;
     }
-    this.scheduleReconnect(code);
-  }
-
-  /** Reconnect after the backoff, or after the lockout's wait when the close (`closeCode`) was one. */
-  private scheduleReconnect(closeCode: number): void {
-    this.setState("reconnecting");
-    const backoff = this.options.reconnect || {};
-    let delay = backoffDelay(this.attempt++, backoff);
-    if (this.lockedOutFor !== undefined || closeCode === CLOSE_CODES.lockedOut) {
-      // Locked out: wait what the server said (or the backoff's cap when it said nothing). Trying
-      // earlier only gets another 4429.
-      delay = Math.max(delay, this.lockedOutFor ?? backoff.maxDelayMs ?? DEFAULT_MAX_DELAY_MS);
-      this.lockedOutFor = undefined;
-    }
-    this.reconnectTimer = setTimeout(() => {
-      // A failed attempt ends in a close event, and onClose schedules the next one.
-      this.open("reconnecting").catch(() => undefined);
-    }, delay);
-  }
-
-  private teardown(state: ConnectionState, retain = false): void {
-    clearInterval(this.pingTimer);
-    this.pingTimer = undefined;
-    const retained: Outgoing[] = [];
-    for (const [id, { timer, ...out }] of this.pending) {
-      clearTimeout(timer);
-      if (retain && out.retry) retained.push(out);
-      else out.reject(new PhebyError("connection_closed", "connection closed", { requestId: id }));
-    }
-    this.pending.clear();
-    // Sends whose reply was lost go first, in the order they were sent.
-    this.outbox.unshift(...retained);
-    this.setState(state);
-  }
-
-  private startPing(socket: WebSocketLike): void {
-    const interval = this.options.pingIntervalMs ?? 25_000;
-    if (interval <= 0) return;
-    this.pingTimer = setInterval(() => {
-      this.call(socket, { type: "ping" }, Math.min(interval, 10_000)).catch((err: PhebyError) => {
-        // A missed pong means a dead path (e.g. a phone changing networks): force a reconnect.
-        if (err.code === "timeout" && socket === this.socket)
-          socket.close(CLOSE_CODES.normal, "ping timeout");
-      });
-    }, interval);
+    void (async () => {
+      try {
+        await this.resyncOn(true);
+      } catch {
+        // The connection dropped again (or a re-open failed): the next connection recovers.
+      }
+      if (this.connection.current !== link) return;
+      this.recovering = false;
+      this.requests.flush(link.socket, link.resume);
+    })();
   }
 }

@@ -1,13 +1,17 @@
 /**
  * `@pheby/client`: a typed Pheby Protocol v1 client for Node (with `ws`) and
  * browsers. Requests resolve with their typed reply, events are typed by
- * `type`, drops are repaired with backoff, and files stream both ways.
+ * `type`, `chat()` iterates over one run, drops are repaired with backoff,
+ * and files stream both ways. The same design, option and state names as
+ * the Kotlin client.
  *
  * @packageDocumentation
  */
 export { type BackoffOptions, backoffDelay } from "./backoff.js";
 export {
+  type ChatOptions,
   type ConnectionState,
+  type FrameEvents,
   type InvalidFrame,
   PhebyClient,
   type PhebyClientOptions,
@@ -16,6 +20,7 @@ export {
   type ResyncResult,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
+export { DEFAULT_FEATURES, FEATURE_PRIORITY, HELLO_FEATURES_MAX, helloFeatures } from "./features.js";
 export {
   type DownloadResult,
   downloadAttachment,

@@ -1,6 +1,10 @@
-// The client side of the `resume` extension: where each conversation is (its last `seq`), which
-// conversations are being caught up after a reconnect, and the idempotency keys of sends.
-import type { ServerMessage } from "@pheby/protocol";
+// The client side of the `resume` extension (docs/protocol.md, "Extension: resume after a drop"):
+// where each conversation is (its last `seq`), which conversations are being caught up after a
+// reconnect, and the idempotency keys of sends. The send queue and the retry of a send whose reply
+// was lost live with the requests (requests.ts); this is what they consult. Mirrors the Kotlin
+// client's Resume.kt.
+import { FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
+import type { ClientExtension } from "./extensions.js";
 
 /**
  * A new `client_message_id`: 32 random hex characters (128 bits), from the
@@ -18,48 +22,67 @@ export function newClientMessageId(): string {
 const REMEMBERED_RUNS = 256;
 
 /**
- * What the client knows of each conversation's event log: the highest `seq`
- * it has handled (what `conversation.open { since_seq }` asks from after a
- * reconnect), and which conversations are being caught up right now. While a
- * conversation is caught up, its events that arrive before the answer are
- * dropped: the server logged them before it answered, so the replay (or the
- * snapshot) that follows the answer carries them, exactly once and in order.
+ * `resume` inside the client: the highest `seq` handled per conversation (what a re-open after a drop
+ * asks from), the conversations being caught up, and the run IDs of the `run.accepted` already handled.
+ *
+ * While a conversation is caught up (from a reconnect's `ready` until its re-open is answered), its
+ * events are dropped: the server logged them before it answered, so the replay (or the snapshot) that
+ * follows the answer carries them, exactly once and in order. A `run.accepted` seen before is kept from
+ * handlers too (a retried send's answer, after its replay); its request still gets it.
  */
-export class Positions {
+export class Resume implements ClientExtension {
+  readonly feature = FEATURE_RESUME;
   readonly #seq = new Map<string, number>();
   readonly #syncing = new Set<string>();
   readonly #accepted = new Set<string>();
+  /** The positions at the last reconnect's `ready`, which the re-opens after it ask from. */
+  #caught: Map<string, number | undefined> | undefined;
 
   /** The last `seq` handled for a conversation, if any. */
-  of(conversationId: string): number | undefined {
+  position(conversationId: string): number | undefined {
     return this.#seq.get(conversationId);
   }
 
-  /** A conversation is being re-opened after a reconnect: hold its events until the answer. */
-  syncing(conversationId: string): void {
-    this.#syncing.add(conversationId);
+  /** A reconnect's `ready`: hold these conversations' events from now on, until each is re-opened. */
+  catchUp(conversationIds: Iterable<string>): void {
+    this.#caught = new Map();
+    for (const id of conversationIds) {
+      this.#caught.set(id, this.#seq.get(id));
+      this.#syncing.add(id);
+    }
   }
 
-  /** Give up catching up a conversation (its re-open failed). */
+  /**
+   * The `since_seq` to re-open each of `conversationIds` from: the one caught at the reconnect's
+   * `ready`, or, for a resync the app asked for, the current one (and its events are held from now on).
+   */
+  reopenFrom(conversationIds: readonly string[]): Map<string, number | undefined> {
+    const caught = this.#caught;
+    this.#caught = undefined;
+    if (caught) return caught;
+    const since = new Map<string, number | undefined>();
+    for (const id of conversationIds) {
+      since.set(id, this.#seq.get(id));
+      this.#syncing.add(id);
+    }
+    return since;
+  }
+
+  /** Stop holding a conversation's events (its re-open failed). */
   synced(conversationId: string): void {
     this.#syncing.delete(conversationId);
   }
 
-  /**
-   * Account for one frame. Returns false when it must not reach handlers: an
-   * event of a conversation being caught up (`isReply` false), or a repeat of
-   * a `run.accepted` already handled (a retried send's answer).
-   */
-  accept(message: ServerMessage, isReply: boolean): boolean {
+  onFrame(message: ServerMessage, _link: unknown, isReply: boolean): ServerMessage | undefined {
     const conversationId = (message as { conversation_id?: unknown }).conversation_id;
-    if (typeof conversationId !== "string") return true;
+    if (typeof conversationId !== "string") return message;
     if (message.type === "conversation.resumed" || message.type === "conversation.history") {
       if (isReply) this.#syncing.delete(conversationId);
     } else if (!isReply && this.#syncing.has(conversationId)) {
-      return false;
+      return undefined;
     }
     if (message.type === "run.accepted") {
-      if (this.#accepted.has(message.run_id)) return false;
+      if (this.#accepted.has(message.run_id)) return undefined;
       this.#accepted.add(message.run_id);
       if (this.#accepted.size > REMEMBERED_RUNS) this.#accepted.delete(this.#accepted.values().next().value!);
     }
@@ -70,6 +93,6 @@ export class Positions {
       this.#seq.set(conversationId, seq);
     else if (typeof seq === "number" && seq > (this.#seq.get(conversationId) ?? -1))
       this.#seq.set(conversationId, seq);
-    return true;
+    return message;
   }
 }

@@ -1,4 +1,4 @@
-import { PhebyClient, type PhebyClientOptions, type ResyncResult } from "@pheby/client";
+import { DEFAULT_FEATURES, PhebyClient, type PhebyClientOptions, type ResyncResult } from "@pheby/client";
 import { type ServerMessage, type ServerMessageOf, stripDisabledFields } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { WebSocket } from "ws";
@@ -74,7 +74,7 @@ afterAll(async () => {
 
 describe("reconnect recovery with @pheby/client", () => {
   it("a client without resume that drops while an approval is pending gets it back from the snapshot and answers it", async () => {
-    const client = await trackedClient({ resume: false });
+    const client = await trackedClient({ features: DEFAULT_FEATURES.filter((f) => f !== "resume") });
     try {
       const { conversation_id } = await client.request({ type: "conversation.create", name: "Reconnect" });
       client.follow(conversation_id);
@@ -162,8 +162,11 @@ describe("reconnect with resume (@pheby/client's default)", () => {
       );
 
       const resynced = new Promise<ResyncResult>((resolve) => client.onResync(resolve));
+      const resumed = client.next("conversation.resumed", (m) => m.conversation_id === conversation_id);
       back();
-      const answer = (await resynced).get(conversation_id);
+      // Resumed: nothing to replace, so not among the snapshots; the answer reached handlers.
+      expect((await resynced).has(conversation_id)).toBe(false);
+      const answer = await resumed;
       expect(answer).toMatchObject({ type: "conversation.resumed", conversation_id });
       await client.request({ type: "ping" });
       // The handlers saw what the other client saw (deltas collapsed to the latest draft), once each.

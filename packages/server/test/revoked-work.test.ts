@@ -5,6 +5,7 @@
  * telling the other connections; a schedule's run is never approved by YOLO unless its schedule has
  * `auto_approve` (which only the master secret sets), also after a restart.
  */
+import { DEFAULT_FEATURES } from "@pheby/client";
 import {
   FEATURE_DEVICES,
   FEATURE_QUEUE,
@@ -326,7 +327,7 @@ describe("work a device or nobody set in motion", () => {
       auto_approve: true,
     });
     // The owner may switch auto_approve on for an existing schedule (here with @pheby/client's helper).
-    const app = await phebyClient(server, { features: [FEATURE_SCHEDULES] });
+    const app = await phebyClient(server, { features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES] });
     expect(await app.setScheduleAutoApprove(own.schedule_id, true)).toMatchObject({ auto_approve: true });
     app.close();
   });

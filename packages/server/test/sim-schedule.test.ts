@@ -4,6 +4,7 @@
  * disabled and unconfirmed, is announced to the other `schedules` connections and pushed, and runs
  * like the user's once confirmed. Every frame is validated against `@pheby/protocol` (helpers).
  */
+import { DEFAULT_FEATURES } from "@pheby/client";
 import { FEATURE_SCHEDULES, type ServerMessageOf } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import { startReceiver } from "../../conformance/src/push-receiver.js";
@@ -30,7 +31,7 @@ describe("/sim schedule", () => {
     const receiver = await startReceiver();
     const server = await startServer({ push: { allowPrivate: true, retry: FAST_RETRY } });
     servers.push(server);
-    const owner = await phebyClient(server, { features: [FEATURE_SCHEDULES] });
+    const owner = await phebyClient(server, { features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES] });
     const phone = receiver.endpoint("phone");
     await owner.subscribePush(phone, { events: ["message"] });
     const a = await connect(server);

@@ -100,7 +100,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(await page.inputValue('[data-testid="url"]')).toBe(pageWsUrl());
     await page.fill('[data-testid="secret"]', "this-is-not-the-secret");
     await page.click('[data-testid="connect"]');
-    await waitStatus("auth_failed");
+    await waitStatus("failed");
     await page.waitForSelector('[data-testid="connect-error"]:has-text("Wrong secret")');
     expect(await page.evaluate(() => sessionStorage.getItem("pheby.secret"))).toBeNull();
     await shot("connect-auth-failed");
@@ -175,19 +175,20 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and push, resume, queue, devices, schedules and expiry, for
-    // its panels and reconnects) and got them: the bubble texts above were stitched.
+    // The console asked for append deltas (and resume, queue, expiry, push, schedules and devices, for
+    // its panels and reconnects, in the client's FEATURE_PRIORITY order) and got them: the bubble texts
+    // above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
     expect(frames.filter((m) => m.type === "ready").at(-1)?.features).toEqual([
       "delta.append",
-      "push",
       "resume",
       "queue",
-      "devices",
-      "schedules",
       "expiry",
+      "push",
+      "schedules",
+      "devices",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");

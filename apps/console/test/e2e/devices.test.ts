@@ -118,10 +118,10 @@ describe.skipIf(!hasChromium)("web console: pairing and devices in Chromium", ()
     const live = new PhebyClient({ url: publicUrl, secret: phone.deviceSecret, reconnect: false });
     await live.connect();
     const cutOff = new Promise<string>((resolve) =>
-      live.onState((state) => state === "auth_failed" && resolve(state)),
+      live.onState((state) => state === "failed" && resolve(state)),
     );
     await clickToConfirm(page, `${row} [data-testid="revoke"]`);
-    expect(await cutOff).toBe("auth_failed");
+    expect(await cutOff).toBe("failed");
     await page.waitForSelector('[data-testid="device-list"]:has-text("No paired devices.")');
   });
 

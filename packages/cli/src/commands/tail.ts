@@ -31,9 +31,9 @@ export const tail: Command = {
       process.once("SIGINT", stop);
       process.once("SIGTERM", stop);
       client.onState((s) => {
-        if (s === "auth_failed" || s === "closed") resolve();
+        if (s === "failed" || s === "closed") resolve();
       });
     });
-    return client.state === "auth_failed" ? EXIT.auth : EXIT.ok;
+    return client.state === "failed" ? EXIT.auth : EXIT.ok;
   },
 };

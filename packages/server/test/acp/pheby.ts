@@ -4,6 +4,7 @@
  * against `@pheby/protocol` by the helpers' client.
  */
 import type { PhebyClient } from "@pheby/client";
+import { DEFAULT_FEATURES } from "@pheby/client";
 import type { ServerMessage, ServerMessageOf, ServerMessageType } from "@pheby/protocol";
 import { answerOf, runFrames } from "@pheby/testkit";
 import type { Logger } from "pino";
@@ -74,7 +75,7 @@ export async function startPhebyAcp(
   const backend = createAcpBackend(agent);
   const { features, ...serverOptions } = server;
   const ts = await startServer({ agent: backend, ...serverOptions });
-  const client = await phebyClient(ts, features ? { features } : {});
+  const client = await phebyClient(ts, features ? { features: [...DEFAULT_FEATURES, ...features] } : {});
   const frames: ServerMessage[] = [];
   const waiters = new Set<(m: ServerMessage) => void>();
   client.on("*", (m) => {
