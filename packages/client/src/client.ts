@@ -5,6 +5,7 @@ import {
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
   FEATURE_RESUME,
+  helloFeatureNames,
   PROTOCOL_VERSION,
   type PresenceState,
   type PushEventKind,
@@ -20,7 +21,7 @@ import { Connection, type ConnectionState, isReadyOf, type Link } from "./connec
 import { Emitter } from "./emitter.js";
 import { PhebyError } from "./errors.js";
 import { type ClientExtension, DeltaAppend } from "./extensions.js";
-import { DEFAULT_FEATURES, helloFeatures } from "./features.js";
+import { DEFAULT_FEATURES } from "./features.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { PushPresence } from "./push.js";
 import { type RequestFrame, Requests } from "./requests.js";
@@ -44,7 +45,7 @@ export interface PhebyClientOptions {
    * The client's own behaviour follows the list: only with `resume` in it does a send carry a
    * `client_message_id` and survive a drop. Names the client has no behaviour for are still asked for;
    * their requests work through `request()` and their events reach `on()`. At most 16 names are sent,
-   * in {@link FEATURE_PRIORITY} order.
+   * in `@pheby/protocol`'s `FEATURE_PRIORITY` order (`helloFeatureNames`).
    */
   features?: readonly string[];
   /** WebSocket implementation (the transport seam); defaults to the global one, else the `ws` package. */
@@ -161,7 +162,7 @@ export class PhebyClient {
     this.requests = new Requests(options.requestTimeoutMs ?? 30_000, has(FEATURE_RESUME));
     this.connection = new Connection(options, this.requests, {
       hello: () => {
-        const features = helloFeatures(this.asked);
+        const features = helloFeatureNames(this.asked);
         return {
           type: "hello",
           secret: this.options.secret,

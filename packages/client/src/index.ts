@@ -20,7 +20,7 @@ export {
   type ResyncResult,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
-export { DEFAULT_FEATURES, FEATURE_PRIORITY, HELLO_FEATURES_MAX, helloFeatures } from "./features.js";
+export { DEFAULT_FEATURES } from "./features.js";
 export {
   type DownloadResult,
   downloadAttachment,

@@ -1,8 +1,9 @@
 // chat() (one run as an async iterable), the missed append delta's recovery and hello's feature
 // list, against a scripted peer on 127.0.0.1.
 import type { ServerMessage } from "@pheby/protocol";
+import { FEATURE_PRIORITY, HELLO_FEATURES_SENT_MAX } from "@pheby/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { FEATURE_PRIORITY, HELLO_FEATURES_MAX, PhebyClient, type PhebyClientOptions } from "../src/index.js";
+import { PhebyClient, type PhebyClientOptions } from "../src/index.js";
 import { defaultHandler, type PeerConnection, ScriptedPeer, TS } from "./peer.js";
 
 let peer: ScriptedPeer;
@@ -320,7 +321,7 @@ describe("hello.features", () => {
     const c = client({ features: [...unknown, ...[...FEATURE_PRIORITY].reverse(), "resume"] });
     await c.connect();
     const hello = peer.connections[0]!.received[0]!;
-    expect(HELLO_FEATURES_MAX).toBe(16);
+    expect(HELLO_FEATURES_SENT_MAX).toBe(16);
     expect(hello.features).toEqual([...FEATURE_PRIORITY, ...unknown].slice(0, 16));
   });
 
