@@ -34,3 +34,9 @@ export {
   type PhebyServerOptions,
 } from "./server.js";
 export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js";
+export {
+  createInMemoryServer,
+  type InMemoryServer,
+  type MemorySocket,
+  type MemoryWebSocketConstructor,
+} from "./transport/memory.js";
