@@ -45,8 +45,12 @@ interface ScenarioClient {
 }
 
 /**
- * Today's `@pheby/client`. Lead: re-point at the redesigned client after the client merge (one
- * `features` list, `chat()`, state names), and remove the mapping of its options below.
+ * Today's `@pheby/client`. Lead: re-point at the redesigned client after the client merge. With the
+ * i29-client branch (checked: every scenario passes on it but handshake-features, until its local
+ * FEATURE_PRIORITY is @pheby/protocol's) this becomes: `new PhebyClient({ url, secret: "s3cret",
+ * features: options.features, reconnect: …, pingIntervalMs: 0 })`; `chat` collects
+ * `for await (const frame of client.chat(conversationId, text))`; `resync` is
+ * `[...(await client.resync()).keys()]`; the rest as below.
  */
 function currentClient(url: string, options: Scenario["client"]): ScenarioClient {
   const asked = options.features;
