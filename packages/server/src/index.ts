@@ -37,6 +37,6 @@ export { DEFAULT_REPLAY_LIMITS, type ReplayLimits } from "./store/replay-log.js"
 export {
   createInMemoryServer,
   type InMemoryServer,
-  type MemorySocket,
   type MemoryWebSocketConstructor,
-} from "./transport/memory.js";
+} from "./transport/in-memory-server.js";
+export type { MemorySocket } from "./transport/memory.js";
