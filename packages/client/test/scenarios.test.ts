@@ -91,6 +91,7 @@ function currentClient(url: string, options: Scenario["client"]): ScenarioClient
 const UNTIL_CLIENT_MERGE = new Set([
   "chat-run", // chat()
   "close-4401", // the state is auth_failed, not failed
+  "connect-unauthorized", // the state is auth_failed, not failed
   "handshake-features", // every asked name goes out (no 16-name cap, no FEATURE_PRIORITY order)
   "missed-delta", // the missed delta is reported as an invalid frame; no re-open
 ]);
