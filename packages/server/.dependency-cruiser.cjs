@@ -18,6 +18,7 @@ const LAYERS = [
   ["http", "transport", "extensions"],
   ["options.ts"],
   ["server.ts"],
+  ["in-memory.ts"],
   ["index.ts"],
 ];
 

@@ -86,8 +86,11 @@ function asBlob(source: UploadSource): Blob | undefined {
   return undefined;
 }
 
-/** fetch, with a failure to reach the server (not an abort) turned into a `connection_closed` saying why. */
-async function send(options: FileClientOptions, url: string, init: RequestInit): Promise<Response> {
+/**
+ * fetch, with a failure to reach the server (not an abort) turned into a `connection_closed` saying why.
+ * @internal Shared with the answer routes (http-answers.ts).
+ */
+export async function send(options: FileClientOptions, url: string, init: RequestInit): Promise<Response> {
   try {
     return await (options.fetch ?? fetch)(url, init);
   } catch (err) {
@@ -97,7 +100,8 @@ async function send(options: FileClientOptions, url: string, init: RequestInit):
   }
 }
 
-async function httpError(response: Response): Promise<PhebyError> {
+/** @internal The {@link PhebyError} of an HTTP error answer: its body's code and message, its status and Retry-After. */
+export async function httpError(response: Response): Promise<PhebyError> {
   let code: ErrorCode =
     response.status === 401 ? "unauthorized" : response.status === 404 ? "not_found" : "bad_request";
   let message = `HTTP ${response.status}`;

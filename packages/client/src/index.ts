@@ -31,6 +31,13 @@ export {
   uploadAttachment,
 } from "./files.js";
 export {
+  type ApprovalAnswerResult,
+  answerApproval,
+  answerClarification,
+  type ClarifyAnswerResult,
+  type HttpAnswerOptions,
+} from "./http-answers.js";
+export {
   type PairDeviceOptions,
   type PairedDevice,
   type PairingUri,

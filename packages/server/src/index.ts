@@ -13,6 +13,11 @@ export { lookupUser, type OsUser } from "./agent-user/lookup.js";
 export type { AgentShare } from "./agent-user/shared-dir.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
+export {
+  createInMemoryServer,
+  type InMemoryServer,
+  type MemoryWebSocketConstructor,
+} from "./in-memory.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 export {
   DEFAULT_ASK_TIMEOUT_MS,
@@ -46,3 +51,4 @@ export {
   type ReplayLimits,
   type ResumeLogLimits,
 } from "./store/resume-log.js";
+export type { MemorySocket } from "./transport/memory.js";
