@@ -1,4 +1,4 @@
-// Issue 16 item 5: brute force and authentication against the built server. Source addresses are
+// Brute force and authentication against the built server. Source addresses are
 // distinct loopback addresses (127.0.x.y, bound as the client socket's localAddress), so each
 // scenario has its own lockout bucket.
 import { request as httpRequest } from "node:http";
@@ -65,7 +65,7 @@ function http(
 const get = (path: string, headers: Record<string, string>, localAddress: string) =>
   http("GET", path, headers, localAddress);
 
-describe("brute force and auth (issue 16 item 5)", () => {
+describe("brute force and auth", () => {
   it("1,000 wrong hellos from one address: 5 are checked, 995 refused with rate_limited/4429; the right secret is refused too; other addresses are unaffected", async () => {
     const results: { error?: string; close: number }[] = [];
     for (let i = 0; i < 1000; i++) results.push(await wrongHello("127.0.5.1"));
@@ -88,7 +88,7 @@ describe("brute force and auth (issue 16 item 5)", () => {
     ).toBe(429);
   });
 
-  // Issue 12 item 1: the lockout is checked at every hello, not only when a socket opens, so
+  // The lockout is checked at every hello, not only when a socket opens, so
   // sockets opened before it cannot each get a guess.
   it("1,000 sockets opened first, then 1,000 wrong hellos: still only 5 are checked, the rest get rate_limited", async () => {
     const peers = await Promise.all(

@@ -1,6 +1,6 @@
-// Issue 16 item 6: a real TLS front. Debian's Caddy runs the site block of docs/deployment.md
-// (identical to apps/server/deploy/Caddyfile; host name and upstream port substituted) with its
-// internal CA, on 127.0.0.1 only, with no network: no ACME, no OCSP, no redirects, admin API off.
+// A real TLS front, as docs/deployment.md tells operators to run one. Debian's Caddy runs the site block of
+// docs/deployment.md (identical to apps/server/deploy/Caddyfile; host name and upstream port substituted)
+// with its internal CA, on 127.0.0.1 only, with no network: no ACME, no OCSP, no redirects, admin API off.
 // The test trusts Caddy's root CA from its data dir (XDG_DATA_HOME in a temp dir).
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -126,7 +126,7 @@ const tls = (localAddress?: string) => ({
   ...(localAddress ? { localAddress } : {}),
 });
 
-describe("through a real Caddy TLS front (issue 16 item 6)", () => {
+describe("through a real Caddy TLS front", () => {
   it("uses the Caddyfile the docs show, which is the deploy file", () => {
     expect(docsCaddyfile()).toBe(readFileSync(DEPLOY, "utf8"));
   });

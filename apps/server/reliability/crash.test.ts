@@ -1,4 +1,4 @@
-// Issue 16 item 2: SIGKILL the built server at random points, on one data directory that lives
+// Crash recovery: SIGKILL the built server at random points, on one data directory that lives
 // through every run, during streaming, uploads, approval resolution and the start-up retention
 // sweep. A ledger records what clients saw confirmed; after every restart the database must pass
 // PRAGMA integrity_check, everything confirmed must still be there, no partial attachment may be
@@ -312,7 +312,7 @@ async function verify(peer: Peer, run: number, phase: Phase, atDeath: string[]):
   }
 }
 
-describe("crash recovery under SIGKILL (issue 16 item 2)", () => {
+describe("crash recovery under SIGKILL", () => {
   it(`loses nothing confirmed over ${RUNS} SIGKILLs at random points (seed ${SEED})`, async () => {
     app = await startApp({ dataDir });
     let peer = await Peer.ready(app.wsUrl);

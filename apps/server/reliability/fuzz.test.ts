@@ -1,4 +1,4 @@
-// Issue 16 item 1: protocol fuzzing of the built server, seeded with fast-check.
+// Protocol fuzzing of the built server, seeded with fast-check.
 // Every generated frame carries the outcome the protocol prescribes for it (a typed error code,
 // a close code, or a normal reply), computed from the generator's own category rather than by
 // asking the server's decoder. Frames go one at a time on an authenticated connection, each
@@ -437,7 +437,7 @@ async function mainPeer(): Promise<Peer> {
   return Peer.ready(app.wsUrl, { localAddress: "127.0.0.2" });
 }
 
-describe("protocol fuzzing (issue 16 item 1)", () => {
+describe("protocol fuzzing", () => {
   it(`survives ${BATCHES} batches of ${BATCH_SIZE} generated frames with the right error or close for each (seed ${SEED})`, async () => {
     const rssStart = rssMiB(app.pid);
     let peer = await mainPeer();

@@ -1,6 +1,6 @@
-// Issue 21: a kill -9 while a queued run is the active one. After the restart the interrupted run
-// is recorded failed, the queue that was left starts by itself, in order, as ordinary runs, and a
-// phone that resumes from before the kill is sent all of it, in order.
+// A kill -9 while a queued run (the `queue` extension) is the active one. After the restart the interrupted
+// run is recorded failed, the queue that was left starts by itself, in order, as ordinary runs, and a phone
+// that resumes from before the kill is sent all of it, in order.
 import { join } from "node:path";
 import { FEATURE_QUEUE, FEATURE_RESUME, type ServerMessage } from "@pheby/protocol";
 import Database from "better-sqlite3";

@@ -1,4 +1,4 @@
-// Issue 16 item 3: slow and dead readers against the built server. A "stopped" reader is a real
+// Slow and dead readers against the built server. A "stopped" reader is a real
 // socket whose reading is paused: the kernel buffers fill, then the server's send buffer grows
 // until the per-client cap (8 MiB, DEFAULT_MAX_BUFFERED_BYTES) closes it with 4503.
 import type { Socket } from "node:net";
@@ -73,7 +73,7 @@ async function longRun(driver: Peer, conversation: string): Promise<number> {
   return deltas;
 }
 
-describe("slow and dead readers (issue 16 item 3)", () => {
+describe("slow and dead readers", () => {
   it("a reader that stops is closed with 4503 at the 8 MiB cap; memory stays bounded; others' p99 holds", async () => {
     app = await startApp();
     const driver = await Peer.ready(app.wsUrl);

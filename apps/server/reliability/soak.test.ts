@@ -1,4 +1,4 @@
-// Issue 16 item 4: soak. 50 clients over 10 conversations; one driver per conversation runs the
+// Soak: 50 clients over 10 conversations; one driver per conversation runs the
 // simulator continuously through plain messages, tools, approvals, uploads sent as attachments and
 // produced files. Every client checks every stream it sees (each delta extends the previous one,
 // the final text is what the agent produced, the lifecycle is in order) and at the end all 50 must
@@ -188,7 +188,7 @@ async function drive(peer: Peer, conversation: string, deadline: number, expecte
   }
 }
 
-describe("soak (issue 16 item 4)", () => {
+describe("soak", () => {
   it(`50 clients over 10 conversations for ${SECONDS} s: nothing lost or misordered, no errors, RSS and fds flat`, async () => {
     app = await startApp();
     const peers = await Promise.all(Array.from({ length: CLIENTS }, () => Peer.ready(app!.wsUrl)));

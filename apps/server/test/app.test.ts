@@ -204,7 +204,8 @@ describe("pheby-server", () => {
   });
 
   it("still stops on SIGTERM when the reader of its stdout has gone away (EPIPE on the log)", async () => {
-    // Issue 12 item 3: pino's exit-time flush retried a broken pipe forever.
+    // Shutdown must finish whatever happens to the log: pino's exit-time flush used to retry a broken
+    // pipe forever.
     const dataDir = mkdtempSync(join(tmpdir(), "pheby-app-"));
     const port = await freePort();
     const app = start({ PHEBY_DATA_DIR: dataDir, PHEBY_PORT: String(port) });

@@ -122,7 +122,7 @@ describe("decodeClientFrame", () => {
   });
 });
 
-describe("the ID of an answer is checked first (issue 23)", () => {
+describe("the ID of an answer is checked first", () => {
   it("a schema violation of approval.respond / clarify.respond carries the valid ID it answers", () => {
     const respond = (frame: Record<string, unknown>) => decodeClientFrame(JSON.stringify(frame));
     expect(

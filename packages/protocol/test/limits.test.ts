@@ -41,7 +41,7 @@ const subscribe = (extra: Record<string, unknown>) => ({
 });
 
 describe("extension limits", () => {
-  it("are the numbers the issues name", () => {
+  it("are the documented numbers", () => {
     expect(LIMITS).toMatchObject({
       clientMessageIdChars: 64,
       queuedRunsPerConversation: 20,

@@ -5,7 +5,8 @@
 #   OpenCode   -> $PHEBY_AGENTS_DIR/opencode (npm opencode-ai, pinned; its native binary comes in the
 #                 npm package opencode-linux-x64 and friends, nothing is downloaded from elsewhere)
 #   Codex      -> $PHEBY_AGENTS_DIR/codex (npm @zed-industries/codex-acp: a Node shim around the native
-#                 binary from @zed-industries/codex-acp-linux-x64: the shim case of issue 13)
+#                 binary from @zed-industries/codex-acp-linux-x64, which keeps the pipes
+#                 open when the shim dies)
 #   Gemini CLI -> $PHEBY_AGENTS_DIR/gemini (npm @google/gemini-cli, pinned)
 #   Claude Code-> $PHEBY_AGENTS_DIR/claude (npm @zed-industries/claude-code-acp; the Claude Code CLI
 #                 comes inside its npm dependency @anthropic-ai/claude-agent-sdk)
@@ -36,8 +37,8 @@ npm_agent codex @zed-industries/codex-acp "$CODEX_ACP_VERSION" codex-acp
 npm_agent gemini @google/gemini-cli "$GEMINI_VERSION" gemini
 npm_agent claude @zed-industries/claude-code-acp "$CLAUDE_ACP_VERSION" claude-code-acp
 
-# The [mcp] extra lets Hermes load the MCP servers Pheby passes in session/new (issue 22); a cache
-# installed before it only gains the extra's packages.
+# The [mcp] extra lets Hermes load the MCP servers Pheby passes in session/new (Pheby's own
+# tools: ask_user, schedules); a cache installed before it only gains the extra's packages.
 if [ "${SKIP_HERMES:-}" != "1" ] && ! "$DIR/hermes/bin/python" -c "import acp, mcp" 2>/dev/null; then
   echo "installing hermes-agent[acp,mcp] into $DIR/hermes"
   [ -x "$DIR/hermes/bin/python" ] || python3 -m venv "$DIR/hermes"

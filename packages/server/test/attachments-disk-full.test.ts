@@ -1,5 +1,5 @@
 /**
- * An upload that does not fit on the server's disk (issue 23 §4): 507 saying so, nothing partial
+ * An upload that does not fit on the server's disk: 507 saying so (not a bare 500), nothing partial
  * left, and the server carries on. The data directory is a real 2 MiB tmpfs, so the store really
  * runs out of space; mounting one needs root (CAP_SYS_ADMIN), so elsewhere the test is skipped and
  * says why.

@@ -121,7 +121,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
   });
 });
 
-describe("@pheby/client and a lockout (issue 23)", () => {
+describe("@pheby/client and a lockout", () => {
   it("connect() rejects with rate_limited naming the wait; after that wait it connects", async () => {
     const locking = await startServer({ lockout: { maxFailures: 1, durationMs: 1_500 } });
     try {

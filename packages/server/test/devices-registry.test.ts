@@ -1,4 +1,4 @@
-// The devices extension's domain (issue 24), on real SQLite files: pairing codes, the registry,
+// The devices extension's domain, on real SQLite files: pairing codes, the registry,
 // the credential resolver and the operator's offline access.
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";

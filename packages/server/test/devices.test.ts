@@ -1,4 +1,4 @@
-// The devices extension (issue 24) end to end: pairing over real sockets, device secrets on the
+// The devices extension end to end: pairing over real sockets, device secrets on the
 // socket and over HTTP, revocation of a device with a live socket and an upload in flight.
 import { request } from "node:http";
 import { pairDevice } from "@pheby/client";

@@ -143,8 +143,9 @@ describe("lockout", () => {
   });
 
   it("sockets opened before the lockout get no comparison either: exactly 5 per address", async () => {
-    // Issue 12 item 1: open 200 sockets first, then guess on them. Only the first 5 hellos may
-    // be compared (`unauthorized`); every later one, the right secret included, is refused.
+    // The lockout is checked at every hello, not only when a socket opens: open 200 sockets first, then guess
+    // on them. Only the first 5 hellos may be compared (`unauthorized`); every later one, the right secret
+    // included, is refused.
     // Its own server: the shared one's 200 ms auth timeout would race 200 sequential hellos.
     await ts.cleanup();
     ts = await startServer({ clock, authTimeoutMs: 120_000, lockout: { durationMs: 60_000 } });

@@ -1,6 +1,6 @@
 /**
- * HostPaths (issue 23 §3): the server's own paths in an agent's error text become placeholders
- * before the text reaches a client; the rest of the message is kept. Real directories, files and
+ * HostPaths: the server's own paths in an agent's error text become placeholders before the text reaches a
+ * client, so no client learns the host's layout; the rest of the message is kept. Real directories, files and
  * symlinks in a temp dir stand for the home, data, working and install directories.
  */
 import { chmodSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";

@@ -1,6 +1,7 @@
-// HTTP timeouts are idle timeouts (issue 12 item 2): a slow but steady transfer takes as long as it
-// needs; one that moves nothing for httpIdleTimeoutMs is cut. A 1.5 s idle timeout stands in for the
-// default 60 s, and a transfer of several seconds for one longer than Node's old 300 s request cap.
+// HTTP timeouts are idle timeouts, so a phone on a slow link can upload 64 MiB: a slow but steady transfer
+// takes as long as it needs; one that moves nothing for httpIdleTimeoutMs is cut. A 1.5 s idle timeout stands
+// in for the default 60 s, and a transfer of several seconds for one longer than Node's old 300 s request
+// cap.
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

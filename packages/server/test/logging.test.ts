@@ -58,7 +58,7 @@ describe("logging", () => {
   });
 
   it("never logs a query string: a secret a client put in the URL stays out of the logs", async () => {
-    // Issue 12 item 4: "download ended early" used to log the full URL.
+    // "download ended early" used to log the full URL, query string and any secret in it included.
     const TOKEN = "QUERY-TOKEN-MARKER-5d2e";
     const log = captureLogs();
     const ts = await startServer({ logger: log.logger });

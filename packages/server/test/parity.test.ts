@@ -1,7 +1,7 @@
-// One script over both transports: the ws transport and the in-memory one must give every peer
-// the same frames, byte for byte, in the same order (issue 19). The clock is fixed and the
-// backend scripted, so nothing depends on timing (a delta per chunk, no tool durations); the
-// server's random 32-hex IDs are renamed in order of first appearance (one renaming per run,
+// One script over both transports: the ws transport and the in-memory one must give every peer the same
+// frames, byte for byte, in the same order, so what a test proves over the in-memory transport holds over ws.
+// The clock is fixed and the backend scripted, so nothing depends on timing (a delta per chunk, no tool
+// durations); the server's random 32-hex IDs are renamed in order of first appearance (one renaming per run,
 // shared by its peers), so frames compare byte for byte up to that consistent renaming.
 import { FEATURE_DELTA_APPEND, type ServerMessageType } from "@pheby/protocol";
 import { messageIdOf } from "@pheby/testkit";

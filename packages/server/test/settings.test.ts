@@ -126,7 +126,7 @@ describe("models", () => {
     expect(current.conversation_id).toBeUndefined();
   });
 
-  // Issue 23 §4: failed on main (the list carried none).
+  // `none` is "thinking off", not a level: the spec's example list leaves it out, and ours once carried it.
   it("models.snapshot lists the efforts as the spec's example does, without none; reasoning.set none stays accepted", async () => {
     const id = await createConversation(a);
     const list = await a.ok({ type: "models.list", conversation_id: id }, "models.snapshot");

@@ -1,5 +1,5 @@
 /**
- * The ID is checked before the choice (issue 23 §4, docs/protocol.md "Decisions"): an
+ * The ID is checked before the choice (docs/protocol.md "Decisions"): an
  * `approval.respond` / `clarify.respond` naming an unknown, stale or answered ID gets
  * `approval_not_found` / `clarify_not_found` even when its choice or response is invalid too. A
  * live ID with an invalid answer stays `bad_request`, and the question stays pending.

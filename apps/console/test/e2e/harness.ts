@@ -16,7 +16,7 @@ export const SECRET = "console-e2e-secret-0123456789abcdef";
 export const RESULTS = fileURLToPath(new URL("../../test-results/", import.meta.url));
 const SERVER_MAIN = fileURLToPath(new URL("../../../server/dist/main.js", import.meta.url));
 
-/** The flags the issue asks for: headless, and no background traffic on a closed network. */
+/** Headless, and no background traffic: the e2e tests run on a closed network. */
 export const CHROMIUM_FLAGS = [
   "--headless",
   "--no-sandbox",

@@ -57,7 +57,10 @@ export interface PushSenderOptions {
   resolve?: Resolve;
 }
 
-/** Each push request is abandoned after this long (the 10 s). */
+/**
+ * Each push request is abandoned (and retried later) after this long, so a push service that never
+ * answers cannot hold up the pushes queued behind it.
+ */
 export const PUSH_TIMEOUT_MS = 10_000;
 /** Bytes of a push service's answer we read (and discard) at most. */
 const MAX_ANSWER_BYTES = 64 * 1024;

@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
 
 /**
- * The schema step of the `devices` extension (issue 24), a step of `MIGRATIONS` in
- * store/migrations.ts. A device's secret is never stored: only its SHA-256 (see docs/security.md,
- * "Device secrets"). Revoking deletes the row, hash included.
+ * The schema step of the `devices` extension (one revocable secret per paired phone), a step of `MIGRATIONS`
+ * in store/migrations.ts. A device's secret is never stored: only its SHA-256 (see docs/security.md, "Device
+ * secrets"). Revoking deletes the row, hash included.
  */
 export const DEVICES_MIGRATION = `
   CREATE TABLE devices (

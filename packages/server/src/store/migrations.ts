@@ -59,7 +59,7 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (run_id, tool_call_id)
   );
   `,
-  // v2 (issue 4): settings. The global row holds the model/effort defaults; a
+  // v2: settings. The global row holds the model/effort defaults; a
   // conversation row holds its YOLO flag and overrides. NULL means "not set":
   // the conversation falls back to the global value, the global one to the agent's default.
   `
@@ -79,7 +79,7 @@ export const MIGRATIONS: readonly string[] = [
     effort          TEXT
   );
   `,
-  // v3 (issue 5): attachments — the index of the blobs under <dataDir>/attachments/blobs.
+  // v3: attachments — the index of the blobs under <dataDir>/attachments/blobs.
   `
   CREATE TABLE attachments (
     id              TEXT PRIMARY KEY,      -- 32 hex, also the blob's file name
@@ -97,13 +97,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX attachments_conversation ON attachments (conversation_id, created_at);
   CREATE INDEX attachments_expiry ON attachments (expires_at) WHERE expires_at IS NOT NULL;
   `,
-  // v4 (issue 24): paired devices, their secrets as SHA-256 only.
+  // v4 (`devices` extension): paired devices, their secrets as SHA-256 only.
   DEVICES_MIGRATION,
-  // v5 (issue 20): push subscriptions (store/push.ts).
+  // v5 (`push` extension): push subscriptions (store/push.ts).
   PUSH_MIGRATION,
-  // v6 (issue 21): the resume log, remembered sends and queued runs (store/resume-migration.ts).
+  // v6 (`resume`, `queue`): the resume log, remembered sends and queued runs (store/resume-migration.ts).
   RESUME_MIGRATION,
-  // v7 (issue 22): scheduled prompts (store/schedules.ts).
+  // v7 (`schedules` extension): scheduled prompts (store/schedules.ts).
   SCHEDULES_MIGRATION,
   // v8: who made each schedule and queued run, and who switched YOLO on (store/creators.ts).
   CREATORS_MIGRATION,

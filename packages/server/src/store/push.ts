@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
 
 /**
- * Migration step of the push subscriptions table (issue 20): v5 of `MIGRATIONS`
+ * Migration step of the push subscriptions table (the `push` extension): v5 of `MIGRATIONS`
  * (store/migrations.ts). `created_by` is the credential that subscribed: `"owner"` (the master secret) or a paired
- * device's id (issue 24). A shipped step never changes: {@link PUSH_DEVICE_MIGRATION} replaces
+ * device's id (the `devices` extension). A shipped step never changes: {@link PUSH_DEVICE_MIGRATION} replaces
  * `created_by` by a foreign key.
  */
 export const PUSH_MIGRATION = `

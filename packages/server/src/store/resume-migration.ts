@@ -1,5 +1,5 @@
 /**
- * Schema of the `resume` and `queue` extensions (issue 21): migration step v6
+ * Schema of the `resume` and `queue` extensions: migration step v6
  * of `MIGRATIONS` (store/migrations.ts); a shipped step never moves or changes.
  *
  * - `replay_counters` / `replay_events`: the per-conversation resume log

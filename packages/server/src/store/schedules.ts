@@ -2,7 +2,7 @@ import type { ScheduleCreator } from "@pheby/protocol";
 import type Database from "better-sqlite3";
 
 /**
- * Migration step of the `schedules` table (issue 22): appended to `MIGRATIONS` in `migrations.ts`.
+ * Migration step of the `schedules` table (scheduled prompts): appended to `MIGRATIONS` in `migrations.ts`.
  *
  * Exactly one of `cron` / `at` is set (CHECK). Times are epoch ms. A one-shot schedule that ran
  * keeps its row with `enabled = 0` until it is deleted. `last_status` is how the latest finished

@@ -512,7 +512,8 @@ describe("ACP backend: sessions", () => {
 
   it("continues in a new session when the agent can neither resume nor load: the transcript as context, a notice", async () => {
     const { agent, turn, sessionId, restarted } = await restartedWithoutReopen();
-    // Before issue 23: failed, "the agent cannot reopen this conversation after a restart", forever.
+    // Without a new session the conversation failed forever: "the agent cannot reopen this conversation
+    // after a restart".
     const sink = new RecordingSink();
     const history = () => ({
       entries: [
@@ -686,7 +687,7 @@ describe("ACP backend: files", () => {
   });
 });
 
-describe("ACP backend: other agents' behaviour (issue 13)", () => {
+describe("ACP backend: other agents' behaviour (OpenCode, Codex, Gemini CLI, Claude Code)", () => {
   const opencode = { env: { FAKE_MODELS: "opencode" } };
   const want = (model: string, effort: "high" | "low" | null) => ({
     settings: { model: { model, provider: null }, effort, yolo: false },
@@ -843,7 +844,7 @@ describe("ACP backend: other agents' behaviour (issue 13)", () => {
   });
 });
 
-describe("ACP backend: agents launched through a shim (issue 13)", () => {
+describe("ACP backend: agents launched through a shim (npx, node_modules/.bin)", () => {
   const shim = fileURLToPath(new URL("./shim.mjs", import.meta.url));
   /** Running (a killed orphan may stay a zombie here: this container's PID 1 does not reap). */
   const alive = (pid: number) => {

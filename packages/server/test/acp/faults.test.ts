@@ -1,5 +1,5 @@
 /**
- * Agent faults never strand a conversation (issue 23): a real Pheby server with the ACP backend,
+ * Agent faults never strand a conversation: a real Pheby server with the ACP backend,
  * the scripted fake agent as a real child process that is killed, exits mid-turn, hangs, prints
  * garbage, cannot start for a while, or forgets its sessions, driven through `@pheby/client`.
  *
@@ -245,7 +245,7 @@ describe.each(AGENTS)("agent faults with %s", (_name, caps) => {
   });
 });
 
-describe("a session the agent cannot reopen (§1)", () => {
+describe("a session the agent cannot reopen", () => {
   it("a restart of pheby-server: an agent without load or resume continues from a summary", async () => {
     const fake = fakeAgentDir();
     const dataDir = tempDir();
@@ -297,7 +297,7 @@ describe("a session the agent cannot reopen (§1)", () => {
   });
 });
 
-describe("cancel on a hung agent beside another conversation (§2)", () => {
+describe("cancel on a hung agent beside another conversation", () => {
   it("the hung conversation continues in a new session; the other conversation's run completes; the agent restarts once idle", async () => {
     const fake = fakeAgentDir();
     const p = await start(

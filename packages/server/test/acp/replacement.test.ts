@@ -1,6 +1,6 @@
 /**
- * The context a replacement session gets (issue 23 §1): Pheby's own history, newest kept within a
- * budget, in a tagged block; and how an agent says it no longer knows a session.
+ * The context a replacement session gets when the agent cannot reopen one: Pheby's own history, newest kept
+ * within a budget, in a tagged block; and how an agent says it no longer knows a session.
  */
 import * as acp from "@agentclientprotocol/sdk";
 import { describe, expect, it } from "vitest";

@@ -157,7 +157,7 @@ describe("ACP through Pheby: conversations and runs", () => {
     expect(run.complete.text).toBe("about to fail");
   });
 
-  it("the server's paths in an agent's error text reach the client as placeholders (issue 23 §3)", async () => {
+  it("the server's paths in an agent's error text reach the client as placeholders", async () => {
     const id = await env.p.create();
     const work = join(env.fake.dir, "notes.md");
     const blob = join(env.p.ts.dataDir, "attachments", "blobs", "0123");
@@ -630,7 +630,7 @@ describe("ACP through Pheby: files both ways", () => {
   });
 });
 
-describe("ACP through Pheby: other agents' behaviour (issue 13)", () => {
+describe("ACP through Pheby: other agents' behaviour (OpenCode, Codex, Gemini CLI, Claude Code)", () => {
   const servers = closeAfterEach();
   const names = async (p: PhebyAcp) =>
     (await p.client.request({ type: "conversation.list" })).conversations.map((c) => c.name);
@@ -672,7 +672,7 @@ describe("ACP through Pheby: other agents' behaviour (issue 13)", () => {
     expect(fast.supported_efforts).toEqual([]);
   });
 
-  // Issue 23 §4: failed on main (the store kept the first name and {} arguments).
+  // Agents send a tool's name and arguments late, in updates; the store once kept the first name and {}.
   it("conversation.open shows a tool's latest name and arguments, while it runs and after its run ended", async () => {
     const fake = fakeAgentDir();
     const p = await startPhebyAcp(agentOptions(fake));

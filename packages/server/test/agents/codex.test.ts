@@ -1,8 +1,8 @@
 /**
- * Codex through `@zed-industries/codex-acp`, launched the documented way: `node_modules/.bin/codex-acp`
- * is a Node shim that runs the native agent with `spawnSync` and dies on SIGTERM without passing it
- * on (issue 13, item 4). Turns run against the fake LLM's Responses API dialect (`wire_api =
- * "responses"` in `$CODEX_HOME/config.toml`).
+ * Codex through `@zed-industries/codex-acp`, launched the documented way: `node_modules/.bin/codex-acp` is a
+ * Node shim that runs the native agent with `spawnSync` and dies on SIGTERM without passing it on, so
+ * shutdown must signal the agent's whole process group. Turns run against the fake LLM's Responses API
+ * dialect (`wire_api = "responses"` in `$CODEX_HOME/config.toml`).
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -1,7 +1,8 @@
 /**
- * OpenCode (`opencode acp`) driven through the ACP backend, with an `@ai-sdk/openai-compatible`
- * provider in the project's `opencode.json` pointing at the fake LLM: one plain model and one
- * reasoning model, so the effort option comes and goes with the model (issue 13).
+ * OpenCode (`opencode acp`) driven through the ACP backend, with an `@ai-sdk/openai-compatible` provider in
+ * the project's `opencode.json` pointing at the fake LLM: one plain model and one reasoning model, so the
+ * effort option comes and goes with the model and settings must be applied against the model the turn will
+ * use.
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

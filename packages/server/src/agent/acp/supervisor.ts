@@ -14,7 +14,8 @@ import type { Turn } from "./turn.js";
 
 /**
  * Cap of the respawn backoff. A request waits out the backoff before its spawn attempt, so this
- * bounds how late a run that needs a new agent process ends (issue 23: within a few seconds).
+ * bounds how late a run that needs a new agent process ends: within a few seconds, so a crashed
+ * agent never leaves a conversation waiting long.
  */
 const MAX_BACKOFF_MS = 5_000;
 
