@@ -44,35 +44,25 @@ interface ScenarioClient {
   onEvent(handler: (frame: unknown) => void): void;
 }
 
-/**
- * Today's `@pheby/client`. Lead: re-point at the redesigned client after the client merge. With the
- * i29-client branch (checked: every scenario passes on it but handshake-features, until its local
- * FEATURE_PRIORITY is @pheby/protocol's) this becomes: `new PhebyClient({ url, secret: "s3cret",
- * features: options.features, reconnect: …, pingIntervalMs: 0 })`; `chat` collects
- * `for await (const frame of client.chat(conversationId, text))`; `resync` is
- * `[...(await client.resync()).keys()]`; the rest as below.
- */
-function currentClient(url: string, options: Scenario["client"]): ScenarioClient {
-  const asked = options.features;
-  const builtIn = ["delta.append", "push", "resume", "queue"];
+/** `@pheby/client` as an app uses it: one feature list, `chat()`, Kotlin's state names. */
+function phebyClient(url: string, options: Scenario["client"]): ScenarioClient {
   const client = new PhebyClient({
     url,
     secret: "s3cret",
-    appendDeltas: asked.includes("delta.append"),
-    push: asked.includes("push"),
-    resume: asked.includes("resume"),
-    queue: asked.includes("queue"),
-    features: asked.filter((f) => !builtIn.includes(f)),
+    features: options.features,
     reconnect: options.reconnect === false ? false : { initialDelayMs: options.reconnect.initial_delay_ms },
     pingIntervalMs: 0,
   });
   return {
     connect: () => client.connect(),
     request: (message) => client.request(message as never),
-    chat: () => Promise.reject(new Error("this client has no chat()")),
+    chat: async (conversationId, text) => {
+      const frames: unknown[] = [];
+      for await (const frame of client.chat(conversationId, text)) frames.push(frame);
+      return frames;
+    },
     follow: (id) => client.follow(id),
-    resync: async () =>
-      [...(await client.resync())].filter(([, a]) => a.type === "conversation.history").map(([id]) => id),
+    resync: async () => [...(await client.resync()).keys()],
     close: () => client.close(),
     state: () => client.state,
     onState: (handler) => {
@@ -83,18 +73,6 @@ function currentClient(url: string, options: Scenario["client"]): ScenarioClient
     },
   };
 }
-
-/**
- * Scenarios of behaviour the client redesign brings, expected to fail until it is merged. Lead: flip
- * after client merge (empty this set; `it.fails` fails once a scenario passes, so none is forgotten).
- */
-const UNTIL_CLIENT_MERGE = new Set([
-  "chat-run", // chat()
-  "close-4401", // the state is auth_failed, not failed
-  "connect-unauthorized", // the state is auth_failed, not failed
-  "handshake-features", // every asked name goes out (no 16-name cap, no FEATURE_PRIORITY order)
-  "missed-delta", // the missed delta is reported as an invalid frame; no re-open
-]);
 
 type Outcome =
   | { kind: "frame"; frame: Frame }
@@ -132,7 +110,7 @@ afterEach(async () => {
   );
 });
 
-async function play(scenario: Scenario, makeClient: typeof currentClient): Promise<void> {
+async function play(scenario: Scenario, makeClient: typeof phebyClient): Promise<void> {
   const server = new WebSocketServer({ host: "127.0.0.1", port: 0, path: "/ws" });
   servers.push(server);
   await new Promise<void>((resolve) => server.once("listening", () => resolve()));
@@ -376,7 +354,6 @@ describe("client scenarios", () => {
   });
 
   for (const [name, scenario] of scenarios) {
-    const test = UNTIL_CLIENT_MERGE.has(name) ? it.fails : it;
-    test(`${name}: ${scenario.description}`, () => play(scenario, currentClient));
+    it(`${name}: ${scenario.description}`, () => play(scenario, phebyClient));
   }
 });

@@ -33,10 +33,8 @@ import okhttp3.Response
 import okhttp3.WebSocket
 import okhttp3.WebSocketListener
 import org.junit.jupiter.api.Assertions.assertEquals
-import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.DynamicTest
 import org.junit.jupiter.api.TestFactory
-import org.junit.jupiter.api.assertThrows
 import org.opentest4j.AssertionFailedError
 import java.io.File
 import java.net.InetAddress
@@ -56,26 +54,13 @@ import kotlin.time.Duration.Companion.seconds
 class ScenariosTest {
     private val dir = File(repoRoot, "packages/protocol/fixtures/client-scenarios")
 
-    /**
-     * Scenarios of behaviour another change brings to this client, with what their failure says today:
-     * each must still fail so, and whoever lands that change sees it pass and moves it out. Lead: empty
-     * after the tables merge (the 16-name cap on `hello.features`, in `FEATURE_PRIORITY` order).
-     */
-    private val untilMerge = mapOf("handshake-features" to "features: expected")
-
     @TestFactory
     fun scenarios(): List<DynamicTest> =
         dir.listFiles { f -> f.name.endsWith(".json") }!!.sortedBy { it.name }.map { file ->
             val name = file.nameWithoutExtension
             DynamicTest.dynamicTest(name) {
                 val scenario = PhebyJson.parseToJsonElement(file.readText()).jsonObject
-                val failure = untilMerge[name]
-                if (failure == null) {
-                    Run(scenario).play()
-                } else {
-                    val e = assertThrows<AssertionFailedError> { Run(scenario).play() }
-                    assertTrue(failure in e.message.orEmpty(), e.message)
-                }
+                Run(scenario).play()
             }
         }
 
