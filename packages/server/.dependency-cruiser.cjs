@@ -8,7 +8,7 @@
  */
 const LAYERS = [
   ["util", "errors.ts", "log.ts"],
-  ["auth", "files", "store"],
+  ["auth", "files", "store", "agent-user"],
   ["agent"],
   ["outbox"],
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
