@@ -196,7 +196,7 @@ function validate<T extends string, M>(
  * @example
  * ```ts
  * // On the server, per connection: before the handshake, the features the server supports.
- * const decoded = decodeClientFrame(data, { features: conn.authenticated ? conn.features : SERVER_FEATURES });
+ * const decoded = decodeClientFrame(data, { features: conn.authenticated ? conn.features : serverFeatures });
  * ```
  */
 export function decodeClientFrame(raw: RawFrame): DecodeResult<V1ClientMessage>;
