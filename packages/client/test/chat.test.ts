@@ -4,7 +4,7 @@ import type { ServerMessage } from "@pheby/protocol";
 import { FEATURE_PRIORITY, HELLO_FEATURES_SENT_MAX } from "@pheby/protocol";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { PhebyClient, type PhebyClientOptions } from "../src/index.js";
-import { defaultHandler, type PeerConnection, ScriptedPeer, TS } from "./peer.js";
+import { defaultHandler, emptyHistory, type PeerConnection, ScriptedPeer, TS } from "./peer.js";
 
 let peer: ScriptedPeer;
 const clients: PhebyClient[] = [];
@@ -68,18 +68,7 @@ const finished = (conversation_id: string, run_id: string, status = "completed")
   status,
   ts: TS,
 });
-const history = (conversation_id: string, fields: Record<string, unknown> = {}) => ({
-  type: "conversation.history",
-  conversation_id,
-  messages: [],
-  has_more: false,
-  attachments: [],
-  run: null,
-  tools: [],
-  approvals: [],
-  clarifications: [],
-  ...fields,
-});
+const history = emptyHistory;
 
 /** Every frame the iteration yields, until it ends. */
 async function collect(run: AsyncIterable<ServerMessage>): Promise<ServerMessage[]> {

@@ -13,6 +13,22 @@ export interface PeerConnection {
 
 export const TS = "2026-09-02T18:00:00.000Z";
 
+/** A `conversation.history` of a conversation with nothing in it yet (no `request_id`), with `fields` over it. */
+export function emptyHistory(conversation_id: string, fields: Record<string, unknown> = {}) {
+  return {
+    type: "conversation.history",
+    conversation_id,
+    messages: [],
+    has_more: false,
+    attachments: [],
+    run: null,
+    tools: [],
+    approvals: [],
+    clarifications: [],
+    ...fields,
+  };
+}
+
 export class ScriptedPeer {
   readonly connections: PeerConnection[] = [];
   private readonly server: WebSocketServer;
@@ -85,20 +101,7 @@ export function defaultHandler(
           { type: "error", request_id, error: { code: "conversation_not_found", message: "x" }, ts: TS },
         ];
       }
-      return [
-        {
-          type: "conversation.history",
-          request_id,
-          conversation_id: frame.conversation_id,
-          messages: [],
-          has_more: false,
-          attachments: [],
-          run: null,
-          tools: [],
-          approvals: [],
-          clarifications: [],
-        },
-      ];
+      return [{ ...emptyHistory(String(frame.conversation_id)), request_id }];
     default:
       return undefined;
   }
