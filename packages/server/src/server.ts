@@ -7,6 +7,7 @@ import type { Logger } from "pino";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { prepareShare } from "./agent-user/shared-dir.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
+import { AttachmentSweeps } from "./attachments/sweeps.js";
 import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
@@ -22,7 +23,7 @@ import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
 import { createAgentHost } from "./host/agent-host.js";
 import { createHttpApp } from "./http/app.js";
-import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
+import { loadConsoleFiles } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { mcpServerCommand } from "./mcp/command.js";
 import { AgentToolsService } from "./mcp/service.js";
@@ -48,7 +49,7 @@ import { Settings } from "./settings/settings.js";
 import { forgetRevokedDevices } from "./store/creators.js";
 import { Store } from "./store/store.js";
 import { WsTransport } from "./transport/ws/server.js";
-import { type Clock, systemTimers, type Timers } from "./util/time.js";
+import { isTimers, systemTimers } from "./util/time.js";
 
 export type { PhebyServerOptions } from "./options.js";
 
@@ -74,9 +75,6 @@ export interface PhebyServer {
    */
   sweepAttachments(): Promise<SweepResult>;
 }
-
-/** How often the attachment sweep runs. */
-const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
  * The server without a network listener: store, core, connections and the HTTP
@@ -125,14 +123,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const store = new Store(o.dataDir, { clock, resumeLogLimits: o.replayLog });
   const resume = o.resume;
   // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
-  const interrupted = recoverInterruptedRuns(
-    store,
-    clock.now(),
-    "The server stopped during this run",
-    resume,
-  );
-  if (interrupted > 0)
-    log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
+  recoverInterruptedRuns(store, clock.now(), resume, log);
 
   // The agent as another OS user: what both must reach lives in the shared directory.
   const share = o.agentShare && prepareShare(o.agentShare, o.dataDir);
@@ -276,37 +267,21 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     extensions: connectionExtensions(ctx),
   });
-  const app = createHttpApp(
+  const app = createHttpApp({
     log,
-    {
-      attachments,
-      store,
-      authenticate: (presented) => credentials.resolve(presented),
-      lockout,
-      trustedProxy: o.trustedProxy,
-      transfers,
-      log,
-      idleTimeoutMs: o.httpIdleTimeoutMs,
-    },
-    o.corsOrigins,
-    {
-      decisions,
-      authenticate: (presented) => credentials.resolve(presented),
-      lockout,
-      trustedProxy: o.trustedProxy,
-      transfers,
-      log,
-    },
-  );
-  if (consoleFiles) mountConsole(app, consoleFiles);
-  const sweep = () => {
-    store.sentRequests.sweep();
-    return attachments.sweep().catch((err: unknown) => {
-      log.error({ err }, "attachment sweep failed");
-      return { expired: 0, temps: 0, orphans: 0 };
-    });
-  };
-  let sweepTimer: NodeJS.Timeout | undefined;
+    attachments,
+    store,
+    decisions,
+    authenticate: (presented) => credentials.resolve(presented),
+    lockout,
+    trustedProxy: o.trustedProxy,
+    transfers,
+    idleTimeoutMs: o.httpIdleTimeoutMs,
+    corsOrigins: o.corsOrigins,
+    consoleFiles,
+  });
+  // The bounded table of sent requests is pruned on the attachment sweep's beat.
+  const sweeps = new AttachmentSweeps(attachments, log, () => store.sentRequests.sweep());
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const transports: { close(): Promise<void> }[] = [];
@@ -318,12 +293,10 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     httpIdleTimeoutMs: o.httpIdleTimeoutMs,
     options: o,
     start() {
-      // The start sweep also removes what a crash left: temp files and unindexed blobs.
       started ??= (async () => {
         await agentTools?.open();
-        await Promise.all([backend.start(host), attachments.sweep(true)]);
-        sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
-        sweepTimer.unref();
+        await Promise.all([backend.start(host), sweeps.atStart()]);
+        sweeps.schedule();
         // Follow-ups queued before a restart start once the agent is up; then runs missed while the
         // server was down (within the grace) start, once each, behind them.
         queue.startAfterRestart();
@@ -339,7 +312,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     close() {
       closing ??= (async () => {
-        clearInterval(sweepTimer);
+        sweeps.stop();
         scheduler.close();
         runs.shutdown();
         for (const transport of transports) await transport.close();
@@ -421,10 +394,4 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
 
     sweepAttachments: () => core.sweepAttachments(),
   };
-}
-
-/** Whether a clock also schedules (a test's manual clock): then it drives the scheduler's timer. */
-function isTimers(clock: Clock): clock is Clock & Timers {
-  const c = clock as Partial<Timers>;
-  return typeof c.setTimeout === "function" && typeof c.clearTimeout === "function";
 }
