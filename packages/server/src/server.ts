@@ -1,7 +1,4 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
-import { getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
@@ -48,17 +45,13 @@ import { Scheduler } from "./schedules/scheduler.js";
 import { Settings } from "./settings/settings.js";
 import { forgetRevokedDevices } from "./store/creators.js";
 import { Store } from "./store/store.js";
+import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
 import { WsTransport } from "./transport/ws/server.js";
 import { isTimers, systemTimers } from "./util/time.js";
 
 export type { PhebyServerOptions } from "./options.js";
 
-/** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
-export interface ListenInfo {
-  port: number;
-  host: string;
-  url: string;
-}
+export type { ListenInfo } from "./transport/ws/listener.js";
 
 /** A Pheby Protocol v1 server. */
 export interface PhebyServer {
@@ -88,7 +81,6 @@ export interface ServerCore {
   /** The Hono app of the HTTP routes (attachments, health, console). */
   app: Hono<{ Bindings: HttpBindings }>;
   log: Logger;
-  httpIdleTimeoutMs: number;
   /** The options it was created with, checked and with their defaults. */
   options: ResolvedServerOptions;
   /** Start the backend and the attachment sweeps (once; later calls share the first). */
@@ -290,7 +282,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     connections,
     app,
     log,
-    httpIdleTimeoutMs: o.httpIdleTimeoutMs,
     options: o,
     start() {
       started ??= (async () => {
@@ -340,7 +331,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
  */
 export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const core = createServerCore(options);
-  const { log, httpIdleTimeoutMs, options: o } = core;
+  const { log, options: o } = core;
   const sockets = new WsTransport(core.connections, {
     log,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
@@ -350,44 +341,16 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     origins: new OriginPolicy(o.publicUrl, o.corsOrigins),
     trustedProxy: o.trustedProxy,
   });
-  core.attach(sockets);
-  let http: Server | undefined;
-  // The HTTP server closes after the sockets (its upgraded connections are theirs) and before the backend.
-  core.attach({
-    close: async () => {
-      const server = http;
-      if (!server) return;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
-  });
+  // Closed with the core after active runs have failed and before the backend stops.
+  const listener = new HttpListener(core.app.fetch, sockets, { idleTimeoutMs: o.httpIdleTimeoutMs, log });
+  core.attach(listener);
 
   return {
     async listen(opts = {}) {
       if (core.closed) throw new Error("server is closed");
-      if (http) throw new Error("server is already listening");
+      if (listener.listening) throw new Error("server is already listening");
       await core.start();
-      const server = createServer(getRequestListener(core.app.fetch));
-      // Node's requestTimeout (300 s for a whole request) cut slow phone uploads; an idle timeout
-      // bounds stalled peers instead. Upgraded sockets are exempt: ws clears the timeout.
-      server.requestTimeout = 0;
-      server.timeout = httpIdleTimeoutMs;
-      http = server;
-      server.on("upgrade", (req, socket, head) => sockets.handleUpgrade(req, socket, head));
-      const wantHost = opts.host ?? DEFAULT_HOST;
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(opts.port ?? DEFAULT_PORT, wantHost, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
-      const { port } = server.address() as AddressInfo;
-      const urlHost = wantHost.includes(":") ? `[${wantHost}]` : wantHost;
-      log.info({ host: wantHost, port }, "listening");
-      return { port, host: wantHost, url: `http://${urlHost}:${port}` };
+      return listener.listen(opts.port ?? DEFAULT_PORT, opts.host ?? DEFAULT_HOST);
     },
 
     close: () => core.close(),

@@ -1,6 +1,5 @@
 import type { HttpBindings } from "@hono/node-server";
 import { Hono } from "hono";
-import type { Logger } from "pino";
 import { type AttachmentRouteDeps, attachmentRoutes } from "../attachments/http.js";
 import type { HttpAuthDeps } from "../auth/http.js";
 import { attachmentCors } from "./cors.js";
