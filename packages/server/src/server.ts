@@ -36,14 +36,13 @@ import type { Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
-import { recoverInterruptedRuns } from "./resume/recover.js";
 import { RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
+import { recoverAtStart } from "./runs/restart.js";
 import { stopRevokedWork } from "./runs/revoked-work.js";
 import { publishScheduleChanges } from "./schedules/events.js";
 import { Scheduler } from "./schedules/scheduler.js";
 import { Settings } from "./settings/settings.js";
-import { forgetRevokedDevices } from "./store/creators.js";
 import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
 import { WsTransport } from "./transport/ws/server.js";
@@ -114,8 +113,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const backend = o.agent ?? createSimulatorBackend();
   const store = new Store(o.dataDir, { clock, resumeLogLimits: o.replayLog });
   const resume = o.resume;
-  // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
-  recoverInterruptedRuns(store, clock.now(), resume, log);
+  recoverAtStart(store, clock.now(), resume, log);
 
   // The agent as another OS user: what both must reach lives in the shared directory.
   const share = o.agentShare && prepareShare(o.agentShare, o.dataDir);
@@ -194,10 +192,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   devices.onRevoked((deviceId) =>
     stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
   );
-  // What devices revoked while the server was down (`devices revoke-all`) left behind goes now.
-  const forgotten = forgetRevokedDevices(store.db);
-  if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo > 0)
-    log.info(forgotten, "work of revoked devices removed");
   const ctx: ServerContext = {
     store,
     attachments,

@@ -1,5 +1,4 @@
 import type { ServerMessage } from "@pheby/protocol";
-import type { Logger } from "pino";
 import type { Store } from "../store/store.js";
 import { iso } from "../util/time.js";
 import { interruptedRunEvents } from "./restart.js";
@@ -10,10 +9,9 @@ import { interruptedRunEvents } from "./restart.js";
  * (as a failed run's partial text always is), and what that did is appended
  * to each conversation's log, past the seqs a power loss may have lost, so a
  * client that resumes learns it (unless `resume` is off: then nothing is logged).
- * How many runs it ended goes to the server's log.
+ * Returns how many runs it ended.
  */
-export function recoverInterruptedRuns(store: Store, now: number, resume: boolean, log: Logger): void {
-  const error = "The server stopped during this run";
+export function recoverInterruptedRuns(store: Store, now: number, error: string, resume = true): number {
   const closing: { conversationId: string; events: ServerMessage[] }[] = [];
   const runs = store.failInterruptedRuns(now, error, (run) => {
     const conversationId = run.conversation_id;
@@ -33,6 +31,5 @@ export function recoverInterruptedRuns(store: Store, now: number, resume: boolea
       for (const event of events) store.resumeLog.append(conversationId, event);
     }
   }
-  if (runs.length > 0)
-    log.info({ runs: runs.length }, "runs interrupted by the last shutdown recorded as failed");
+  return runs.length;
 }
