@@ -45,7 +45,6 @@ import { Scheduler } from "./schedules/scheduler.js";
 import { Settings } from "./settings/settings.js";
 import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
-import { WsTransport } from "./transport/ws/server.js";
 import { isTimers, systemTimers } from "./util/time.js";
 
 export type { PhebyServerOptions } from "./options.js";
@@ -170,10 +169,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     missedGraceMs: o.schedules.missedGraceMs,
     ...(o.schedules.timezone === undefined ? {} : { defaultTimezone: o.schedules.timezone }),
     conversationExists: (id) => store.getConversation(id) !== undefined,
-    fire: async (row) => {
-      const conv = store.getConversation(row.conversation_id);
-      return conv ? queue.serverPrompt(conv, row.prompt, row) : "gone";
-    },
+    fire: (row) => queue.fireSchedule(row),
     changed: publishScheduleChanges(outbox),
   });
   const deviceRegistry = new DeviceRegistry(store.devices, clock);
@@ -326,7 +322,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const core = createServerCore(options);
   const { log, options: o } = core;
-  const sockets = new WsTransport(core.connections, {
+  // Closed with the core after active runs have failed and before the backend stops.
+  const listener = new HttpListener(core.connections, core.app.fetch, {
     log,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     maxBufferedBytes: o.maxBufferedBytes,
@@ -334,9 +331,8 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     // One list for both: the origins CORS lets call the HTTP routes may open the socket too.
     origins: new OriginPolicy(o.publicUrl, o.corsOrigins),
     trustedProxy: o.trustedProxy,
+    idleTimeoutMs: o.httpIdleTimeoutMs,
   });
-  // Closed with the core after active runs have failed and before the backend stops.
-  const listener = new HttpListener(core.app.fetch, sockets, { idleTimeoutMs: o.httpIdleTimeoutMs, log });
   core.attach(listener);
 
   return {

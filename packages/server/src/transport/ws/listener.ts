@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getRequestListener } from "@hono/node-server";
-import type { Logger } from "pino";
-import type { WsTransport } from "./server.js";
+import type { Connections } from "../../connection/connection.js";
+import { type WsSettings, WsTransport } from "./server.js";
 
 /** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
 export interface ListenInfo {
@@ -15,17 +15,20 @@ export interface ListenInfo {
 export type HttpFetch = Parameters<typeof getRequestListener>[0];
 
 /**
- * The node HTTP server of one port: plain requests go to the HTTP app, `/ws` upgrades to the
- * {@link WsTransport}. Listens once; closing it closes the sockets first.
+ * The node HTTP server of one port: plain requests go to the HTTP app, `/ws` upgrades to a
+ * {@link WsTransport} of `connections`. Listens once; closing it closes the sockets first.
  */
 export class HttpListener {
   #server: Server | undefined;
+  readonly #sockets: WsTransport;
 
   constructor(
+    connections: Connections,
     private readonly fetch: HttpFetch,
-    private readonly sockets: WsTransport,
-    private readonly settings: { idleTimeoutMs: number; log: Logger },
-  ) {}
+    private readonly settings: WsSettings & { idleTimeoutMs: number },
+  ) {
+    this.#sockets = new WsTransport(connections, settings);
+  }
 
   /** Whether {@link HttpListener.listen} was called (even if it failed): a server listens once. */
   get listening(): boolean {
@@ -39,7 +42,7 @@ export class HttpListener {
     server.requestTimeout = 0;
     server.timeout = this.settings.idleTimeoutMs;
     this.#server = server;
-    server.on("upgrade", (req, socket, head) => this.sockets.handleUpgrade(req, socket, head));
+    server.on("upgrade", (req, socket, head) => this.#sockets.handleUpgrade(req, socket, head));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
       server.listen(port, host, () => {
@@ -55,7 +58,7 @@ export class HttpListener {
 
   /** The HTTP server closes after the sockets (its upgraded connections are theirs). */
   async close(): Promise<void> {
-    await this.sockets.close();
+    await this.#sockets.close();
     const server = this.#server;
     if (!server) return;
     await new Promise<void>((resolve) => {
