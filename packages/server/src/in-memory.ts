@@ -2,6 +2,7 @@
  * The in-memory linked server exported for integrators' tests: {@link createServerCore} served by
  * the in-memory transport, and a WebSocket constructor for `@pheby/client` that opens its links.
  */
+import type { SweepResult } from "./attachments/store.js";
 import { createServerCore, type PhebyServerOptions } from "./server.js";
 import { type MemorySocket, MemoryTransport } from "./transport/memory.js";
 
@@ -21,6 +22,8 @@ export interface InMemoryServer {
   connect(options?: { address?: string }): MemorySocket;
   /** Shut down as `PhebyServer.close()` does: connections close with 1001, active runs fail, the database closes. */
   close(): Promise<void>;
+  /** Run the attachment sweep now, as `PhebyServer.sweepAttachments()` does (it also runs at start and hourly). */
+  sweepAttachments(): Promise<SweepResult>;
 }
 
 /**
@@ -52,5 +55,11 @@ export async function createInMemoryServer(options: PhebyServerOptions): Promise
   const WebSocket = function MemoryWebSocket() {
     return connect();
   } as unknown as MemoryWebSocketConstructor;
-  return { WebSocket, url: "memory://pheby/ws", connect, close: () => core.close() };
+  return {
+    WebSocket,
+    url: "memory://pheby/ws",
+    connect,
+    close: () => core.close(),
+    sweepAttachments: () => core.sweepAttachments(),
+  };
 }

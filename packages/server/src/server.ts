@@ -1,12 +1,10 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import type { HttpBindings } from "@hono/node-server";
-import { getRequestListener } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { prepareShare } from "./agent-user/shared-dir.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
+import { AttachmentSweeps } from "./attachments/sweeps.js";
 import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
@@ -22,7 +20,7 @@ import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
 import { createAgentHost } from "./host/agent-host.js";
 import { createHttpApp } from "./http/app.js";
-import { loadConsoleFiles, mountConsole } from "./http/static-console.js";
+import { loadConsoleFiles } from "./http/static-console.js";
 import { serverLogger } from "./log.js";
 import { mcpServerCommand } from "./mcp/command.js";
 import { AgentToolsService } from "./mcp/service.js";
@@ -38,26 +36,20 @@ import type { Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
-import { recoverInterruptedRuns } from "./resume/recover.js";
 import { RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
+import { recoverAtStart } from "./runs/restart.js";
 import { stopRevokedWork } from "./runs/revoked-work.js";
 import { publishScheduleChanges } from "./schedules/events.js";
 import { Scheduler } from "./schedules/scheduler.js";
 import { Settings } from "./settings/settings.js";
-import { forgetRevokedDevices } from "./store/creators.js";
 import { Store } from "./store/store.js";
-import { WsTransport } from "./transport/ws/server.js";
-import { type Clock, systemTimers, type Timers } from "./util/time.js";
+import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
+import { isTimers, systemTimers } from "./util/time.js";
 
 export type { PhebyServerOptions } from "./options.js";
 
-/** Where a server listens. `url` is the HTTP base URL; the socket is at `ws://host:port/ws`. */
-export interface ListenInfo {
-  port: number;
-  host: string;
-  url: string;
-}
+export type { ListenInfo } from "./transport/ws/listener.js";
 
 /** A Pheby Protocol v1 server. */
 export interface PhebyServer {
@@ -75,9 +67,6 @@ export interface PhebyServer {
   sweepAttachments(): Promise<SweepResult>;
 }
 
-/** How often the attachment sweep runs. */
-const SWEEP_INTERVAL_MS = 60 * 60 * 1000;
-
 /**
  * The server without a network listener: store, core, connections and the HTTP
  * app. {@link createPhebyServer} serves it over ws and HTTP; tests (and later
@@ -90,7 +79,6 @@ export interface ServerCore {
   /** The Hono app of the HTTP routes (attachments, health, console). */
   app: Hono<{ Bindings: HttpBindings }>;
   log: Logger;
-  httpIdleTimeoutMs: number;
   /** The options it was created with, checked and with their defaults. */
   options: ResolvedServerOptions;
   /** Start the backend and the attachment sweeps (once; later calls share the first). */
@@ -124,15 +112,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const backend = o.agent ?? createSimulatorBackend();
   const store = new Store(o.dataDir, { clock, resumeLogLimits: o.replayLog });
   const resume = o.resume;
-  // Recorded failed, and what that did logged, so a client that resumes after the restart learns it.
-  const interrupted = recoverInterruptedRuns(
-    store,
-    clock.now(),
-    "The server stopped during this run",
-    resume,
-  );
-  if (interrupted > 0)
-    log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
+  recoverAtStart(store, clock.now(), resume, log);
 
   // The agent as another OS user: what both must reach lives in the shared directory.
   const share = o.agentShare && prepareShare(o.agentShare, o.dataDir);
@@ -189,10 +169,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     missedGraceMs: o.schedules.missedGraceMs,
     ...(o.schedules.timezone === undefined ? {} : { defaultTimezone: o.schedules.timezone }),
     conversationExists: (id) => store.getConversation(id) !== undefined,
-    fire: async (row) => {
-      const conv = store.getConversation(row.conversation_id);
-      return conv ? queue.serverPrompt(conv, row.prompt, row) : "gone";
-    },
+    fire: (row) => queue.fireSchedule(row),
     changed: publishScheduleChanges(outbox),
   });
   const deviceRegistry = new DeviceRegistry(store.devices, clock);
@@ -211,10 +188,6 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   devices.onRevoked((deviceId) =>
     stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
   );
-  // What devices revoked while the server was down (`devices revoke-all`) left behind goes now.
-  const forgotten = forgetRevokedDevices(store.db);
-  if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo > 0)
-    log.info(forgotten, "work of revoked devices removed");
   const ctx: ServerContext = {
     store,
     attachments,
@@ -276,37 +249,21 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     extensions: connectionExtensions(ctx),
   });
-  const app = createHttpApp(
+  const app = createHttpApp({
     log,
-    {
-      attachments,
-      store,
-      authenticate: (presented) => credentials.resolve(presented),
-      lockout,
-      trustedProxy: o.trustedProxy,
-      transfers,
-      log,
-      idleTimeoutMs: o.httpIdleTimeoutMs,
-    },
-    o.corsOrigins,
-    {
-      decisions,
-      authenticate: (presented) => credentials.resolve(presented),
-      lockout,
-      trustedProxy: o.trustedProxy,
-      transfers,
-      log,
-    },
-  );
-  if (consoleFiles) mountConsole(app, consoleFiles);
-  const sweep = () => {
-    store.sentRequests.sweep();
-    return attachments.sweep().catch((err: unknown) => {
-      log.error({ err }, "attachment sweep failed");
-      return { expired: 0, temps: 0, orphans: 0 };
-    });
-  };
-  let sweepTimer: NodeJS.Timeout | undefined;
+    attachments,
+    store,
+    decisions,
+    authenticate: (presented) => credentials.resolve(presented),
+    lockout,
+    trustedProxy: o.trustedProxy,
+    transfers,
+    idleTimeoutMs: o.httpIdleTimeoutMs,
+    corsOrigins: o.corsOrigins,
+    consoleFiles,
+  });
+  // The bounded table of sent requests is pruned on the attachment sweep's beat.
+  const sweeps = new AttachmentSweeps(attachments, log, () => store.sentRequests.sweep());
   let started: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
   const transports: { close(): Promise<void> }[] = [];
@@ -315,15 +272,12 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     connections,
     app,
     log,
-    httpIdleTimeoutMs: o.httpIdleTimeoutMs,
     options: o,
     start() {
-      // The start sweep also removes what a crash left: temp files and unindexed blobs.
       started ??= (async () => {
         await agentTools?.open();
-        await Promise.all([backend.start(host), attachments.sweep(true)]);
-        sweepTimer ??= setInterval(sweep, SWEEP_INTERVAL_MS);
-        sweepTimer.unref();
+        await Promise.all([backend.start(host), sweeps.atStart()]);
+        sweeps.schedule();
         // Follow-ups queued before a restart start once the agent is up; then runs missed while the
         // server was down (within the grace) start, once each, behind them.
         queue.startAfterRestart();
@@ -339,7 +293,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     },
     close() {
       closing ??= (async () => {
-        clearInterval(sweepTimer);
+        sweeps.stop();
         scheduler.close();
         runs.shutdown();
         for (const transport of transports) await transport.close();
@@ -367,8 +321,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
  */
 export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
   const core = createServerCore(options);
-  const { log, httpIdleTimeoutMs, options: o } = core;
-  const sockets = new WsTransport(core.connections, {
+  const { log, options: o } = core;
+  // Closed with the core after active runs have failed and before the backend stops.
+  const listener = new HttpListener(core.connections, core.app.fetch, {
     log,
     heartbeatIntervalMs: o.heartbeatIntervalMs,
     maxBufferedBytes: o.maxBufferedBytes,
@@ -376,55 +331,20 @@ export function createPhebyServer(options: PhebyServerOptions): PhebyServer {
     // One list for both: the origins CORS lets call the HTTP routes may open the socket too.
     origins: new OriginPolicy(o.publicUrl, o.corsOrigins),
     trustedProxy: o.trustedProxy,
+    idleTimeoutMs: o.httpIdleTimeoutMs,
   });
-  core.attach(sockets);
-  let http: Server | undefined;
-  // The HTTP server closes after the sockets (its upgraded connections are theirs) and before the backend.
-  core.attach({
-    close: async () => {
-      const server = http;
-      if (!server) return;
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
-    },
-  });
+  core.attach(listener);
 
   return {
     async listen(opts = {}) {
       if (core.closed) throw new Error("server is closed");
-      if (http) throw new Error("server is already listening");
+      if (listener.listening) throw new Error("server is already listening");
       await core.start();
-      const server = createServer(getRequestListener(core.app.fetch));
-      // Node's requestTimeout (300 s for a whole request) cut slow phone uploads; an idle timeout
-      // bounds stalled peers instead. Upgraded sockets are exempt: ws clears the timeout.
-      server.requestTimeout = 0;
-      server.timeout = httpIdleTimeoutMs;
-      http = server;
-      server.on("upgrade", (req, socket, head) => sockets.handleUpgrade(req, socket, head));
-      const wantHost = opts.host ?? DEFAULT_HOST;
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(opts.port ?? DEFAULT_PORT, wantHost, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
-      const { port } = server.address() as AddressInfo;
-      const urlHost = wantHost.includes(":") ? `[${wantHost}]` : wantHost;
-      log.info({ host: wantHost, port }, "listening");
-      return { port, host: wantHost, url: `http://${urlHost}:${port}` };
+      return listener.listen(opts.port ?? DEFAULT_PORT, opts.host ?? DEFAULT_HOST);
     },
 
     close: () => core.close(),
 
     sweepAttachments: () => core.sweepAttachments(),
   };
-}
-
-/** Whether a clock also schedules (a test's manual clock): then it drives the scheduler's timer. */
-function isTimers(clock: Clock): clock is Clock & Timers {
-  const c = clock as Partial<Timers>;
-  return typeof c.setTimeout === "function" && typeof c.clearTimeout === "function";
 }

@@ -12,15 +12,16 @@ import { afterAll, afterEach, beforeAll } from "vitest";
 import {
   type AgentBackend,
   type AgentCapabilities,
+  createInMemoryServer,
   createPhebyServer,
   createSimulatorBackend,
+  type InMemoryServer,
   type PhebyServer,
   type PhebyServerOptions,
   type TurnResult,
   type TurnSink,
 } from "../src/index.js";
-import { createServerCore } from "../src/server.js";
-import { type MemorySocket, MemoryTransport } from "../src/transport/memory.js";
+import type { MemorySocket } from "../src/transport/memory.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
 
@@ -127,15 +128,15 @@ export type TestTransport = "ws" | "memory";
 /** Options of {@link startServer}: the server's, and its transport (default ws). */
 export type TestServerOptions = Partial<PhebyServerOptions> & { transport?: TestTransport };
 
-/** In-memory transports of the running memory servers, by their `memory://` URL. */
-const memoryServers = new Map<string, MemoryTransport>();
+/** The running memory servers, by their `memory://` URL (one each, so a URL names its server). */
+const memoryServers = new Map<string, InMemoryServer>();
 let memoryServerCount = 0;
 
 /** The client end of a new in-memory connection to the server at `url` (a memory server's wsUrl). */
 function memoryConnect(url: string, address?: string): MemorySocket {
-  const transport = memoryServers.get(url);
-  if (!transport) throw new Error(`no in-memory server at ${url}`);
-  return transport.connect(address === undefined ? {} : { address });
+  const server = memoryServers.get(url);
+  if (!server) throw new Error(`no in-memory server at ${url}`);
+  return server.connect(address === undefined ? {} : { address });
 }
 
 /** A WebSocket constructor for `@pheby/client` that opens in-memory connections. */
@@ -143,28 +144,30 @@ const MemoryWebSocket = function MemoryWebSocket(url: string) {
   return memoryConnect(url);
 } as unknown as NonNullable<PhebyClientOptions["WebSocket"]>;
 
-async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: string): Promise<TestServer> {
-  const core = createServerCore({
+/** A server's options with the tests' defaults: the test secret, a fast simulator, the MCP relay from sources. */
+function withTestDefaults(options: Partial<PhebyServerOptions>, dataDir: string): PhebyServerOptions {
+  return {
     secret: SECRET,
     agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
     ...options,
     agentTools: { command: MCP_COMMAND, ...options.agentTools },
     dataDir,
-  });
-  const transport = new MemoryTransport(core.connections);
-  core.attach(transport);
-  await core.start();
+  };
+}
+
+async function startMemoryServer(options: Partial<PhebyServerOptions>, dataDir: string): Promise<TestServer> {
+  const memory = await createInMemoryServer(withTestDefaults(options, dataDir));
   const url = `memory://server-${++memoryServerCount}`;
   const wsUrl = `${url}/ws`;
-  memoryServers.set(wsUrl, transport);
+  memoryServers.set(wsUrl, memory);
   const close = async () => {
-    await core.close();
+    await memory.close();
     memoryServers.delete(wsUrl);
   };
   const server: PhebyServer = {
     listen: () => Promise.reject(new Error("an in-memory test server does not listen")),
     close,
-    sweepAttachments: () => core.sweepAttachments(),
+    sweepAttachments: () => memory.sweepAttachments(),
   };
   return {
     server,
@@ -184,13 +187,7 @@ export async function startServer(options: TestServerOptions = {}): Promise<Test
   const { transport = "ws", ...serverOptions } = options;
   const dataDir = serverOptions.dataDir ?? tempDir();
   if (transport === "memory") return startMemoryServer(serverOptions, dataDir);
-  const server = createPhebyServer({
-    secret: SECRET,
-    agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
-    ...serverOptions,
-    agentTools: { command: MCP_COMMAND, ...serverOptions.agentTools },
-    dataDir,
-  });
+  const server = createPhebyServer(withTestDefaults(serverOptions, dataDir));
   const info = await server.listen({ port: 0, host: "127.0.0.1" });
   return {
     server,

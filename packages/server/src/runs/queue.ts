@@ -63,6 +63,12 @@ export class RunQueue {
     this.next(event.conversationId, { runId: event.runId, status: event.status });
   }
 
+  /** A schedule comes due: its prompt is a {@link RunQueue.serverPrompt} in its conversation, or `gone` with it. */
+  async fireSchedule(schedule: ScheduleRow): Promise<RunStatus | "gone"> {
+    const conv = this.deps.store.getConversation(schedule.conversation_id);
+    return conv ? this.serverPrompt(conv, schedule.prompt, schedule) : "gone";
+  }
+
   /**
    * A prompt of the server's own (a scheduled one), as a run nobody on the socket asked for: it starts
    * now when the conversation is idle; behind an active run or queued follow-ups it joins the queue in

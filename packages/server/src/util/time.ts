@@ -26,3 +26,9 @@ export const systemTimers: Timers = {
   },
   clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
 };
+
+/** Whether a clock also schedules (a test's manual clock): then it drives the server's timers. */
+export function isTimers(clock: Clock): clock is Clock & Timers {
+  const c = clock as Partial<Timers>;
+  return typeof c.setTimeout === "function" && typeof c.clearTimeout === "function";
+}
