@@ -35,7 +35,9 @@ if (process.argv.includes("--check")) {
     );
     process.exit(1);
   }
-  console.log(`Kotlin models match the JSON Schema and meta.json (${Object.keys(files).length} generated files)`);
+  console.log(
+    `Kotlin models match the JSON Schema and meta.json (${Object.keys(files).length} generated files)`,
+  );
 } else {
   for (const [name, text] of Object.entries(files)) writeFileSync(join(outDir, name), text);
   console.log(`wrote ${Object.keys(files).join(", ")} to src/main/kotlin/dev/pheby/protocol`);
