@@ -4,10 +4,28 @@
  */
 import type { SweepResult } from "./attachments/store.js";
 import { createServerCore, type PhebyServerOptions } from "./server.js";
-import { type MemorySocket, MemoryTransport } from "./transport/memory.js";
+import { MemoryTransport } from "./transport/memory.js";
+
+/**
+ * The client's end of an in-memory connection: the subset of the WHATWG WebSocket that
+ * `@pheby/client` uses. Declared here, not taken from the transport's class, so the package's public
+ * types stay free of the server's internals (and of better-sqlite3's types).
+ */
+export interface InMemorySocket {
+  /** 0 connecting, 1 open, 2 closing, 3 closed, as a WebSocket's. */
+  readonly readyState: number;
+  addEventListener(type: "open", listener: () => void): void;
+  addEventListener(type: "message", listener: (event: { data: string }) => void): void;
+  addEventListener(type: "close", listener: (event: { code: number; reason: string }) => void): void;
+  addEventListener(type: "error", listener: (event: unknown) => void): void;
+  /** Send one frame to the server (a string, or bytes it decodes as UTF-8). */
+  send(data: string | ArrayBuffer | Uint8Array): void;
+  /** Close the connection; the server sees `code`. */
+  close(code?: number, reason?: string): void;
+}
 
 /** A WebSocket constructor whose every connection is an in-memory one (its `url` argument is ignored). */
-export type MemoryWebSocketConstructor = new (url: string) => MemorySocket;
+export type MemoryWebSocketConstructor = new (url: string) => InMemorySocket;
 
 /** A server reachable only from this process: see {@link createInMemoryServer}. */
 export interface InMemoryServer {
@@ -19,7 +37,7 @@ export interface InMemoryServer {
   /** A URL to give the client (`memory://pheby/ws`); nothing listens on it. */
   readonly url: string;
   /** Open a connection and return the client's end; `address` is what the failed-hello lockout counts against (default "memory"). */
-  connect(options?: { address?: string }): MemorySocket;
+  connect(options?: { address?: string }): InMemorySocket;
   /** Shut down as `PhebyServer.close()` does: connections close with 1001, active runs fail, the database closes. */
   close(): Promise<void>;
   /** Run the attachment sweep now, as `PhebyServer.sweepAttachments()` does (it also runs at start and hourly). */
@@ -50,7 +68,8 @@ export async function createInMemoryServer(options: PhebyServerOptions): Promise
   const transport = new MemoryTransport(core.connections);
   core.attach(transport);
   await core.start();
-  const connect = (connectOptions?: { address?: string }) => transport.connect(connectOptions);
+  const connect = (connectOptions?: { address?: string }): InMemorySocket =>
+    transport.connect(connectOptions);
   // A function called with `new` that returns an object yields that object.
   const WebSocket = function MemoryWebSocket() {
     return connect();

@@ -16,6 +16,7 @@ export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export {
   createInMemoryServer,
   type InMemoryServer,
+  type InMemorySocket,
   type MemoryWebSocketConstructor,
 } from "./in-memory.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
@@ -51,4 +52,3 @@ export {
   type ReplayLimits,
   type ResumeLogLimits,
 } from "./store/resume-log.js";
-export type { MemorySocket } from "./transport/memory.js";

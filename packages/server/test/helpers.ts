@@ -9,6 +9,7 @@ import { PhebyClient, type PhebyClientOptions } from "@pheby/client";
 import { Probe, type ProbeOptions, type ProbeSocket } from "@pheby/testkit";
 import { type Logger, pino } from "pino";
 import { afterAll, afterEach, beforeAll } from "vitest";
+import type { InMemorySocket } from "../src/in-memory.js";
 import {
   type AgentBackend,
   type AgentCapabilities,
@@ -21,7 +22,6 @@ import {
   type TurnResult,
   type TurnSink,
 } from "../src/index.js";
-import type { MemorySocket } from "../src/transport/memory.js";
 
 export const SECRET = "test-secret-for-pheby-0123456789";
 
@@ -133,7 +133,7 @@ const memoryServers = new Map<string, InMemoryServer>();
 let memoryServerCount = 0;
 
 /** The client end of a new in-memory connection to the server at `url` (a memory server's wsUrl). */
-function memoryConnect(url: string, address?: string): MemorySocket {
+function memoryConnect(url: string, address?: string): InMemorySocket {
   const server = memoryServers.get(url);
   if (!server) throw new Error(`no in-memory server at ${url}`);
   return server.connect(address === undefined ? {} : { address });
