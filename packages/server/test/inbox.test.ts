@@ -12,6 +12,7 @@ import {
 } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import type { TurnSink } from "../src/index.js";
 import { DB_FILE } from "../src/store/store.js";
 import {
@@ -27,6 +28,7 @@ import {
   tempDir,
 } from "./helpers.js";
 import { ManualClock } from "./manual-clock.js";
+import { FAST_RETRY } from "./push/rig.js";
 
 const INBOX = [FEATURE_INBOX];
 const servers: TestServer[] = [];
@@ -330,6 +332,43 @@ describe("inbox: readers", () => {
       unread: 1,
       preview: { role: "assistant", text: "Done: Water the plants" },
     });
+  });
+});
+
+describe("inbox: push", () => {
+  it("every payload but test carries the subscription's reader's unread total over unarchived conversations", async () => {
+    const receiver = await startReceiver();
+    try {
+      const ts = await serve({ push: { allowPrivate: true, retry: FAST_RETRY } });
+      const c = await connect(ts, [FEATURE_INBOX, "push"]);
+      const phone = receiver.endpoint("phone");
+      const { subscription_id } = await c.ok(
+        { type: "push.subscribe", endpoint: phone.endpoint, keys: phone.keys },
+        "push.subscribed",
+      );
+      const archived = await createConversation(c);
+      await c.run(await send(c, archived, "one"));
+      expect((await phone.next()).payload).toMatchObject({ kind: "run_finished", unread: 1 });
+      await c.ok(
+        { type: "conversation.archive", conversation_id: archived, archived: true },
+        "conversation.status",
+      );
+      const conv = await createConversation(c);
+      await c.run(await send(c, conv, "two"));
+      // The archived conversation's answer no longer counts.
+      expect((await phone.next()).payload).toMatchObject({
+        kind: "run_finished",
+        conversation_id: conv,
+        unread: 1,
+      });
+      await c.ok({ type: "push.test", subscription_id }, "push.tested");
+      const test = await phone.next();
+      expect(test.payload).toMatchObject({ kind: "test" });
+      expect(test.payload).not.toHaveProperty("unread");
+      expect(receiver.errors).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 });
 
