@@ -187,16 +187,20 @@ export class InboxStore {
     }
   }
 
+  // Two steps: the newest `limit` matches first, then snippets for those alone (a snippet re-reads
+  // and tokenises its message: for a word in most messages, snippets of every match cost ~50× more).
+  // A deleted conversation's messages are gone, so every match is a live conversation's.
   #match(match: string, limit: number): SearchHit[] {
     return this.db
       .prepare(
-        `SELECT m.conversation_id, m.id, m.ts, snippet(messages_fts, 0, '', '', '…', 24) AS snippet
-         FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
-         JOIN conversations c ON c.id = m.conversation_id AND c.deleted_at IS NULL
-         WHERE messages_fts MATCH ?
-         ORDER BY m.ts DESC NULLS LAST, m.id DESC LIMIT ?`,
+        `WITH hits AS (
+           SELECT m.id, m.conversation_id, m.ts FROM messages_fts JOIN messages m ON m.id = messages_fts.rowid
+           WHERE messages_fts MATCH @match ORDER BY m.ts DESC NULLS LAST, m.id DESC LIMIT @limit)
+         SELECT h.conversation_id, h.id, h.ts, snippet(messages_fts, 0, '', '', '…', 24) AS snippet
+         FROM messages_fts JOIN hits h ON h.id = messages_fts.rowid
+         WHERE messages_fts MATCH @match ORDER BY h.ts DESC NULLS LAST, h.id DESC`,
       )
-      .all(match, limit) as SearchHit[];
+      .all({ match, limit }) as SearchHit[];
   }
 
   /** The same search as a `LIKE` scan of the transcript (the benchmark's baseline; no snippet). */
@@ -204,7 +208,6 @@ export class InboxStore {
     return this.db
       .prepare(
         `SELECT m.conversation_id, m.id, m.ts FROM messages m
-         JOIN conversations c ON c.id = m.conversation_id AND c.deleted_at IS NULL
          WHERE m.text LIKE ? ESCAPE '\\' ORDER BY m.ts DESC NULLS LAST, m.id DESC LIMIT ?`,
       )
       .all(`%${words.replace(/[\\%_]/g, "\\$&")}%`, limit) as Omit<SearchHit, "snippet">[];
