@@ -380,9 +380,9 @@ describe("inbox: search", () => {
       const insert = db.prepare(
         "INSERT INTO messages (conversation_id, role, text, ts, run_id) VALUES (?, 'assistant', ?, ?, 'r')",
       );
-      db.transaction(() =>
-        texts.forEach((t, i) => insert.run(conv, t, Date.parse("2026-01-01T00:00:00Z") + i)),
-      )();
+      db.transaction(() => {
+        for (const [i, t] of texts.entries()) insert.run(conv, t, Date.parse("2026-01-01T00:00:00Z") + i);
+      })();
     } finally {
       db.close();
     }

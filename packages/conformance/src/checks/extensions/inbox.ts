@@ -122,11 +122,7 @@ export const inboxChecks: Check[] = [
 
       const found = await a.expectReply({ type: "conversation.search", query: word }, "conversation.results");
       const hit = found.results.find((r) => r.conversation_id === id);
-      expect(
-        hit !== undefined && hit.snippet.includes(word),
-        "conversation.search does not find the message",
-        found,
-      );
+      expect(hit?.snippet.includes(word) === true, "conversation.search does not find the message", found);
       for (const query of ['"unbalanced', "NEAR("]) {
         const reply = await a.expectReply({ type: "conversation.search", query }, "conversation.results");
         expect(reply.query === query, "conversation.results does not echo the query", reply);
