@@ -149,6 +149,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     store,
     running: (id) => runs?.state(id) != null,
     pending: (id) => (decisions ? decisions.approvals(id).length + decisions.clarifications(id).length : 0),
+    log,
   });
   const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
   const settings = new Settings(store.settings, backend, log);

@@ -123,6 +123,15 @@ describe("inbox: list state", () => {
     const a = await connect(ts);
     const b = await connect(ts);
     const conv = await createConversation(a);
+    // The broadcast of a new conversation carries its list state too.
+    expect(await b.next("conversation.updated")).toMatchObject({
+      conversation_id: conv,
+      status: "idle",
+      pending: 0,
+      unread: 0,
+      preview: null,
+      archived: false,
+    });
     a.send({ type: "conversation.archive", conversation_id: conv, archived: true, request_id: "arch" });
     const reply = await a.next("conversation.status", (m) => m.request_id === "arch");
     expect(reply).toMatchObject({ conversation_id: conv, archived: true, status: "idle" });

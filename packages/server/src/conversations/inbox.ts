@@ -6,6 +6,7 @@ import {
   LIMITS,
   type ServerMessageOf,
 } from "@pheby/protocol";
+import type { Logger } from "pino";
 import { readerOf } from "../auth/principal.js";
 import type { Origin, Outbox, OutboxEvent, Peer } from "../outbox/outbox.js";
 import type { ConversationRow, Store } from "../store/store.js";
@@ -32,6 +33,7 @@ export interface InboxDeps {
   running(conversationId: string): boolean;
   /** How many approvals and questions of the conversation wait for an answer. */
   pending(conversationId: string): number;
+  log: Logger;
 }
 
 // Events after which a conversation's list state may differ: a run started or ended, an answer was
@@ -87,7 +89,13 @@ export class Inbox implements Outbox {
       return;
     }
     this.#inner!.publish(event);
-    if (conversationId !== null && CHANGES.has(message.type)) this.changed(conversationId);
+    if (conversationId === null || !CHANGES.has(message.type)) return;
+    // Never throws into the publisher: a list row left stale is corrected by the next list.
+    try {
+      this.changed(conversationId);
+    } catch (err) {
+      this.deps.log.error({ err, type: message.type }, "inbox could not update a conversation's list state");
+    }
   }
 
   /** The reader-independent part of a conversation's list state. */
