@@ -60,6 +60,7 @@ const ENUM_NAMES: Record<string, string> = {
   "approval|clarify|run_finished|message": "PushEventKind",
   "active|background": "PresenceState",
   "user|agent": "ScheduleCreator",
+  "waiting|running|failed|idle": "ConversationStatusValue",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects

@@ -5,6 +5,7 @@ import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
   AttachmentDescriptor,
+  ConversationPreview,
   ConversationSummary,
   clientMessageSchemas,
   Device,
@@ -27,6 +28,7 @@ import {
   QueuedRun,
   RunState,
   Schedule,
+  SearchResult,
   serverMessageSchemas,
   ToolState,
 } from "../src/index.js";
@@ -51,6 +53,7 @@ export function pushPayloadName(kind: string): string {
 // Every nested object gets a name: code generators (the Kotlin models) need one per class.
 const sharedDefinitions: Record<string, ZodTypeAny> = {
   AttachmentDescriptor,
+  ConversationPreview,
   ConversationSummary,
   Device,
   DeviceCredentials,
@@ -67,6 +70,7 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   QueuedRun,
   RunState,
   Schedule,
+  SearchResult,
   ToolState,
 };
 

@@ -100,6 +100,16 @@ export const LIMITS = {
   pairingCodeMinChars: 22,
   /** `devices`: maximum pairing code length. */
   pairingCodeMaxChars: 128,
+  /** `inbox`: maximum length of a conversation preview's text (the server shortens the last message). */
+  inboxPreviewChars: 200,
+  /** `inbox`: maximum `conversation.search` query length. */
+  searchQueryChars: 200,
+  /** `inbox`: most results of one `conversation.search` (`limit` 1..50). */
+  searchResults: 50,
+  /** `inbox`: results of `conversation.search` when `limit` is omitted. */
+  searchResultsDefault: 20,
+  /** `inbox`: maximum length of a search result's snippet. */
+  searchSnippetChars: 200,
 } as const;
 
 /**
@@ -144,6 +154,13 @@ export const FEATURE_EXPIRY = "expiry" as const;
  */
 export const FEATURE_DEVICES = "devices" as const;
 
+/**
+ * Pheby extension of v1: the conversation list as an inbox. List entries carry `status`, `pending`,
+ * `unread` (per reader), `preview` and `archived`; `conversation.read`, `conversation.archive`,
+ * `conversation.search` and the `conversation.status` event.
+ */
+export const FEATURE_INBOX = "inbox" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -153,6 +170,7 @@ export const FEATURES = [
   FEATURE_SCHEDULES,
   FEATURE_EXPIRY,
   FEATURE_DEVICES,
+  FEATURE_INBOX,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -168,6 +186,7 @@ export type Feature = (typeof FEATURES)[number];
  * 5. `push`: notifications while the app is in the background; no frame on screen depends on it.
  * 6. `schedules`: a screen of its own, opened later.
  * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
+ * 8. `inbox`: status, unread and search in the list; without it the list still names every conversation.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -180,6 +199,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_PUSH,
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
+  FEATURE_INBOX,
 ] as const satisfies readonly Feature[];
 
 /**
@@ -275,6 +295,14 @@ export type MessageRole = (typeof MESSAGE_ROLES)[number];
 export const SCHEDULE_CREATORS = ["user", "agent"] as const;
 /** One schedule creator. */
 export type ScheduleCreator = (typeof SCHEDULE_CREATORS)[number];
+
+/**
+ * `inbox`: a conversation's status in the list, in order of precedence: `waiting` (an approval or
+ * question is pending), `running`, `failed` (the last run failed, until the next starts), `idle`.
+ */
+export const CONVERSATION_STATUSES = ["waiting", "running", "failed", "idle"] as const;
+/** One conversation status. */
+export type ConversationStatusValue = (typeof CONVERSATION_STATUSES)[number];
 
 /** `push`: the events a subscription can ask for (`push.subscribe.events`; all of them by default). */
 export const PUSH_EVENT_KINDS = ["approval", "clarify", "run_finished", "message"] as const;

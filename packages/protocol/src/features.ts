@@ -8,6 +8,7 @@ import {
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
+  FEATURE_INBOX,
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
@@ -55,6 +56,12 @@ export const EXTENSION_TYPES = {
   "pair.created": FEATURE_DEVICES,
   "device.snapshot": FEATURE_DEVICES,
   "device.revoked": FEATURE_DEVICES,
+  // inbox
+  "conversation.read": FEATURE_INBOX,
+  "conversation.archive": FEATURE_INBOX,
+  "conversation.search": FEATURE_INBOX,
+  "conversation.status": FEATURE_INBOX,
+  "conversation.results": FEATURE_INBOX,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -63,6 +70,14 @@ export type ExtensionMessageType = keyof typeof EXTENSION_TYPES;
 // `resume` adds `seq` to every server message that has a `conversation_id` (conversationEvent).
 const seq = { seq: FEATURE_RESUME } as const;
 const expiry = { expires_at: FEATURE_EXPIRY } as const;
+// `inbox` adds a conversation's list state to each list entry.
+const inboxFieldFeatures = {
+  status: FEATURE_INBOX,
+  pending: FEATURE_INBOX,
+  unread: FEATURE_INBOX,
+  preview: FEATURE_INBOX,
+  archived: FEATURE_INBOX,
+} as const;
 
 /**
  * The fields that exist only with a feature, per message type, by path: `a` is a top-level field,
@@ -76,11 +91,19 @@ export const EXTENSION_FIELDS = {
   hello: { pairing_code: FEATURE_DEVICES, device_name: FEATURE_DEVICES },
   "conversation.create": { client_message_id: FEATURE_RESUME },
   "conversation.open": { since_seq: FEATURE_RESUME },
+  "conversation.list": { archived: FEATURE_INBOX },
   "chat.send": { client_message_id: FEATURE_RESUME, queue: FEATURE_QUEUE },
   // server → client
   ready: { push: FEATURE_PUSH, device: FEATURE_DEVICES },
-  "conversation.created": seq,
-  "conversation.updated": seq,
+  "conversation.snapshot": {
+    "conversations[].status": FEATURE_INBOX,
+    "conversations[].pending": FEATURE_INBOX,
+    "conversations[].unread": FEATURE_INBOX,
+    "conversations[].preview": FEATURE_INBOX,
+    "conversations[].archived": FEATURE_INBOX,
+  },
+  "conversation.created": { ...seq, ...inboxFieldFeatures },
+  "conversation.updated": { ...seq, ...inboxFieldFeatures },
   "conversation.history": {
     ...seq,
     resumed: FEATURE_RESUME,

@@ -31,6 +31,7 @@ export * from "./messages/conversations.js";
 export * from "./messages/devices.js";
 export * from "./messages/errors.js";
 export * from "./messages/handshake.js";
+export * from "./messages/inbox.js";
 export * from "./messages/models.js";
 export * from "./messages/push.js";
 export * from "./messages/queue.js";

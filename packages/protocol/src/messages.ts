@@ -49,6 +49,13 @@ import {
 import { ErrorBody, ErrorMessage } from "./messages/errors.js";
 import { Hello, Ping, Pong, Ready } from "./messages/handshake.js";
 import {
+  ConversationArchive,
+  ConversationRead,
+  ConversationResults,
+  ConversationSearch,
+  ConversationStatus,
+} from "./messages/inbox.js";
+import {
   ModelChanged,
   ModelCurrent,
   ModelSet,
@@ -121,6 +128,10 @@ export const clientMessageSchemas = {
   "pair.create": PairCreate,
   "device.list": DeviceList,
   "device.revoke": DeviceRevoke,
+  // inbox
+  "conversation.read": ConversationRead,
+  "conversation.archive": ConversationArchive,
+  "conversation.search": ConversationSearch,
 } as const;
 
 /**
@@ -173,6 +184,9 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // inbox
+  "conversation.status": ConversationStatus,
+  "conversation.results": ConversationResults,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -300,6 +314,9 @@ export const REPLY_TYPES = {
   "pair.create": "pair.created",
   "device.list": "device.snapshot",
   "device.revoke": "device.revoked",
+  "conversation.read": "conversation.status",
+  "conversation.archive": "conversation.status",
+  "conversation.search": "conversation.results",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -333,7 +350,10 @@ export type ReplyRule = (typeof REPLY_RULE_NAMES)[number];
 
 /**
  * Which reply rule the {@link REPLY_TYPES} reply of each request follows. An extension's broadcast
- * reaches only the connections that enabled its feature (`schedule.changed`, `device.revoked`). The
+ * reaches only the connections that enabled its feature (`schedule.changed`, `device.revoked`), and
+ * `inbox`'s `conversation.status` is per reader: the reply to `conversation.read` reaches only the
+ * requesting reader's `inbox` connections (no other reader's state changed), and every copy of the
+ * reply to `conversation.archive` carries its receiver's own `unread`. The
  * `run.finished` answering a `run.cancel` of a *queued* run goes to the canceller only: nobody else
  * saw that run start.
  */
@@ -367,6 +387,10 @@ export const REPLY_RULES = {
   "pair.create": "requester",
   "device.list": "requester",
   "device.revoke": "broadcast",
+  // To the reader's own inbox connections: the other readers' unread did not change.
+  "conversation.read": "broadcast",
+  "conversation.archive": "broadcast",
+  "conversation.search": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

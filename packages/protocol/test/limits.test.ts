@@ -52,6 +52,11 @@ describe("extension limits", () => {
       pairingCodeSeconds: 600,
       clientMessageIdWindowSeconds: 86_400,
       clientMessageIdsPerPrincipal: 10_000,
+      inboxPreviewChars: 200,
+      searchQueryChars: 200,
+      searchResults: 50,
+      searchResultsDefault: 20,
+      searchSnippetChars: 200,
     });
     expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
   });
@@ -184,6 +189,43 @@ describe("extension limits", () => {
     ).toEqual(["ok", "bad_request"]);
   });
 
+  it("inbox: queries of 200 characters, 1..50 results, previews and snippets of 200", () => {
+    const search = (extra: Record<string, unknown>) => ({
+      type: "conversation.search",
+      query: "q",
+      ...extra,
+    });
+    expect(boundary((n) => search({ query: "😀".repeat(n) }), LIMITS.searchQueryChars)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => search({ limit: n }), LIMITS.searchResults)).toEqual(["ok", "bad_request"]);
+    expect(client(search({ limit: 0 }))).toBe("bad_request");
+    const status = (text: string) => ({
+      type: "conversation.status",
+      conversation_id: conv,
+      status: "idle",
+      pending: 0,
+      unread: 0,
+      preview: { role: "assistant", text, ts },
+      archived: false,
+    });
+    expect(boundary((n) => status("p".repeat(n)), LIMITS.inboxPreviewChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    const hit = (snippet: string) => ({ conversation_id: conv, message_id: "m1", snippet, ts });
+    const results = (list: unknown[]) => ({ type: "conversation.results", query: "q", results: list });
+    expect(boundary((n) => results([hit("s".repeat(n))]), LIMITS.searchSnippetChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => results(Array(n).fill(hit("s"))), LIMITS.searchResults, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+  });
+
   it("devices: pairing codes of 22..128 URL-safe characters", () => {
     const hello = (n: number) => ({
       type: "hello",
@@ -252,8 +294,8 @@ const subscription = {
 
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12);
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13);
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3); // + conversation.read, .archive, .search
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 2); // + conversation.status, .results
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

@@ -11,6 +11,7 @@ import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
 import { Connections } from "./connection/connection.js";
 import { HistoryRefresh } from "./conversations/history.js";
+import { Inbox } from "./conversations/inbox.js";
 import { Decisions } from "./decisions/decisions.js";
 import { Devices } from "./devices/devices.js";
 import { DeviceRegistry } from "./devices/registry.js";
@@ -140,10 +141,20 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   );
   // Push notices every event first; the ResumeOutbox then stamps and logs it before the Fanout sends it.
   const replay = resume ? new ResumeOutbox(fanout, store.resumeLog) : undefined;
-  const outbox: Outbox = push.wrap(replay ?? fanout);
+  // The inbox sees every event last, after the core's own state changed, and tells list viewers
+  // (inbox peers) what it changed; its conversation.status passes push and the resume log untouched.
+  let runs: RunEngine | undefined;
+  let decisions: Decisions | undefined;
+  const inbox = new Inbox({
+    store,
+    running: (id) => runs?.state(id) != null,
+    pending: (id) => (decisions ? decisions.approvals(id).length + decisions.clarifications(id).length : 0),
+    log,
+  });
+  const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
   const settings = new Settings(store.settings, backend, log);
-  const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
-  const runs = new RunEngine({
+  decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
+  runs = new RunEngine({
     store,
     attachments,
     outbox,
@@ -206,6 +217,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     history: new HistoryRefresh({ store, backend, log, running: (id) => runs.busy(id) }),
     historyPageBytes: o.historyPageBytes,
     push,
+    inbox,
   };
   // Pheby's MCP server: its bridge opens at start(), before the backend can spawn an agent.
   const agentTools = tools.enabled

@@ -1,9 +1,10 @@
 // A deleted conversation leaves no readable text on disk: its rows are zeroed (secure_delete),
-// its tombstone keeps no name, and the WAL that held earlier versions of its pages is emptied.
+// its tombstone keeps no name, the WAL that held earlier versions of its pages is emptied, and the
+// search index (inbox) holds none of its words (FTS5's secure-delete).
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { FEATURE_RESUME } from "@pheby/protocol";
+import { FEATURE_INBOX, FEATURE_RESUME } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { DB_FILE } from "../src/store/store.js";
@@ -21,10 +22,14 @@ describe("deleting a conversation", () => {
     const ts = await startServer();
     try {
       const name = `name-${randomBytes(8).toString("hex")}`;
-      const words = `words-${randomBytes(8).toString("hex")}`;
+      // The search index stores words, not the text: the random part is one word of its own.
+      const token = randomBytes(8).toString("hex");
+      const words = `words-${token}`;
       const keptWords = `kept-${randomBytes(8).toString("hex")}`;
       // resume: the resume log holds the events' text too.
-      const c = await RawClient.connect(ts.wsUrl, { features: [FEATURE_RESUME] });
+      const c = await RawClient.connect(ts.wsUrl, { features: [FEATURE_RESUME, FEATURE_INBOX] });
+      const search = async () =>
+        (await c.ok({ type: "conversation.search", query: token }, "conversation.results")).results;
       const drop = await createConversation(c, name);
       await c.run(await send(c, drop, words));
       const keep = await createConversation(c, "Kept");
@@ -32,6 +37,7 @@ describe("deleting a conversation", () => {
       // Before the delete the text is there to be found: the check below can fail.
       expect(onDisk(ts.dataDir).includes(words)).toBe(true);
       expect(onDisk(ts.dataDir).includes(name)).toBe(true);
+      expect((await search()).map((r) => r.conversation_id)).toContain(drop);
 
       await c.ok({ type: "conversation.delete", conversation_id: drop }, "conversation.deleted");
       // Right after the reply, with the server still running: nothing of it in either file.
@@ -51,6 +57,17 @@ describe("deleting a conversation", () => {
       bytes = onDisk(ts.dataDir);
       expect(bytes.includes(words)).toBe(false);
       expect(bytes.includes(name)).toBe(false);
+      // Nor in the search index: not found, not a term of the index, not in its pages.
+      expect(await search()).toEqual([]);
+      const index = new Database(join(ts.dataDir, DB_FILE));
+      try {
+        index.exec("CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, messages_fts, row)");
+        expect(index.prepare("SELECT term FROM temp.terms WHERE term = ?").get(token)).toBeUndefined();
+        expect(index.prepare("SELECT 1 FROM temp.terms WHERE term = 'kept'").get()).toBeDefined();
+      } finally {
+        index.close();
+      }
+      expect(bytes.includes(token.slice(2))).toBe(false);
       // The other conversation is untouched.
       expect(bytes.includes(keptWords)).toBe(true);
       const history = await c.ok(

@@ -14,6 +14,7 @@ import { PendingApproval } from "./approvals.js";
 import { AttachmentDescriptor } from "./attachments.js";
 import { RunState } from "./chat.js";
 import { PendingClarification } from "./clarify.js";
+import { optionalInboxFields } from "./inbox.js";
 import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
 import { ToolState } from "./tools.js";
@@ -28,6 +29,7 @@ export const ConversationSummary = z
     session_id: z.string().nullable().describe("The agent's session ID, if any"),
     last_active: Timestamp.nullable(),
     source: z.string().describe("Which agent backend owns the session, e.g. simulator, acp"),
+    ...optionalInboxFields,
   })
   .describe("A conversation");
 
@@ -45,7 +47,18 @@ export const HistoryMessage = z
   .describe("A transcript message");
 
 /** `conversation.list`. */
-export const ConversationList = request("conversation.list", {}, "List conversations");
+export const ConversationList = request(
+  "conversation.list",
+  {
+    archived: z
+      .boolean()
+      .optional()
+      .describe(
+        "Only with the inbox feature: true lists archived conversations only; default: unarchived ones",
+      ),
+  },
+  "List conversations",
+);
 
 /** `conversation.snapshot`: reply to `conversation.list`. */
 export const ConversationSnapshot = event(
@@ -69,14 +82,14 @@ export const ConversationCreate = request(
 /** `conversation.created`: reply to `conversation.create`. */
 export const ConversationCreated = conversationEvent(
   "conversation.created",
-  { conversation_id: z.string(), name: z.string() },
+  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields },
   "A conversation was created",
 );
 
 /** `conversation.updated`: broadcast when a conversation appears or its name changes. */
 export const ConversationUpdated = conversationEvent(
   "conversation.updated",
-  { conversation_id: z.string(), name: z.string() },
+  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields },
   "A conversation appeared or changed",
 );
 

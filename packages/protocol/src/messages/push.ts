@@ -169,9 +169,19 @@ const payloadHead = <K extends (typeof PUSH_PAYLOAD_KINDS)[number]>(kind: K) => 
 
 const expiresAt = Timestamp.optional().describe("When the agent gives up on it; absent when unknown");
 
+// The reader's unread total over unarchived conversations (`inbox`), for the app's badge; older
+// servers and servers without the inbox feature leave it out.
+const unread = z
+  .number()
+  .int()
+  .nonnegative()
+  .optional()
+  .describe("The reader's unread messages over unarchived conversations (for a badge); absent without inbox");
+
 const conversationFields = {
   conversation_id: z.string(),
   conversation_name: pushText.optional().describe("Absent when the server sends no text"),
+  unread,
 };
 
 /** Push payload `approval`: an approval is waiting (sent with `Urgency: high`). */
@@ -231,6 +241,7 @@ export const PushResolvedPayload = withFieldRules(
     .object({
       ...payloadHead("resolved"),
       conversation_id: z.string(),
+      unread,
       approval_id: z.string().optional(),
       clarify_id: z.string().optional(),
     })

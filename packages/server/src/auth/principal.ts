@@ -23,3 +23,15 @@ export function principalLog(principal: Principal): { principal: string; device?
 export function deviceIdOf(principal: Principal | null | undefined): string | null {
   return principal?.kind === "device" ? principal.deviceId : null;
 }
+
+/** The reader of the master secret (`inbox`); a device's reader is its device ID. */
+export const OWNER_READER = "owner";
+
+/**
+ * The reader a principal is (`inbox`: who has read what): `"owner"` for the master secret, the
+ * device's ID for a paired device (32 hex, so never `"owner"`); null before a hello succeeded.
+ */
+export function readerOf(principal: Principal | null | undefined): string | null {
+  if (!principal) return null;
+  return principal.kind === "device" ? principal.deviceId : OWNER_READER;
+}

@@ -2,6 +2,7 @@ import { FEATURE_DELTA_APPEND, FEATURE_EXPIRY, FEATURE_QUEUE, FEATURE_SCHEDULES 
 import type { ConnectionExtension } from "../connection/extension.js";
 import type { ServerContext } from "../handlers/context.js";
 import { devicesExtension } from "./devices.js";
+import { inboxExtension } from "./inbox.js";
 import { pushExtension } from "./push.js";
 import { resumeExtension } from "./resume.js";
 
@@ -20,5 +21,6 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_SCHEDULES },
     { feature: FEATURE_EXPIRY },
     devicesExtension(ctx.devices),
+    inboxExtension(ctx),
   ];
 }

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { AgentBackend } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { HistoryRefresh } from "../conversations/history.js";
+import type { Inbox } from "../conversations/inbox.js";
 import type { Decisions } from "../decisions/decisions.js";
 import type { Devices } from "../devices/devices.js";
 import { conversationNotFound, ProtocolError } from "../errors.js";
@@ -45,6 +46,8 @@ export interface ServerContext {
   historyPageBytes: number;
   /** The `push` extension (subscriptions, presence, the VAPID key); the server always has one. */
   push: PushService;
+  /** The `inbox` extension: the list's status, unread counts and archive state. */
+  inbox: Inbox;
 }
 
 /** One decoded request of an authenticated peer. */

@@ -1,12 +1,14 @@
 import {
   type ConversationSummary,
   FEATURE_EXPIRY,
+  FEATURE_INBOX,
   FEATURE_QUEUE,
   FEATURE_RESUME,
   LIMITS,
   type ServerMessageOf,
 } from "@pheby/protocol";
 import { readyCapabilities } from "../agent/capabilities.js";
+import { readerOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf } from "../outbox/outbox.js";
 import type { ConversationRow } from "../store/store.js";
@@ -98,12 +100,22 @@ function historyPage(
 
 /** conversation.list / create / open / rename / delete. */
 export const conversationHandlers: HandlerTable = {
-  "conversation.list": async (ctx) => {
+  "conversation.list": async (ctx, req) => {
     await importAgentSessions(ctx);
-    return {
-      rule: "requester",
-      reply: { type: "conversation.snapshot", conversations: ctx.store.listConversations().map(summary) },
-    };
+    const rows = ctx.store.listConversations();
+    const reader = readerOf(req.peer.principal);
+    // inbox: unarchived conversations (archived ones with archived: true), each with its list state.
+    if (!req.peer.features.has(FEATURE_INBOX) || reader === null) {
+      return {
+        rule: "requester",
+        reply: { type: "conversation.snapshot", conversations: rows.map(summary) },
+      };
+    }
+    const archived = req.msg.archived === true;
+    const conversations = rows
+      .filter((row) => (row.archived === 1) === archived)
+      .map((row) => ({ ...summary(row), ...ctx.inbox.fields(row, reader) }));
+    return { rule: "requester", reply: { type: "conversation.snapshot", conversations } };
   },
 
   "conversation.create": (ctx, req) => {
@@ -200,6 +212,7 @@ export const conversationHandlers: HandlerTable = {
     // Its schedules go with it (each a schedule.changed, deleted: true).
     ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
+    ctx.inbox.forget(id);
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
     return { rule: "requester", reply: deleted, broadcast: eventOf(deleted) };
   },

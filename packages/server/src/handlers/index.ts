@@ -7,6 +7,7 @@ import { conversationHandlers } from "./conversations.js";
 import { decisionHandlers } from "./decisions.js";
 import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
+import { inboxHandlers } from "./inbox.js";
 import { modelHandlers } from "./models.js";
 import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
@@ -27,6 +28,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   deviceHandlers,
   pushHandlers,
   scheduleHandlers,
+  inboxHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */

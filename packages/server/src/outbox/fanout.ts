@@ -1,4 +1,5 @@
 import { deltaOffset, FEATURE_DELTA_APPEND, featureOfType, type ServerMessageOf } from "@pheby/protocol";
+import { readerOf } from "../auth/principal.js";
 import { type Outbox, type OutboxEvent, type Peer, replyCopy, type SendHint } from "./outbox.js";
 import { type ThinningClock, V1Copies } from "./thinning.js";
 
@@ -124,13 +125,17 @@ export class Fanout implements Outbox {
     delta?: { draft: Draft; message: ServerMessageOf<"message.delta"> },
     frames = new Map<string, string>(),
   ): void {
-    const { message, replyTo, except } = event;
+    const { message, replyTo, except, to, readerFields } = event;
+    const perReader = new Map<string, Readonly<Record<string, unknown>>>();
     // An extension's own message type goes only to peers that enabled it, whoever published it.
     const feature = event.feature ?? featureOfType(message.type);
     let offset: number | undefined;
     for (const peer of peers) {
       if (feature !== undefined && !peer.features.has(feature)) continue;
       if (peer === except) continue;
+      if (to && !to(peer)) continue;
+      const reader =
+        readerFields && peer.features.has(readerFields.feature) ? readerOf(peer.principal) : null;
       let form: DeltaForm = "v1";
       if (message.type === "message.delta" && peer.features.has(FEATURE_DELTA_APPEND)) {
         form = delta?.draft.synced.has(peer) ? "append" : "full";
@@ -149,11 +154,19 @@ export class Fanout implements Outbox {
         }
         body = replyCopy(body, requestId, replyTo?.rule ?? "broadcast");
         for (const f of extensions) body = { ...body, ...event.fields![f] };
+        if (reader !== null && readerFields) {
+          let own = perReader.get(reader);
+          if (!own) {
+            own = readerFields.of(reader);
+            perReader.set(reader, own);
+          }
+          body = { ...body, ...own };
+        }
         return JSON.stringify(body);
       };
       // The requester's own copy is its alone; every other variant is serialised once.
       const own = requestId !== undefined && !everyCopy;
-      const key = variantKey(form, extensions);
+      const key = `${variantKey(form, extensions)}|${reader ?? ""}`;
       let frame = own ? undefined : frames.get(key);
       if (frame === undefined) {
         frame = build();

@@ -85,6 +85,20 @@ export interface OutboxEvent {
    * `request_id`). Peers without any of them get the v1 frame byte for byte.
    */
   fields?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+  /**
+   * Deliver only to the peers it accepts (`inbox`: one reader's connections, whose `unread` changed).
+   * Not kept in the resume log: an event that has it is about one moment's audience.
+   */
+  to?: (peer: Peer) => boolean;
+  /**
+   * Fields that differ per reader (`readerOf` a peer's principal), for the peers that enabled
+   * `feature`, after every other field; a field already in the frame keeps its place and takes this
+   * value (`inbox`: each reader's own `unread`). Not kept in the resume log.
+   */
+  readerFields?: {
+    feature: string;
+    of(reader: string): Readonly<Record<string, unknown>>;
+  };
 }
 
 /** Where the core writes its events. */

@@ -27,6 +27,8 @@ export interface PushNotifierDeps {
   preview: boolean;
   /** A conversation's current name, for titles (undefined: deleted). */
   conversationName(conversationId: string): string | undefined;
+  /** `inbox`: the unread total of a subscription's reader (its device, or the owner for null), for a badge. */
+  unread?(deviceId: string | null): number;
 }
 
 /**
@@ -227,7 +229,11 @@ export class PushNotifier implements Outbox {
     notification: PushNotification,
     options?: { once?: boolean },
   ): Promise<DeliveryResult> {
-    return this.deps.delivery.enqueue(subscription, notification, this.deps.preview, options);
+    // Every payload but a test carries its reader's unread total, so the app can show a badge.
+    const unread = notification.kind === "test" ? undefined : this.deps.unread?.(subscription.device_id);
+    const counted =
+      unread === undefined ? notification : { ...notification, ids: { ...notification.ids, unread } };
+    return this.deps.delivery.enqueue(subscription, counted, this.deps.preview, options);
   }
 }
 

@@ -1,7 +1,7 @@
 import { createECDH } from "node:crypto";
 import { type ClientMessageOf, PUSH_EVENT_KINDS, type ServerMessageOf } from "@pheby/protocol";
 import type { Logger } from "pino";
-import { deviceIdOf, type Principal } from "../auth/principal.js";
+import { deviceIdOf, OWNER_READER, type Principal } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import type { Outbox, Peer } from "../outbox/outbox.js";
 import type { NewPushSubscription } from "../store/push.js";
@@ -110,6 +110,7 @@ export class PushService {
       log: this.#deps.log,
       preview: this.#preview,
       conversationName: (id) => this.#deps.store.getConversation(id)?.name,
+      unread: (deviceId) => this.#deps.store.inbox.unreadTotal(deviceId ?? OWNER_READER),
     });
     return this.#notifier;
   }

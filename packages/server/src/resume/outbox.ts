@@ -23,7 +23,9 @@ export class ResumeOutbox implements Outbox {
 
   publish(event: OutboxEvent): void {
     const { conversationId } = event;
-    if (conversationId === null) {
+    // `inbox`'s conversation.status is about the list, not the open conversation: no seq, not logged
+    // (a client lists again after a reconnect).
+    if (conversationId === null || event.message.type === "conversation.status") {
       this.fanout.publish(event);
       return;
     }

@@ -5,6 +5,7 @@ import { ensurePrivateDir, ensurePrivateFile, restrictFile } from "../util/priva
 import { type Clock, systemClock } from "../util/time.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
+import { InboxStore } from "./inbox.js";
 import { migrate } from "./migrations.js";
 import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
@@ -23,6 +24,8 @@ export interface ConversationRow {
   last_active: number | null;
   deleted_at: number | null;
   user_renamed: number;
+  /** 1 when archived (`inbox`; one state for every reader). */
+  archived: number;
 }
 
 /** A transcript row; its wire ID is `m<id>`. */
@@ -81,6 +84,8 @@ export class Store {
   readonly queue: QueueStore;
   /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
+  /** Read marks, archive state and the transcript's search index (migration v11, `inbox`). */
+  readonly inbox: InboxStore;
 
   constructor(
     dataDir: string,
@@ -113,11 +118,14 @@ export class Store {
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
+    this.inbox = new InboxStore(this.db);
   }
 
   // ---- conversations ----
 
-  createConversation(row: Omit<ConversationRow, "deleted_at" | "user_renamed" | "last_active">): void {
+  createConversation(
+    row: Omit<ConversationRow, "deleted_at" | "user_renamed" | "last_active" | "archived">,
+  ): void {
     this.db
       .prepare(
         "INSERT INTO conversations (id, name, session_id, source, created_at) VALUES (@id, @name, @session_id, @source, @created_at)",
@@ -211,7 +219,9 @@ export class Store {
    */
   deleteConversation(id: string, ts: number): void {
     this.db.transaction(() => {
+      // The search index loses the messages' terms in the same statement (store/inbox.ts's triggers).
       this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
+      this.inbox.forget(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
       this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
       this.resumeLog.forget(id);

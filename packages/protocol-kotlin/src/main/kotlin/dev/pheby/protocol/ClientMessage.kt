@@ -67,6 +67,9 @@ sealed interface ClientMessage {
             PairCreate::class to PairCreate.serializer(),
             DeviceList::class to DeviceList.serializer(),
             DeviceRevoke::class to DeviceRevoke.serializer(),
+            ConversationRead::class to ConversationRead.serializer(),
+            ConversationArchive::class to ConversationArchive.serializer(),
+            ConversationSearch::class to ConversationSearch.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -115,11 +118,13 @@ data class Ping(
  * `conversation.list`: List conversations.
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property archived `archived`: Only with the inbox feature: true lists archived conversations only; default: unarchived ones. May be absent.
  */
 @Serializable
 @SerialName("conversation.list")
 data class ConversationList(
     @SerialName("request_id") override val requestId: String? = null,
+    val archived: StrictBoolean? = null,
 ) : ClientMessage
 
 /**
@@ -554,4 +559,49 @@ data class DeviceList(
 data class DeviceRevoke(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `conversation.read`: Mark a conversation read.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property messageId `message_id`: A message of the conversation (an m<n> ID of its history); default: the latest. May be absent.
+ */
+@Serializable
+@SerialName("conversation.read")
+data class ConversationRead(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    @SerialName("message_id") val messageId: OpaqueId? = null,
+) : ClientMessage
+
+/**
+ * `conversation.archive`: Archive or unarchive a conversation.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property archived `archived`
+ */
+@Serializable
+@SerialName("conversation.archive")
+data class ConversationArchive(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    val archived: StrictBoolean,
+) : ClientMessage
+
+/**
+ * `conversation.search`: Search every conversation's messages.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property query `query`: Words to find (1..200 characters, non-blank); FTS5 syntax works, and a query it cannot parse is searched as plain words. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server).
+ * @property limit `limit`: Most results, 1..50; defaults to 20. Schema: minimum 1, maximum 50 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("conversation.search")
+data class ConversationSearch(
+    @SerialName("request_id") override val requestId: String? = null,
+    val query: String,
+    val limit: StrictLong? = null,
 ) : ClientMessage

@@ -68,6 +68,27 @@ sealed class AttachmentKind(value: String) : OpenEnum(value) {
 }
 
 /**
+ * Known values: `waiting`, `running`, `failed`, `idle`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ConversationStatusValue.Serializer::class)
+sealed class ConversationStatusValue(value: String) : OpenEnum(value) {
+    object WAITING : ConversationStatusValue("waiting")
+    object RUNNING : ConversationStatusValue("running")
+    object FAILED : ConversationStatusValue("failed")
+    object IDLE : ConversationStatusValue("idle")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ConversationStatusValue(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ConversationStatusValue>({ listOf(WAITING, RUNNING, FAILED, IDLE) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ConversationStatusValue>("dev.pheby.protocol.ConversationStatusValue", { of(it) })
+}
+
+/**
  * Known values: `unauthorized`, `auth_timeout`, `version_mismatch`, `bad_request`, `invalid_json`, `unknown_type`, `not_found`, `conversation_not_found`, `approval_not_found`, `clarify_not_found`, `too_large`, `rate_limited`, `run_active`, `internal_error`, `not_implemented`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */

@@ -110,6 +110,20 @@ data class ClarifyAnswerResponse(
 }
 
 /**
+ * The last message of a conversation, shortened.
+ *
+ * @property role `role`
+ * @property text `text`: The message's text, shortened to at most 200 characters. Schema: maxLength 200 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
+ */
+@Serializable
+data class ConversationPreview(
+    val role: MessageRole,
+    val text: String,
+    val ts: String?,
+)
+
+/**
  * A conversation.
  *
  * @property conversationId `conversation_id`
@@ -117,6 +131,11 @@ data class ClarifyAnswerResponse(
  * @property sessionId `session_id`: The agent's session ID, if any. Always present; may be null.
  * @property lastActive `last_active`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
  * @property source `source`: Which agent backend owns the session, e.g. simulator, acp.
+ * @property status `status`: Only with the inbox feature: waiting: an approval or question is pending; running; failed: the last run failed (until the next starts); idle. May be absent.
+ * @property pending `pending`: Only with the inbox feature: How many approvals and questions wait for an answer. Schema: minimum 0 (checked by the server). May be absent.
+ * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
+ * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
+ * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
  */
 @Serializable
 data class ConversationSummary(
@@ -125,6 +144,11 @@ data class ConversationSummary(
     @SerialName("session_id") val sessionId: String?,
     @SerialName("last_active") val lastActive: String?,
     val source: String,
+    val status: ConversationStatusValue? = null,
+    val pending: StrictLong? = null,
+    val unread: StrictLong? = null,
+    val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
+    val archived: StrictBoolean? = null,
 )
 
 /**
@@ -379,6 +403,22 @@ data class Schedule(
     @SerialName("created_by") val createdBy: ScheduleCreator,
     val confirmed: StrictBoolean,
     @SerialName("auto_approve") val autoApprove: StrictBoolean,
+)
+
+/**
+ * A message that matches a search.
+ *
+ * @property conversationId `conversation_id`
+ * @property messageId `message_id`
+ * @property snippet `snippet`: Plain text around the match, at most 200 characters, no markup. Schema: maxLength 200 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server). Always present; may be null.
+ */
+@Serializable
+data class SearchResult(
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("message_id") val messageId: String,
+    val snippet: String,
+    val ts: String?,
 )
 
 /**

@@ -73,6 +73,7 @@ sealed interface PushPayload {
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property approvalId `approval_id`
  * @property tool `tool`: The tool asking; absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property commandPreview `command_preview`: A short, redacted preview of the command; absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
@@ -89,6 +90,7 @@ data class PushApprovalPayload(
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("conversation_name") val conversationName: String? = null,
+    val unread: StrictLong? = null,
     @SerialName("approval_id") val approvalId: String,
     val tool: String? = null,
     @SerialName("command_preview") val commandPreview: String? = null,
@@ -110,6 +112,7 @@ data class PushApprovalPayload(
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property clarifyId `clarify_id`
  * @property question `question`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property choices `choices`: The choices offered (null: free text only); absent when the server sends no text. May be absent or null; both are kept apart.
@@ -126,6 +129,7 @@ data class PushClarifyPayload(
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("conversation_name") val conversationName: String? = null,
+    val unread: StrictLong? = null,
     @SerialName("clarify_id") val clarifyId: String,
     val question: String? = null,
     val choices: OptionalNullable<List<String>> = OptionalNullable.Absent,
@@ -147,6 +151,7 @@ data class PushClarifyPayload(
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property runId `run_id`
  * @property status `status`
  */
@@ -160,6 +165,7 @@ data class PushRunFinishedPayload(
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("conversation_name") val conversationName: String? = null,
+    val unread: StrictLong? = null,
     @SerialName("run_id") val runId: String,
     val status: RunStatus,
 ) : PushPayload {
@@ -178,6 +184,7 @@ data class PushRunFinishedPayload(
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property runId `run_id`: The unsolicited run, when the output came from one. May be absent.
  */
 @Serializable
@@ -190,6 +197,7 @@ data class PushMessagePayload(
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("conversation_name") val conversationName: String? = null,
+    val unread: StrictLong? = null,
     @SerialName("run_id") val runId: String? = null,
 ) : PushPayload {
     init {
@@ -208,6 +216,7 @@ data class PushMessagePayload(
  * @property title `title`: Absent when the server sends no text (privacy setting, or a retry without text). Schema: maxLength 256 (checked by the server). May be absent.
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property approvalId `approval_id`: May be absent.
  * @property clarifyId `clarify_id`: May be absent.
  */
@@ -220,6 +229,7 @@ data class PushResolvedPayload(
     override val title: String? = null,
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
+    val unread: StrictLong? = null,
     @SerialName("approval_id") val approvalId: String? = null,
     @SerialName("clarify_id") val clarifyId: String? = null,
 ) : PushPayload {
@@ -264,6 +274,7 @@ data class PushTestPayload(
  * @property body `body`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property conversationName `conversation_name`: Absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property unread `unread`: The reader's unread messages over unarchived conversations (for a badge); absent without inbox. Schema: minimum 0 (checked by the server). May be absent.
  * @property scheduleId `schedule_id`
  * @property promptPreview `prompt_preview`: The schedule's prompt, shortened and redacted; absent when the server sends no text. Schema: maxLength 256 (checked by the server). May be absent.
  */
@@ -277,6 +288,7 @@ data class PushSchedulePayload(
     override val body: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     @SerialName("conversation_name") val conversationName: String? = null,
+    val unread: StrictLong? = null,
     @SerialName("schedule_id") val scheduleId: String,
     @SerialName("prompt_preview") val promptPreview: String? = null,
 ) : PushPayload {

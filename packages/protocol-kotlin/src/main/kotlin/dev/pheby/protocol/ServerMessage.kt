@@ -77,6 +77,8 @@ sealed interface ServerMessage {
             PairCreated::class to PairCreated.serializer(),
             DeviceSnapshot::class to DeviceSnapshot.serializer(),
             DeviceRevoked::class to DeviceRevoked.serializer(),
+            ConversationStatus::class to ConversationStatus.serializer(),
+            ConversationResults::class to ConversationResults.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -157,6 +159,11 @@ data class ConversationSnapshot(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property name `name`
+ * @property status `status`: Only with the inbox feature: waiting: an approval or question is pending; running; failed: the last run failed (until the next starts); idle. May be absent.
+ * @property pending `pending`: Only with the inbox feature: How many approvals and questions wait for an answer. Schema: minimum 0 (checked by the server). May be absent.
+ * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
+ * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
+ * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -165,6 +172,11 @@ data class ConversationCreated(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val name: String,
+    val status: ConversationStatusValue? = null,
+    val pending: StrictLong? = null,
+    val unread: StrictLong? = null,
+    val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
+    val archived: StrictBoolean? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -174,6 +186,11 @@ data class ConversationCreated(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`
  * @property name `name`
+ * @property status `status`: Only with the inbox feature: waiting: an approval or question is pending; running; failed: the last run failed (until the next starts); idle. May be absent.
+ * @property pending `pending`: Only with the inbox feature: How many approvals and questions wait for an answer. Schema: minimum 0 (checked by the server). May be absent.
+ * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
+ * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
+ * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -182,6 +199,11 @@ data class ConversationUpdated(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val name: String,
+    val status: ConversationStatusValue? = null,
+    val pending: StrictLong? = null,
+    val unread: StrictLong? = null,
+    val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
+    val archived: StrictBoolean? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -851,4 +873,42 @@ data class DeviceSnapshot(
 data class DeviceRevoked(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: String,
+) : ServerMessage
+
+/**
+ * `conversation.status`: A conversation's list state.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property status `status`: Only with the inbox feature: waiting: an approval or question is pending; running; failed: the last run failed (until the next starts); idle.
+ * @property pending `pending`: Only with the inbox feature: How many approvals and questions wait for an answer. Schema: minimum 0 (checked by the server).
+ * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server).
+ * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. Always present; may be null.
+ * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader).
+ */
+@Serializable
+@SerialName("conversation.status")
+data class ConversationStatus(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val status: ConversationStatusValue,
+    val pending: StrictLong,
+    val unread: StrictLong,
+    val preview: ConversationPreview?,
+    val archived: StrictBoolean,
+) : ServerMessage
+
+/**
+ * `conversation.results`: Search results.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property query `query`: The query, as sent.
+ * @property results `results`: Newest first. Schema: maxItems 50 (checked by the server).
+ */
+@Serializable
+@SerialName("conversation.results")
+data class ConversationResults(
+    @SerialName("request_id") override val requestId: String? = null,
+    val query: String,
+    val results: List<SearchResult>,
 ) : ServerMessage

@@ -29,15 +29,18 @@ const val FEATURE_EXPIRY: String = "expiry"
 /** The `devices` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_DEVICES: String = "devices"
 
+/** The `inbox` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_INBOX: String = "inbox"
+
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_INBOX)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_INBOX)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -100,6 +103,9 @@ val REQUEST_REPLIES: Map<String, RequestReplies> = mapOf(
     "pair.create" to RequestReplies(PairCreate::class, Reply("pair.created", PairCreated::class, ReplyRule.REQUESTER)),
     "device.list" to RequestReplies(DeviceList::class, Reply("device.snapshot", DeviceSnapshot::class, ReplyRule.REQUESTER)),
     "device.revoke" to RequestReplies(DeviceRevoke::class, Reply("device.revoked", DeviceRevoked::class, ReplyRule.BROADCAST)),
+    "conversation.read" to RequestReplies(ConversationRead::class, Reply("conversation.status", ConversationStatus::class, ReplyRule.BROADCAST)),
+    "conversation.archive" to RequestReplies(ConversationArchive::class, Reply("conversation.status", ConversationStatus::class, ReplyRule.BROADCAST)),
+    "conversation.search" to RequestReplies(ConversationSearch::class, Reply("conversation.results", ConversationResults::class, ReplyRule.REQUESTER)),
 )
 
 /** The client message types that get no reply on success (only an `error` on failure). */
@@ -137,6 +143,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_DEVICES to FeatureTables(
         types = listOf("pair.create", "device.list", "device.revoke", "pair.created", "device.snapshot", "device.revoked"),
         fields = mapOf("hello" to listOf("pairing_code", "device_name"), "ready" to listOf("device")),
+    ),
+    FEATURE_INBOX to FeatureTables(
+        types = listOf("conversation.read", "conversation.archive", "conversation.search", "conversation.status", "conversation.results"),
+        fields = mapOf("conversation.list" to listOf("archived"), "conversation.snapshot" to listOf("conversations[].status", "conversations[].pending", "conversations[].unread", "conversations[].preview", "conversations[].archived"), "conversation.created" to listOf("status", "pending", "unread", "preview", "archived"), "conversation.updated" to listOf("status", "pending", "unread", "preview", "archived")),
     ),
 )
 
@@ -258,4 +268,19 @@ object Limits {
 
     /** `LIMITS.pairingCodeMaxChars`. */
     const val PAIRING_CODE_MAX_CHARS: Int = 128
+
+    /** `LIMITS.inboxPreviewChars`. */
+    const val INBOX_PREVIEW_CHARS: Int = 200
+
+    /** `LIMITS.searchQueryChars`. */
+    const val SEARCH_QUERY_CHARS: Int = 200
+
+    /** `LIMITS.searchResults`. */
+    const val SEARCH_RESULTS: Int = 50
+
+    /** `LIMITS.searchResultsDefault`. */
+    const val SEARCH_RESULTS_DEFAULT: Int = 20
+
+    /** `LIMITS.searchSnippetChars`. */
+    const val SEARCH_SNIPPET_CHARS: Int = 200
 }

@@ -159,6 +159,11 @@ class FixtureRoundTripTest {
         "schedule-create-bad-timezone.json" to "pattern (IANA name characters)",
         "schedule-create-blank-prompt.json" to "non-blank (pattern \\S)",
         "schedule-create-prompt-too-long.json" to "maxLength 64000",
+        "conversation-read-empty-message-id.json" to "minLength 1",
+        "conversation-search-blank.json" to "non-blank (pattern \\S)",
+        "conversation-search-query-201.json" to "maxLength 200",
+        "conversation-search-limit-0.json" to "minimum 1",
+        "conversation-search-limit-51.json" to "maximum 50",
     )
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
@@ -177,6 +182,10 @@ class FixtureRoundTripTest {
         "schedule-snapshot-bad-status.json" to "unknown RunStatus",
         "pair-created-bad-uri.json" to "pattern (pheby://pair?)",
         "approval-request-expires-at-not-timestamp.json" to "format date-time",
+        "conversation-status-negative-pending.json" to "minimum 0",
+        "conversation-status-preview-201.json" to "maxLength 200",
+        "conversation-results-51.json" to "maxItems 50",
+        "conversation-results-snippet-201.json" to "maxLength 200",
     )
     private val acceptedHttp = mapOf(
         "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",
@@ -184,6 +193,7 @@ class FixtureRoundTripTest {
         "PushPayload.unknown-kind.json" to "unknown kind (PushPayload.Unknown)",
         "PushPayload.tag-33.json" to "pattern (at most 32 characters)",
         "PushPayload.approval-no-choices.json" to "minItems 1",
+        "PushPayload.message-negative-unread.json" to "minimum 0",
     )
 
     private fun invalidCases(dir: String, serializer: (File) -> KSerializer<*>, accepted: Map<String, String>, key: String = "frame") = files(dir).map { file ->
