@@ -9,8 +9,99 @@ import { FEATURE_MODES, type ServerMessage } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createInMemoryServer, createSimulatorBackend } from "../../server/dist/index.js";
 import { DEFAULT_FEATURES, PhebyClient, type PhebyClientOptions, PhebyError } from "../src/index.js";
+import { defaultHandler, ScriptedPeer, TS } from "./peer.js";
 
 const SECRET = "in-memory-secret-0123456789";
+
+describe("modes: the facade's frames, against a scripted peer", () => {
+  let peer: ScriptedPeer;
+  let client: PhebyClient;
+  beforeAll(async () => {
+    peer = await ScriptedPeer.start();
+    peer.handler = (frame, conn) => {
+      const base = { request_id: frame.request_id, conversation_id: frame.conversation_id, ts: TS };
+      switch (frame.type) {
+        case "hello":
+          return [{ type: "ready", protocol_version: 1, server: "pheby", ts: TS, features: ["modes"] }].map(
+            (r) => ({ ...r, request_id: frame.request_id }),
+          );
+        case "modes.list":
+          return [
+            {
+              type: "modes.snapshot",
+              ...base,
+              modes: [
+                { mode_id: "default", name: "Default", description: null, auto_approves: false },
+                { mode_id: "yolo", name: "YOLO", description: "No questions", auto_approves: true },
+              ],
+              current_mode_id: null,
+            },
+          ];
+        case "mode.set":
+          return frame.mode_id === "nope"
+            ? [{ type: "error", ...base, error: { code: "bad_request", message: "unknown mode" } }]
+            : [
+                // Another conversation's change first: the reply is matched by request_id, not by order.
+                { type: "mode.changed", conversation_id: "other", mode_id: "x", ts: TS },
+                { type: "mode.changed", ...base, mode_id: frame.mode_id },
+              ];
+        case "commands.list":
+          return [
+            {
+              type: "commands.snapshot",
+              ...base,
+              commands: [{ name: "compact", description: "", hint: null }],
+            },
+          ];
+        default:
+          return defaultHandler(frame, conn);
+      }
+    };
+    client = new PhebyClient({ url: peer.url, secret: "s3cret", reconnect: false });
+    await client.connect();
+  });
+  afterAll(async () => {
+    client?.close();
+    await peer?.close();
+  });
+
+  it("asks for modes in hello, and each call sends its request and resolves with its reply", async () => {
+    expect(peer.connections[0]!.received[0]!.features).toContain("modes");
+    const snapshot = await client.listModes("c1");
+    expect(snapshot.modes.map((m) => [m.mode_id, m.auto_approves])).toEqual([
+      ["default", false],
+      ["yolo", true],
+    ]);
+    expect(snapshot.current_mode_id).toBeNull();
+    expect(await client.setMode("c1", "yolo")).toMatchObject({ conversation_id: "c1", mode_id: "yolo" });
+    expect(await client.listCommands("c1")).toEqual([{ name: "compact", description: "", hint: null }]);
+    const sent = peer.connections[0]!.received.slice(1).map(({ request_id: _r, ...f }) => f);
+    expect(sent).toEqual([
+      { type: "modes.list", conversation_id: "c1" },
+      { type: "mode.set", conversation_id: "c1", mode_id: "yolo" },
+      { type: "commands.list", conversation_id: "c1" },
+    ]);
+    await expect(client.setMode("c1", "nope")).rejects.toMatchObject({ code: "bad_request" });
+  });
+
+  it("delivers mode.changed and commands.snapshot events without request_id to their handlers", async () => {
+    const changed = client.next("mode.changed", (m) => m.conversation_id === "c9");
+    const announced = client.next("commands.snapshot", (m) => m.conversation_id === "c9");
+    peer.broadcast({ type: "mode.changed", conversation_id: "c9", mode_id: "plan", ts: TS });
+    peer.broadcast({
+      type: "commands.snapshot",
+      conversation_id: "c9",
+      commands: [{ name: "review", description: "Review the diff", hint: "[path]" }],
+      ts: TS,
+    });
+    expect((await changed).mode_id).toBe("plan");
+    expect((await announced).commands[0]).toEqual({
+      name: "review",
+      description: "Review the diff",
+      hint: "[path]",
+    });
+  });
+});
 
 describe("modes: the agent's modes and slash commands", () => {
   let dataDir: string;
