@@ -275,6 +275,10 @@ describe.skipIf(unavailable !== undefined)(
       } finally {
         watcher.close();
       }
+      // The agent leaving that mode by itself during a chat is printed where it happened.
+      const left = await runPheby(server, ["chat", conversation, "/sim mode leave"]);
+      expect(left.code).toBe(0);
+      expect(left.output).toContain(`[mode: ${start.mode_id}]\nI left the ${target.mode_id} mode by myself`);
       const bad = await runPheby(server, ["chat", conversation, "Not sent", "--mode", "no-such-mode"]);
       expect(bad.code).toBe(2);
       expect(bad.output).toContain("bad_request");

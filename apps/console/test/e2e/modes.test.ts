@@ -18,6 +18,7 @@ import {
   SECRET,
   type ServerProcess,
   screenshotIfFailed,
+  sendMessage,
   startServer,
   tearDown,
   tempDataDir,
@@ -170,6 +171,18 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
     await expectNoSidewaysScroll();
   });
 
+  it("the agent leaving a mode by itself (/sim mode leave) shows in the picker", async () => {
+    const agentDefault = modes.current_mode_id ?? modes.modes[0]!.mode_id;
+    expect(await shownMode()).not.toBe(agentDefault);
+    await sendMessage(page, "/sim mode leave");
+    await runSettled(page);
+    await page.waitForFunction(
+      ([selector, id]) => (document.querySelector(selector!) as HTMLSelectElement).value === id,
+      [picker, agentDefault],
+    );
+    expect(await page.textContent(".msg.assistant >> nth=-1")).toContain("by myself");
+  });
+
   it("'/' in the message box opens a palette of the simulator's /sim commands, filtered as you type", async () => {
     commands = await other.listCommands(conversationId);
     expect(commands.length).toBeGreaterThan(0);
@@ -219,6 +232,7 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
     await page.waitForSelector(palette, { state: "hidden" });
 
     // The keyboard way: arrows move the highlight, Enter chooses (and does not send).
+    const sent = await page.locator(".msg.user").count();
     await page.fill(message, "");
     await page.keyboard.type("/sim");
     await page.waitForSelector(`${palette}:not([hidden])`);
@@ -229,7 +243,7 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
     if (shown.length > 1) await page.keyboard.press("ArrowDown");
     await page.keyboard.press("Enter");
     expect(await page.inputValue(message)).toBe(`/${second} `);
-    expect(await page.locator(".msg.user").count()).toBe(0);
+    expect(await page.locator(".msg.user").count()).toBe(sent);
 
     // A chosen command is an ordinary message: `/sim help` lists the scenarios.
     await page.fill(message, "");
