@@ -50,7 +50,7 @@ function clip(text: string, max: number): string {
 }
 
 /** The agent's modes as the wire may carry them: valid IDs, once each, the first {@link LIMITS}.modes. */
-function boundedModes(modes: AgentModes): StoredMode[] {
+export function boundedModes(modes: AgentModes): StoredMode[] {
   const out: StoredMode[] = [];
   for (const m of modes.available) {
     if (out.length >= LIMITS.modes) break;
@@ -69,7 +69,7 @@ function boundedModes(modes: AgentModes): StoredMode[] {
 }
 
 /** The agent's commands as the wire may carry them: non-blank names within bounds, once each. */
-function boundedCommands(commands: AgentCommandInfo[]): StoredCommand[] {
+export function boundedCommands(commands: AgentCommandInfo[]): StoredCommand[] {
   const out: StoredCommand[] = [];
   for (const c of commands) {
     if (out.length >= LIMITS.commands) break;
