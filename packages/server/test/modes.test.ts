@@ -84,6 +84,33 @@ describe("the modes extension", () => {
     expect(modal.mode_id).toBe("plan");
   });
 
+  it("v1 parity: a connection without modes gets the same frames whatever the modes connections do", async () => {
+    const server = await serve();
+    const v1 = await connect(server);
+    const modes = await connect(server, MODES);
+    const conv = await createConversation(modes);
+    await v1.nextAny((f) => f.type === "conversation.updated");
+    const from = v1.frames.length;
+    await modes.ok({ type: "mode.set", conversation_id: conv, mode_id: "plan" }, "mode.changed");
+    await modes.ok({ type: "commands.list", conversation_id: conv }, "commands.snapshot");
+    const notice = modes.upcoming((m) => m.type === "message.complete" && m.kind === "notice");
+    const runId = (
+      await modes.ok({ type: "chat.send", conversation_id: conv, text: "/sim compact" }, "run.accepted")
+    ).run_id;
+    await notice;
+    await v1.run(runId);
+    await v1.ok({ type: "ping" }, "pong");
+    // Exactly the run any v1 client sees: no mode, no command list, no compaction notice.
+    expect(v1.frames.slice(from).map((f) => f.type)).toEqual([
+      "run.accepted",
+      "message.start",
+      ...v1.frames.slice(from + 2, -3).map(() => "message.delta"),
+      "message.complete",
+      "run.finished",
+      "pong",
+    ]);
+  });
+
   it("lists the agent's modes and commands, marks those that approve without asking, never starts a run", async () => {
     const server = await serve();
     const c = await connect(server, MODES);
