@@ -16,7 +16,7 @@ import type { Logger } from "pino";
 import { askingModeOf, autoApproves, yoloModeOf } from "../agent/modes.js";
 import type { AgentBackend, AgentCommandInfo, AgentModes } from "../agent/port.js";
 import { ProtocolError } from "../errors.js";
-import { eventOf, type Outbox } from "../outbox/outbox.js";
+import { eventOf, type Outbox, type OutboxEvent } from "../outbox/outbox.js";
 import type { StoredCommand, StoredMode } from "../store/modes.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
@@ -50,7 +50,7 @@ function clip(text: string, max: number): string {
 }
 
 /** The agent's modes as the wire may carry them: valid IDs, once each, the first {@link LIMITS}.modes. */
-function boundedModes(modes: AgentModes): StoredMode[] {
+export function boundedModes(modes: AgentModes): StoredMode[] {
   const out: StoredMode[] = [];
   for (const m of modes.available) {
     if (out.length >= LIMITS.modes) break;
@@ -69,7 +69,7 @@ function boundedModes(modes: AgentModes): StoredMode[] {
 }
 
 /** The agent's commands as the wire may carry them: non-blank names within bounds, once each. */
-function boundedCommands(commands: AgentCommandInfo[]): StoredCommand[] {
+export function boundedCommands(commands: AgentCommandInfo[]): StoredCommand[] {
   const out: StoredCommand[] = [];
   for (const c of commands) {
     if (out.length >= LIMITS.commands) break;
@@ -176,13 +176,15 @@ export class Modes {
   }
 
   /**
-   * `yolo.set`: switch YOLO, and tell the `modes` connections when that changes the conversation's
-   * mode (YOLO's mode on, the chosen one back off), which the open session takes at once.
+   * `yolo.set`: switch YOLO; when that changes the conversation's mode (YOLO's mode on, the chosen one
+   * back off) the open session takes it at once, and the returned `mode.changed` is for the caller to
+   * publish after its `yolo.changed`.
    */
-  setYolo(conversationId: string, enabled: boolean, deviceId: string | null): void {
+  setYolo(conversationId: string, enabled: boolean, deviceId: string | null): OutboxEvent[] {
     const before = this.current(conversationId);
     this.deps.settings.setYolo(conversationId, enabled, deviceId);
-    this.#announce(conversationId, before, true);
+    const changed = this.#changed(conversationId, before, true);
+    return changed ? [changed] : [];
   }
 
   /**
@@ -309,20 +311,28 @@ export class Modes {
    * always); `apply`: the open session takes it now (a refusal is logged; the next turn tries again).
    */
   #announce(conversationId: string, before: string | null | undefined, apply: boolean): void {
+    const changed = this.#changed(conversationId, before, apply);
+    if (changed) this.deps.outbox.publish(changed);
+  }
+
+  /** {@link #announce}'s `mode.changed`, returned instead of published (undefined: no change). */
+  #changed(
+    conversationId: string,
+    before: string | null | undefined,
+    apply: boolean,
+  ): OutboxEvent | undefined {
     const after = this.current(conversationId);
-    if (after === null || after === before) return;
-    this.deps.outbox.publish(
-      eventOf({ type: "mode.changed", conversation_id: conversationId, mode_id: after }),
-    );
-    if (!apply) return;
-    const conv = this.deps.store.getConversation(conversationId);
-    if (!conv) return;
-    this.#apply(conv, after).then(
-      (reason) => {
-        if (reason !== undefined)
-          this.deps.log.warn({ conversation: conversationId }, "the agent refused a mode change");
-      },
-      (err) => this.deps.log.warn({ err, conversation: conversationId }, "a mode change failed"),
-    );
+    if (after === null || after === before) return undefined;
+    const conv = apply ? this.deps.store.getConversation(conversationId) : undefined;
+    if (conv) {
+      this.#apply(conv, after).then(
+        (reason) => {
+          if (reason !== undefined)
+            this.deps.log.warn({ conversation: conversationId }, "the agent refused a mode change");
+        },
+        (err) => this.deps.log.warn({ err, conversation: conversationId }, "a mode change failed"),
+      );
+    }
+    return eventOf({ type: "mode.changed", conversation_id: conversationId, mode_id: after });
   }
 }

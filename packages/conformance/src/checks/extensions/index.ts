@@ -3,6 +3,7 @@ import type { Check } from "../../types.js";
 import { deltaAppendChecks } from "./delta-append.js";
 import { deviceChecks } from "./devices.js";
 import { expiryChecks } from "./expiry.js";
+import { modeChecks } from "./modes.js";
 import { pushChecks } from "./push.js";
 import { queueChecks } from "./queue.js";
 import { resumeChecks } from "./resume.js";
@@ -17,4 +18,5 @@ export const extensionChecks: readonly Check[] = [
   ...pushChecks,
   ...resumeChecks,
   ...queueChecks,
+  ...modeChecks,
 ];
