@@ -1,7 +1,9 @@
-// The message composer: text, up to 10 files with upload progress, send and stop.
+// The message composer: text, up to 10 files with upload progress, send and stop; the agent's
+// command palette over the text (the `modes` extension) and any extra controls beside the buttons.
 import type { PhebyClient } from "@pheby/client";
 import { LIMITS } from "@pheby/protocol";
 import { formatBytes, h, replace } from "./dom.js";
+import { type AgentCommand, CommandPalette } from "./modes.js";
 
 /** What the composer needs from the app. */
 export interface ComposerHost {
@@ -11,16 +13,21 @@ export interface ComposerHost {
   /** Show the user's message in the timeline (a queued one shows in the queue until it starts). */
   sent(text: string): void;
   report(message: string): void;
+  /** Controls shown with the composer's buttons, before Send (the mode picker). */
+  controls?: HTMLElement[];
 }
 
 export class Composer {
   readonly el: HTMLFormElement;
   private readonly text = h("textarea", {
     rows: 3,
-    placeholder: "Message (Enter to send, Shift+Enter for a new line)",
+    placeholder: "Message (Enter to send, Shift+Enter for a new line, / for commands)",
     "aria-label": "Message",
     "data-testid": "message",
+    "aria-controls": "command-palette",
+    "aria-autocomplete": "list",
   });
+  private readonly palette = new CommandPalette((command) => this.insertCommand(command));
   private readonly files = h("input", {
     type: "file",
     multiple: true,
@@ -42,13 +49,24 @@ export class Composer {
       "form",
       { class: "composer" },
       this.uploads,
-      h("div", { class: "row" }, this.text, h("div", { class: "actions" }, this.files, this.send, this.stop)),
+      this.palette.el,
+      h(
+        "div",
+        { class: "row" },
+        this.text,
+        h("div", { class: "actions" }, this.files, ...(host.controls ?? []), this.send, this.stop),
+      ),
     );
     this.el.addEventListener("submit", (event) => {
       event.preventDefault();
       void this.submit();
     });
+    this.text.addEventListener("input", () => this.paletteChanged());
     this.text.addEventListener("keydown", (event) => {
+      if (this.palette.open && !event.isComposing && this.paletteKey(event)) {
+        event.preventDefault();
+        return;
+      }
       if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
         event.preventDefault();
         this.el.requestSubmit();
@@ -56,6 +74,40 @@ export class Composer {
     });
     this.files.addEventListener("change", () => this.listFiles());
     this.stop.addEventListener("click", () => void this.cancel());
+  }
+
+  /** The open conversation's slash commands (`commands.list`, `commands.snapshot`), for the palette. */
+  setCommands(commands: readonly AgentCommand[]): void {
+    this.palette.set(commands, this.text.value);
+    this.paletteChanged();
+  }
+
+  /** The keys the palette takes while open; true when it took this one. */
+  private paletteKey(event: KeyboardEvent): boolean {
+    if (event.key === "ArrowDown") this.palette.move(1);
+    else if (event.key === "ArrowUp") this.palette.move(-1);
+    else if (event.key === "Escape") this.palette.dismiss();
+    else if ((event.key === "Enter" && !event.shiftKey) || event.key === "Tab") this.palette.pick();
+    else return false;
+    this.paletteChanged(false);
+    return true;
+  }
+
+  /** Filter the palette by the text (unless `refilter` is false) and point the message box at its highlight. */
+  private paletteChanged(refilter = true): void {
+    if (refilter) this.palette.update(this.text.value);
+    this.text.setAttribute("aria-expanded", String(this.palette.open));
+    const active = this.palette.activeId;
+    if (active) this.text.setAttribute("aria-activedescendant", active);
+    else this.text.removeAttribute("aria-activedescendant");
+  }
+
+  /** A command was chosen: the message becomes `/name `, ready for its arguments. */
+  private insertCommand(command: AgentCommand): void {
+    this.text.value = `/${command.name} `;
+    this.text.focus();
+    this.text.setSelectionRange(this.text.value.length, this.text.value.length);
+    this.paletteChanged();
   }
 
   /** Show the stop button while a run is active. */
@@ -117,6 +169,7 @@ export class Composer {
       });
       if (reply.type === "run.accepted") this.host.sent(text);
       this.text.value = "";
+      this.paletteChanged();
       this.files.value = "";
       replace(this.uploads);
     } catch (err) {

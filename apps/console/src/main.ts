@@ -1,12 +1,13 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from "@pheby/client";
-import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_SCHEDULES } from "@pheby/protocol";
+import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_MODES, FEATURE_SCHEDULES } from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
+import { ModePicker } from "./modes.js";
 import { NotificationsPanel } from "./notifications.js";
 import { QueueView } from "./queue.js";
 import { SchedulesPanel } from "./schedules.js";
@@ -104,8 +105,11 @@ async function connect(url: string, secret: string): Promise<void> {
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
     // The client's defaults, then pairing and devices, scheduled prompts and when questions expire,
+    // and the agent's modes and commands (already a default; named so the console keeps them),
     // where the server offers them.
-    features: [...DEFAULT_FEATURES, FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY],
+    features: [
+      ...new Set([...DEFAULT_FEATURES, FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_MODES]),
+    ],
   });
   const offState = client.onState(setStatus);
   try {
@@ -151,12 +155,14 @@ function startApp(client: PhebyClient): void {
       }
     },
   });
+  const modes = new ModePicker(client, report);
   const composer: Composer = new Composer({
     client,
     conversationId: () => current,
     runId: () => chat.runId,
     sent: (text) => chat.userMessage(text),
     report,
+    controls: [modes.el],
   });
   const chat = new ChatView({
     async respondApproval(approval_id, choice, reason) {
@@ -282,9 +288,21 @@ function startApp(client: PhebyClient): void {
       if (current !== id) return;
       chat.reset(snapshot);
       queue.set(snapshot.queue ?? []);
-      await Promise.all([settings.load(id), schedules.load(id)]);
+      await Promise.all([settings.load(id), schedules.load(id), modes.load(id), loadCommands(id)]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
+    }
+  }
+
+  /** The agent's slash commands for the palette (the `modes` extension; none without it). */
+  async function loadCommands(id: string): Promise<void> {
+    composer.setCommands([]);
+    if (!client.features.includes(FEATURE_MODES)) return;
+    try {
+      const commands = await client.listCommands(id);
+      if (current === id) composer.setCommands(commands);
+    } catch (err) {
+      report(`Could not list the agent's commands: ${(err as Error).message}`);
     }
   }
 
@@ -299,6 +317,8 @@ function startApp(client: PhebyClient): void {
     composer.el.hidden = true;
     void settings.load(null);
     void schedules.load(null);
+    void modes.load(null);
+    composer.setCommands([]);
   }
 
   async function refreshList(): Promise<void> {
@@ -376,6 +396,11 @@ function startApp(client: PhebyClient): void {
   client.on("reasoning.changed", (m) => settings.changed(m));
   client.on("yolo.changed", (m) => settings.changed(m));
   client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
+  client.on("mode.changed", (m) => modes.changed(m));
+  client.on(
+    "commands.snapshot",
+    mine((m) => composer.setCommands(m.commands)),
+  );
 
   // After a reconnect the client re-opens the followed conversation: resumed, the missed events
   // have been applied already (it is not among the snapshots); otherwise rebuild from the snapshot.
@@ -390,6 +415,8 @@ function startApp(client: PhebyClient): void {
     }
     void settings.load(current);
     void schedules.load(current);
+    void modes.load(current);
+    void loadCommands(current);
   });
   // A snapshot nobody here asked for (no request_id): the client re-opened the conversation after a
   // missed append delta. Its run text is the whole draft; the stream goes on from it.

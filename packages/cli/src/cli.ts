@@ -8,6 +8,7 @@ import { conversations } from "./commands/conversations.js";
 import { devices, pair } from "./commands/devices.js";
 import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
+import { commands, modes } from "./commands/modes.js";
 import { push } from "./commands/push.js";
 import { schedule } from "./commands/schedule.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
@@ -28,6 +29,8 @@ export const COMMANDS: readonly Command[] = [
   model,
   reasoning,
   yolo,
+  modes,
+  commands,
   schedule,
   pair,
   devices,

@@ -197,6 +197,97 @@ describe.skipIf(unavailable !== undefined)(
       expect(missing.output).toContain("not_found");
     });
 
+    it("modes lists and switches the agent's modes, commands lists its /sim commands, chat --mode switches first", async () => {
+      type Mode = { mode_id: string; name: string; description: string | null; auto_approves: boolean };
+      const listed = await runPheby(server, ["modes", "CLI e2e", "--json"]);
+      expect(listed.code).toBe(0);
+      const snapshot = jsonLines(listed.output)[0] as { modes: Mode[]; current_mode_id: string | null };
+      expect(snapshot).toMatchObject({ conversation_id: conversation });
+      expect(snapshot.modes.length).toBeGreaterThan(1);
+      const [start, target] = snapshot.modes.filter((m) => !m.auto_approves) as [Mode, Mode];
+      expect(target).toBeDefined();
+
+      // As text: one line per mode, * on the current one, [auto-approves] on those that do.
+      const text = await runPheby(server, ["modes", "CLI e2e"]);
+      expect(text.code).toBe(0);
+      const lines = text.output.trimEnd().split("\n");
+      expect(lines).toHaveLength(snapshot.modes.length);
+      for (const [i, m] of snapshot.modes.entries()) {
+        expect(
+          lines[i]!.startsWith(`${m.mode_id === snapshot.current_mode_id ? "*" : " "} ${m.mode_id} `),
+        ).toBe(true);
+        expect(lines[i]).toContain(m.name);
+        expect(lines[i]!.endsWith("[auto-approves]")).toBe(m.auto_approves);
+      }
+
+      const set = await runPheby(server, ["modes", conversation, target.mode_id]);
+      expect(set).toEqual({ code: 0, output: `mode: ${target.mode_id}\n` });
+      const after = jsonLines((await runPheby(server, ["modes", "CLI e2e", "--json"])).output)[0]!;
+      expect(after.current_mode_id).toBe(target.mode_id);
+      expect(
+        jsonLines((await runPheby(server, ["modes", conversation, start.mode_id, "--json"])).output),
+      ).toEqual([{ conversation_id: conversation, mode_id: start.mode_id }]);
+
+      // A mode the agent does not offer is the server's bad_request: exit 2.
+      const unknown = await runPheby(server, ["modes", conversation, "no-such-mode"]);
+      expect(unknown.code).toBe(2);
+      expect(unknown.output).toContain("bad_request");
+
+      const commandLines = jsonLines((await runPheby(server, ["commands", "CLI e2e", "--json"])).output);
+      expect(commandLines.length).toBeGreaterThan(0);
+      for (const c of commandLines) {
+        expect(Object.keys(c).sort()).toEqual(["description", "hint", "name"]);
+        expect(c.name as string).toMatch(/^sim/);
+      }
+      const commandText = await runPheby(server, ["commands", conversation]);
+      expect(commandText.code).toBe(0);
+      expect(commandText.output.trimEnd().split("\n")).toHaveLength(commandLines.length);
+      for (const c of commandLines) expect(commandText.output).toContain(`/${c.name as string}`);
+
+      // chat --mode: the mode changes before the message is sent, so its run is in that mode.
+      const watcher = new PhebyClient({ url: server.url, secret: server.secret, reconnect: false });
+      await watcher.connect();
+      try {
+        const seen: string[] = [];
+        watcher.on("*", (m) => {
+          if ((m as { conversation_id?: string }).conversation_id === conversation) seen.push(m.type);
+        });
+        const finished = watcher.next("run.finished", (m) => m.conversation_id === conversation);
+        const chatted = pheby(server, [
+          "chat",
+          "CLI e2e",
+          "Hello in a mode",
+          "--mode",
+          target.mode_id,
+          "--json",
+        ]);
+        chatted.child.stdin!.end();
+        expect(await chatted.exit).toBe(0);
+        expect(chatted.output()).toContain(`[mode: ${target.mode_id}]`);
+        await finished;
+        expect(seen.indexOf("mode.changed")).toBeGreaterThanOrEqual(0);
+        expect(seen.indexOf("mode.changed")).toBeLessThan(seen.indexOf("run.accepted"));
+        expect(
+          jsonLines((await runPheby(server, ["modes", conversation, "--json"])).output)[0],
+        ).toMatchObject({
+          current_mode_id: target.mode_id,
+        });
+      } finally {
+        watcher.close();
+      }
+      // The agent leaving that mode by itself during a chat is printed where it happened.
+      const left = await runPheby(server, ["chat", conversation, "/sim mode leave"]);
+      expect(left.code).toBe(0);
+      expect(left.output).toContain(`[mode: ${start.mode_id}]\nI left the ${target.mode_id} mode by myself`);
+      const bad = await runPheby(server, ["chat", conversation, "Not sent", "--mode", "no-such-mode"]);
+      expect(bad.code).toBe(2);
+      expect(bad.output).toContain("bad_request");
+      const history = jsonLines((await runPheby(server, ["history", conversation, "--json"])).output)[0]!;
+      expect((history.messages as { text: string }[]).some((m) => m.text === "Not sent")).toBe(false);
+      // Back to where the other tests expect it.
+      expect((await runPheby(server, ["modes", conversation, start.mode_id])).code).toBe(0);
+    });
+
     it("chat --json streams cumulative deltas and ends with run.finished completed", async () => {
       const { code, output } = await runPheby(server, [
         "chat",

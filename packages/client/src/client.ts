@@ -39,7 +39,7 @@ export interface PhebyClientOptions {
   secret: string;
   /**
    * The Pheby extensions to ask for in `hello.features` (default {@link DEFAULT_FEATURES}: `delta.append`,
-   * `push`, `resume`, `queue`); {@link PhebyClient.features} says which the server enabled. The one
+   * `push`, `resume`, `queue`, `modes`); {@link PhebyClient.features} says which the server enabled. The one
    * switch for every extension: add to the defaults for the others
    * (`[...DEFAULT_FEATURES, FEATURE_SCHEDULES]`), leave one out to go without it (`[]`: plain v1).
    * The client's own behaviour follows the list: only with `resume` in it does a send carry a
@@ -437,6 +437,38 @@ export class PhebyClient {
     return (
       await this.request({ type: "schedule.update", schedule_id: scheduleId, auto_approve: autoApprove })
     ).schedule;
+  }
+
+  /**
+   * `modes.list` (the `modes` extension): the modes the conversation's agent offers (`auto_approves`:
+   * it runs tools without asking in that mode) and the one the conversation is in
+   * (`current_mode_id`, null when unknown). An agent without modes gives an empty list. Answered from
+   * what the server last knew when the conversation's agent is not running: it never starts one.
+   */
+  listModes(conversationId: string): Promise<ServerMessageOf<"modes.snapshot">> {
+    return this.request({ type: "modes.list", conversation_id: conversationId });
+  }
+
+  /**
+   * `mode.set` (the `modes` extension): put the conversation in one of its agent's modes, at once when
+   * its session is open, else from its next turn; the choice is the conversation's and survives agent
+   * restarts. Resolves with the `mode.changed` reply; every other `modes` connection gets the same
+   * event without `request_id` (subscribe with `on("mode.changed", …)`, which also reports the agent
+   * changing mode by itself). Rejects with `bad_request` for a mode the agent does not offer or
+   * refuses (the agent's words).
+   */
+  setMode(conversationId: string, modeId: string): Promise<ServerMessageOf<"mode.changed">> {
+    return this.request({ type: "mode.set", conversation_id: conversationId, mode_id: modeId });
+  }
+
+  /**
+   * `commands.list` (the `modes` extension): the slash commands the conversation's agent accepts, as it
+   * last announced them (`hint`: what to type after the name, or null). A command runs as an ordinary
+   * message whose text starts with `/name`. A new list reaches `on("commands.snapshot", …)` without
+   * `request_id` whenever the agent announces one.
+   */
+  async listCommands(conversationId: string): Promise<ServerMessageOf<"commands.snapshot">["commands"]> {
+    return (await this.request({ type: "commands.list", conversation_id: conversationId })).commands;
   }
 
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */

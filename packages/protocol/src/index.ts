@@ -33,6 +33,7 @@ export * from "./messages/errors.js";
 export * from "./messages/handshake.js";
 export * from "./messages/inbox.js";
 export * from "./messages/models.js";
+export * from "./messages/modes.js";
 export * from "./messages/push.js";
 export * from "./messages/queue.js";
 export * from "./messages/reasoning.js";

@@ -64,6 +64,14 @@ import {
   ModelsSnapshot,
 } from "./messages/models.js";
 import {
+  CommandsList,
+  CommandsSnapshot,
+  ModeChanged,
+  ModeSet,
+  ModesList,
+  ModesSnapshot,
+} from "./messages/modes.js";
+import {
   Presence,
   PushList,
   PushSubscribe,
@@ -128,6 +136,10 @@ export const clientMessageSchemas = {
   "pair.create": PairCreate,
   "device.list": DeviceList,
   "device.revoke": DeviceRevoke,
+  // modes
+  "modes.list": ModesList,
+  "mode.set": ModeSet,
+  "commands.list": CommandsList,
   // inbox
   "conversation.read": ConversationRead,
   "conversation.archive": ConversationArchive,
@@ -184,6 +196,10 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // modes
+  "modes.snapshot": ModesSnapshot,
+  "mode.changed": ModeChanged,
+  "commands.snapshot": CommandsSnapshot,
   // inbox
   "conversation.status": ConversationStatus,
   "conversation.results": ConversationResults,
@@ -314,6 +330,9 @@ export const REPLY_TYPES = {
   "pair.create": "pair.created",
   "device.list": "device.snapshot",
   "device.revoke": "device.revoked",
+  "modes.list": "modes.snapshot",
+  "mode.set": "mode.changed",
+  "commands.list": "commands.snapshot",
   "conversation.read": "conversation.status",
   "conversation.archive": "conversation.status",
   "conversation.search": "conversation.results",
@@ -387,6 +406,9 @@ export const REPLY_RULES = {
   "pair.create": "requester",
   "device.list": "requester",
   "device.revoke": "broadcast",
+  "modes.list": "requester",
+  "mode.set": "broadcast",
+  "commands.list": "requester",
   // To the reader's own inbox connections: the other readers' unread did not change.
   "conversation.read": "broadcast",
   "conversation.archive": "broadcast",

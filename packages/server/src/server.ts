@@ -43,6 +43,7 @@ import { recoverAtStart } from "./runs/restart.js";
 import { stopRevokedWork } from "./runs/revoked-work.js";
 import { publishScheduleChanges } from "./schedules/events.js";
 import { Scheduler } from "./schedules/scheduler.js";
+import { Modes } from "./settings/modes.js";
 import { Settings } from "./settings/settings.js";
 import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
@@ -154,6 +155,17 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
   const settings = new Settings(store.settings, backend, log);
   decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
+  // The engine asks the modes for each turn's mode; the modes ask the engine whether a run nobody
+  // started from a client is active (then no mode that approves without asking reaches its session).
+  const modes = new Modes({
+    store,
+    settings,
+    backend,
+    outbox,
+    clock,
+    log,
+    askingRun: (id) => runs?.askingRun(id) ?? false,
+  });
   runs = new RunEngine({
     store,
     attachments,
@@ -161,6 +173,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     backend,
     decisions,
     settings,
+    modes,
     clock,
     log,
     logChatContent: o.logChatContent,
@@ -194,10 +207,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: o.publicUrl,
   });
-  // What a revoked device set in motion goes with it: queued runs, schedules, YOLO, its active runs.
+  // What a revoked device set in motion goes with it: queued runs, schedules, YOLO and modes that
+  // approve without asking, its active runs.
   // (Its push subscriptions go by the database's cascading foreign key.)
   devices.onRevoked((deviceId) =>
-    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
+    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, modes, outbox, log }),
   );
   const ctx: ServerContext = {
     store,
@@ -210,6 +224,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     scheduler,
     decisions,
     settings,
+    modes,
     devices,
     backend,
     clock,
@@ -240,6 +255,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     store,
     outbox,
     runs,
+    modes,
     source: backend.name,
     clock,
     tools: agentTools?.tools,

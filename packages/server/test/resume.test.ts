@@ -1,6 +1,7 @@
 import {
   applyDelta,
   FEATURE_DELTA_APPEND,
+  FEATURE_MODES,
   FEATURE_RESUME,
   type ServerMessage,
   stripDisabledFields,
@@ -20,7 +21,7 @@ import {
 } from "./helpers.js";
 
 const dir = useTempDirs();
-const RESUME = [FEATURE_RESUME];
+const RESUME: readonly string[] = [FEATURE_RESUME];
 
 /** A frame as a connection without `resume` gets it: no `seq`, no `conversation_id` on `*.resolved`. */
 function withoutResume(frame: ServerMessage): ServerMessage {
@@ -153,8 +154,9 @@ describe("resume: conversation.open { since_seq }", () => {
     ts: TestServer,
     act: (observer: RawClient, id: string) => Promise<void>,
     features = RESUME,
+    observerFeatures = RESUME,
   ) {
-    const observer = await RawClient.connect(ts.wsUrl, { features: RESUME });
+    const observer = await RawClient.connect(ts.wsUrl, { features: observerFeatures });
     const id = await createConversation(observer);
     const phone = await RawClient.connect(ts.wsUrl, { features });
     const since = await baseline(phone, id);
@@ -168,14 +170,21 @@ describe("resume: conversation.open { since_seq }", () => {
 
   it("sends exactly what a connected observer saw, in order, without its request_ids, then live events", async () => {
     const ts = await startServer({ dataDir: dir() });
-    const { observer, back, id, since, reply, replayed } = await dropAndResume(ts, async (o, id) => {
-      await o.run(await send(o, id, "/sim tools"));
-      await o.ok(
-        { type: "conversation.rename", conversation_id: id, name: "Renamed" },
-        "conversation.renamed",
-      );
-      await o.ok({ type: "yolo.set", conversation_id: id, enabled: true }, "yolo.changed");
-    });
+    // With `modes` on both sides: YOLO on also changes the simulator's mode (mode.changed, logged).
+    const features = [FEATURE_RESUME, FEATURE_MODES];
+    const { observer, back, id, since, reply, replayed } = await dropAndResume(
+      ts,
+      async (o, id) => {
+        await o.run(await send(o, id, "/sim tools"));
+        await o.ok(
+          { type: "conversation.rename", conversation_id: id, name: "Renamed" },
+          "conversation.renamed",
+        );
+        await o.ok({ type: "yolo.set", conversation_id: id, enabled: true }, "yolo.changed");
+      },
+      features,
+      features,
+    );
     const seen = eventsAfter(observer, id, since)
       .filter((f) => !("request_id" in f) || f.type === "run.accepted")
       .map(shared);
@@ -189,6 +198,7 @@ describe("resume: conversation.open { since_seq }", () => {
         "run.finished",
         "conversation.renamed",
         "yolo.changed",
+        "mode.changed",
       ]),
     );
 

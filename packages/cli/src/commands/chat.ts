@@ -9,6 +9,7 @@ import {
 import { type Command, EXIT, required } from "../command.js";
 import { type Io, note, writeJson } from "../io.js";
 import { resolveConversation } from "../resolve.js";
+import { switchMode } from "./modes.js";
 
 type RunStatus = ServerMessageOf<"run.finished">["status"];
 
@@ -131,6 +132,10 @@ class Renderer {
         this.line(`  📎 ${a.filename} (${a.size} bytes, ${a.kind}) — pheby download ${a.attachment_id}`);
         break;
       }
+      case "mode.changed":
+        // Another client, or the agent itself (leaving plan mode), switched the conversation's mode.
+        this.line(`[mode: ${m.mode_id}]`);
+        break;
       case "run.finished":
         this.breakLine();
         if (m.status === "failed") this.line(`[run failed: ${m.error ?? "no reason given"}]`);
@@ -310,19 +315,25 @@ class ChatSession {
 
 export const chat: Command = {
   name: "chat",
-  usage: "<conversation> [text…] [--attach ID]…",
+  usage: "<conversation> [text…] [--attach ID]… [--mode MODE]",
   summary:
     "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines; approvals and questions are asked with their choices. Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
   details: [
     "  --attach ID           claim an uploaded attachment with this message (repeatable; see pheby upload)",
     "  --queue               if a run is already active in the conversation, queue the message behind it",
+    "  --mode MODE           switch the conversation to the agent's mode MODE first (see pheby modes)",
     "  --json                print the run's events as JSON lines; answer approvals/questions with lines on stdin",
     "Exit code 5 when the run fails or is cancelled.",
   ],
-  options: { attach: { type: "string", multiple: true }, queue: { type: "boolean" } },
+  options: {
+    attach: { type: "string", multiple: true },
+    queue: { type: "boolean" },
+    mode: { type: "string" },
+  },
   examples: [
     'pheby chat "Trip planning" "What should I pack for Lisbon?"',
     'pheby chat "Trip planning" "And for Porto?" --queue',
+    'pheby chat "Refactor" "Plan the change to the parser" --mode plan',
     "pheby chat 9f1c0e7a2b3d4c5e6f708192a3b4c5d6",
     'echo once | pheby chat "Trip planning" "/sim approval" --json',
   ],
@@ -333,6 +344,9 @@ export const chat: Command = {
     const interactive = text.trim() === "";
     const client = await connect({ reconnect: interactive });
     const conversationId = await resolveConversation(client, target);
+    // The mode is the conversation's: set before the first message, so its run is in that mode.
+    const mode = flags.mode as string | undefined;
+    if (mode !== undefined) await switchMode(client, io, conversationId, mode);
     // A drop in an interactive session is resumed: what was missed is printed, nothing twice.
     if (interactive) client.follow(conversationId);
 

@@ -9,6 +9,7 @@ import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { inboxHandlers } from "./inbox.js";
 import { modelHandlers } from "./models.js";
+import { modeHandlers } from "./modes.js";
 import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
 import { yoloHandlers } from "./yolo.js";
@@ -28,6 +29,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   deviceHandlers,
   pushHandlers,
   scheduleHandlers,
+  modeHandlers,
   inboxHandlers,
 ];
 

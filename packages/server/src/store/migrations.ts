@@ -2,6 +2,7 @@ import type Database from "better-sqlite3";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { INBOX_MIGRATION } from "./inbox.js";
+import { MODES_MIGRATION } from "./modes.js";
 import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
@@ -112,7 +113,9 @@ export const MIGRATIONS: readonly string[] = [
   PUSH_DEVICE_MIGRATION,
   // v10: remembered sends record their sender, kept per sender up to a bound (store/sent-requests.ts).
   SENT_REQUESTS_PRINCIPAL_MIGRATION,
-  // v11 (`inbox` extension): archive state, readers and read marks, the transcript's search index (store/inbox.ts).
+  // v11 (`modes` extension): each conversation's chosen mode, its agent's modes and commands (store/modes.ts).
+  MODES_MIGRATION,
+  // v12 (`inbox` extension): archive state, readers and read marks, the transcript's search index (store/inbox.ts).
   INBOX_MIGRATION,
 ];
 

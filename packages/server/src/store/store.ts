@@ -7,6 +7,7 @@ import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { InboxStore } from "./inbox.js";
 import { migrate } from "./migrations.js";
+import { ModeStore } from "./modes.js";
 import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
 import { ResumeLog, type ResumeLogLimits } from "./resume-log.js";
@@ -84,8 +85,10 @@ export class Store {
   readonly queue: QueueStore;
   /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
-  /** Read marks, archive state and the transcript's search index (migration v11, `inbox`). */
+  /** Read marks, archive state and the transcript's search index (migration v12, `inbox`). */
   readonly inbox: InboxStore;
+  /** Each conversation's chosen mode, its agent's modes and commands (migration v11, `modes`). */
+  readonly modes: ModeStore;
 
   constructor(
     dataDir: string,
@@ -119,6 +122,7 @@ export class Store {
     this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
     this.inbox = new InboxStore(this.db);
+    this.modes = new ModeStore(this.db);
   }
 
   // ---- conversations ----

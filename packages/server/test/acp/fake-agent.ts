@@ -24,6 +24,10 @@
  * - `FAKE_BANNER`: a line of text printed on stdout before the connection starts (garbage).
  * - `FAKE_NAME`: the `agentInfo.name` it reports (`hermes-agent` to be taken for Hermes).
  * - `FAKE_MODELS=hermes`: Hermes 0.19's legacy models (`provider:model` IDs).
+ * - `FAKE_MODES`: `claude` (session modes `default`, `plan`, `acceptEdits`, `bypassPermissions` and
+ *   `locked`, which it refuses to enter, naming its cwd), `config` (no session modes: a config option
+ *   of category `mode` with `default`, `plan`, `yolo`), or unset (session modes `default`, `auto`, `yolo`).
+ * - `FAKE_COMMANDS`: announce slash commands (`available_commands_update`) shortly after `session/new`.
  * Started with `sessions delete -y <id>` it deletes that session from its state and exits, as
  * `hermes sessions delete` does.
  *
@@ -83,10 +87,45 @@ if (cli >= 0 && process.argv[cli + 1] === "delete") {
 
 process.stderr.write("fake agent started\n");
 
+const modesKind = process.env.FAKE_MODES ?? "session";
+const MODE_IDS: Record<string, string[]> = {
+  session: ["default", "auto", "yolo"],
+  claude: ["default", "plan", "acceptEdits", "bypassPermissions", "locked"],
+  config: ["default", "plan", "yolo"],
+};
+/** The config option of category `mode` (`FAKE_MODES=config`). */
+function modeOptionOf(s: Session): acp.SessionConfigOption {
+  return {
+    id: "mode",
+    name: "Mode",
+    category: "mode",
+    type: "select",
+    currentValue: s.mode,
+    options: MODE_IDS.config!.map((v) => ({ value: v, name: v.toUpperCase(), description: `The ${v} mode` })),
+  };
+}
+
 function settingsOf(s: Session) {
+  const full = settingsWithoutModeOption(s);
+  if (modesKind !== "config") return full;
+  const { modes: _none, ...rest } = full;
+  return {
+    ...rest,
+    configOptions: [
+      ...((rest as { configOptions?: acp.SessionConfigOption[] }).configOptions ?? []),
+      modeOptionOf(s),
+    ],
+  };
+}
+
+function settingsWithoutModeOption(s: Session) {
   const modes = {
     currentModeId: s.mode,
-    availableModes: ["default", "auto", "yolo"].map((id) => ({ id, name: id })),
+    availableModes: (MODE_IDS[modesKind] ?? MODE_IDS.session!).map((id) => ({
+      id,
+      name: id,
+      ...(modesKind === "claude" ? { description: `${id} mode` } : {}),
+    })),
   };
   if (modelsKind === "legacy") {
     return {
@@ -203,7 +242,7 @@ function newSession(cwd: string): string {
             ? "custom:fake-model"
             : "small",
     effort: modelsKind === "opencode" ? "default" : "medium",
-    mode: "auto",
+    mode: modesKind === "session" ? "auto" : "default",
   };
   save();
   return id;
@@ -237,11 +276,26 @@ const app = acp
       agentInfo: { name: process.env.FAKE_NAME ?? "fake", version: "1" },
     };
   })
-  .onRequest("session/new", async ({ params }) => {
+  .onRequest("session/new", async ({ params, client }) => {
     log("session/new", params);
     if (hangs("session/new")) await never;
     mcpServersOf.set(`new:${nextId}`, params.mcpServers);
     const sessionId = newSession(params.cwd);
+    if (process.env.FAKE_COMMANDS) {
+      // As Claude Code does: the commands come right after the session, outside any turn.
+      setTimeout(() => {
+        void client.notify("session/update", {
+          sessionId,
+          update: {
+            sessionUpdate: "available_commands_update",
+            availableCommands: [
+              { name: "compact", description: "Compact the conversation" },
+              { name: "review", description: "Review a pull request", input: { hint: "PR number" } },
+            ],
+          },
+        });
+      }, 200);
+    }
     return { sessionId, ...settingsOf(sessions[sessionId]!) };
   })
   .onRequest("session/list", ({ params }) => {
@@ -296,7 +350,10 @@ const app = acp
   })
   .onRequest("session/set_mode", ({ params }) => {
     log("session/set_mode", params);
-    known(params.sessionId).mode = params.modeId;
+    const s = known(params.sessionId);
+    if (params.modeId === "locked")
+      throw acp.RequestError.invalidParams({}, `mode locked by the policy in ${s.cwd}/policy.json`);
+    s.mode = params.modeId;
     save();
     return {};
   })
@@ -315,6 +372,7 @@ const app = acp
         update: { sessionUpdate: "config_option_update", configOptions: openCodeOptions(s) },
       });
     } else if (params.configId === "model") s.model = value;
+    else if (params.configId === "mode" && modesKind === "config") s.mode = value;
     else if (params.configId === "reasoning") s.effort = value;
     else throw acp.RequestError.invalidParams(params.configId);
     save();
@@ -519,6 +577,34 @@ const SCRIPTS: Record<string, Script> = {
         notificationIds: ["deleg-1"],
       });
     }, 30);
+    return done();
+  },
+  /** `mode`: answers with the session's mode. */
+  async mode({ s, say }) {
+    await say(`mode=${s.mode}`);
+    return done();
+  },
+  /** `planexit`: leaves plan mode by itself, as Claude Code does once its plan was accepted. */
+  async planexit({ s, say, update }) {
+    s.mode = "default";
+    if (modesKind === "config")
+      await update({
+        sessionUpdate: "config_option_update",
+        configOptions: settingsOf(s).configOptions ?? [],
+      });
+    else await update({ sessionUpdate: "current_mode_update", currentModeId: "default" });
+    await say("left plan mode");
+    return done();
+  },
+  /** `compact`: compacts its context (a `compaction_update`), and announces a new command list. */
+  async compact({ say, update }) {
+    await update({ sessionUpdate: "compaction_update", compactionId: "c1", status: "in_progress" });
+    await update({ sessionUpdate: "compaction_update", compactionId: "c1", status: "completed" });
+    await update({
+      sessionUpdate: "available_commands_update",
+      availableCommands: [{ name: "compact", description: "Compact again" }],
+    });
+    await say("compacted");
     return done();
   },
   /** `wake …`: a wake-up prompt; answers with the prompt's `_meta`. */

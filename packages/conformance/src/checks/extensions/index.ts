@@ -4,6 +4,7 @@ import { deltaAppendChecks } from "./delta-append.js";
 import { deviceChecks } from "./devices.js";
 import { expiryChecks } from "./expiry.js";
 import { inboxChecks } from "./inbox.js";
+import { modeChecks } from "./modes.js";
 import { pushChecks } from "./push.js";
 import { queueChecks } from "./queue.js";
 import { resumeChecks } from "./resume.js";
@@ -18,5 +19,6 @@ export const extensionChecks: readonly Check[] = [
   ...pushChecks,
   ...resumeChecks,
   ...queueChecks,
+  ...modeChecks,
   ...inboxChecks,
 ];
