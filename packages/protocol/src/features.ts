@@ -12,6 +12,7 @@ import {
   FEATURE_QUEUE,
   FEATURE_RESUME,
   FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
   type Feature,
 } from "./constants.js";
 import type { ClientMessageType, ServerMessageType } from "./messages.js";
@@ -55,6 +56,9 @@ export const EXTENSION_TYPES = {
   "pair.created": FEATURE_DEVICES,
   "device.snapshot": FEATURE_DEVICES,
   "device.revoked": FEATURE_DEVICES,
+  // thoughts
+  "thought.delta": FEATURE_THOUGHTS,
+  "thought.complete": FEATURE_THOUGHTS,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -89,6 +93,7 @@ export const EXTENSION_FIELDS = {
     "queue[].client_message_id": FEATURE_RESUME,
     "approvals[].expires_at": FEATURE_EXPIRY,
     "clarifications[].expires_at": FEATURE_EXPIRY,
+    thoughts: FEATURE_THOUGHTS,
   },
   "conversation.renamed": seq,
   "conversation.deleted": seq,
@@ -111,6 +116,8 @@ export const EXTENSION_FIELDS = {
   "reasoning.changed": seq,
   "run.queued": seq,
   "queue.changed": { ...seq, "queued[].client_message_id": FEATURE_RESUME },
+  "thought.delta": seq,
+  "thought.complete": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

@@ -80,6 +80,7 @@ import {
   ScheduleSnapshot,
   ScheduleUpdate,
 } from "./messages/schedules.js";
+import { ThoughtComplete, ThoughtDelta } from "./messages/thoughts.js";
 import { ToolEvent } from "./messages/tools.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
@@ -173,6 +174,9 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // thoughts
+  "thought.delta": ThoughtDelta,
+  "thought.complete": ThoughtComplete,
 } as const;
 
 /** Client→server message types, as constants. */

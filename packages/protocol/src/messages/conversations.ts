@@ -16,6 +16,7 @@ import { RunState } from "./chat.js";
 import { PendingClarification } from "./clarify.js";
 import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
+import { HistoryThought } from "./thoughts.js";
 import { ToolState } from "./tools.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
@@ -131,6 +132,12 @@ export const ConversationHistory = conversationEvent(
       .max(LIMITS.queuedRunsPerConversation)
       .optional()
       .describe("Only with the queue feature: the queued runs, next first"),
+    thoughts: z
+      .array(HistoryThought)
+      .optional()
+      .describe(
+        "Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run)",
+      ),
   },
   "History page and recoverable state",
 );

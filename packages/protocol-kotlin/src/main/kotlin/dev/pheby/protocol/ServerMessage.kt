@@ -77,6 +77,8 @@ sealed interface ServerMessage {
             PairCreated::class to PairCreated.serializer(),
             DeviceSnapshot::class to DeviceSnapshot.serializer(),
             DeviceRevoked::class to DeviceRevoked.serializer(),
+            ThoughtDelta::class to ThoughtDelta.serializer(),
+            ThoughtComplete::class to ThoughtComplete.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -199,6 +201,7 @@ data class ConversationUpdated(
  * @property clarifications `clarifications`
  * @property resumed `resumed`: Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state. May be absent.
  * @property queue `queue`: Only with the queue feature: the queued runs, next first. Schema: maxItems 20 (checked by the server). May be absent.
+ * @property thoughts `thoughts`: Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -215,6 +218,7 @@ data class ConversationHistory(
     val clarifications: List<PendingClarification>,
     val resumed: StrictBoolean? = null,
     val queue: List<QueuedRun>? = null,
+    val thoughts: List<HistoryThought>? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage {
     init {
@@ -851,4 +855,52 @@ data class DeviceSnapshot(
 data class DeviceRevoked(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: String,
+) : ServerMessage
+
+/**
+ * `thought.delta`: The agent's thinking so far (append delta).
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`
+ * @property thoughtId `thought_id`: One thought: the stretch of thinking before the agent answers or calls a tool.
+ * @property offset `offset`: thought = thought.slice(0, offset) + text (UTF-16 code units, never inside a surrogate pair); 0 with the whole text on a connection's first delta of the thought. Schema: minimum 0 (checked by the server).
+ * @property text `text`: The thought's text from offset on. Schema: maxLength 64000 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("thought.delta")
+data class ThoughtDelta(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("thought_id") val thoughtId: String,
+    val offset: StrictLong,
+    val text: String,
+    val ts: String,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `thought.complete`: A thought ended.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`
+ * @property thoughtId `thought_id`
+ * @property text `text`: The whole thought, superseding the deltas. Schema: maxLength 64000 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("thought.complete")
+data class ThoughtComplete(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("thought_id") val thoughtId: String,
+    val text: String,
+    val ts: String,
+    val seq: StrictLong? = null,
 ) : ServerMessage
