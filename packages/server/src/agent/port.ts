@@ -13,7 +13,11 @@ import type {
   ContextUsage,
   PlanEntry,
   ReasoningEffort,
+  ToolContentBlock,
 } from "@pheby/protocol";
+import type { ToolDetail } from "../activity/tool-detail.js";
+
+export type { ToolDetail };
 
 /** What a backend can do; the server answers the rest with `not_implemented` or its own fallback. */
 export interface AgentCapabilities {
@@ -129,6 +133,12 @@ export type TurnResult =
 /** A permission question. `choices` lists only the choices the agent can honour. */
 export interface PermissionQuestion {
   toolCallId?: string;
+  /**
+   * What the question is about, as the `activity` extension shows it (an edit's diff, the command, a
+   * plan's text), built like {@link ToolDetail}'s content. Absent: the server shows the content last
+   * reported for `toolCallId`, if any.
+   */
+  preview?: ToolContentBlock[];
   command: string;
   description: string;
   choices: ApprovalChoice[];
@@ -193,10 +203,29 @@ export interface TurnSink {
    * agent session so far as the agent reports it (null when it does not).
    */
   usage(usage: ContextUsage): void;
-  /** A tool call started (or was first seen). `args` is redacted by the server. */
-  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
-  /** A tool call ended. `duration_ms` is measured by the server. */
-  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void;
+  /**
+   * A tool call started (or was first seen). `args` is redacted by the server. `detail` is what the
+   * `activity` extension shows of it (build it with `ToolDetailBuilder`: paths placed, text scrubbed
+   * and redacted, bounded); only `activity` connections see it.
+   */
+  toolStart(call: {
+    toolCallId: string;
+    toolName: string;
+    args?: Record<string, unknown>;
+    detail?: ToolDetail;
+  }): void;
+  /** A tool call ended. `duration_ms` is measured by the server. `detail` as for {@link toolStart}. */
+  toolEnd(call: {
+    toolCallId: string;
+    status: "completed" | "failed" | "cancelled";
+    error?: string;
+    detail?: ToolDetail;
+  }): void;
+  /**
+   * A running tool call's detail changed and nothing else did (its content arrived, a diff grew):
+   * only `activity` connections are told. Optional for backends that report no detail.
+   */
+  toolDetail?(call: { toolCallId: string; detail: ToolDetail }): void;
   /**
    * Ask the user a permission question. Resolves once with the answer.
    * Aborting `withdraw` withdraws the question (agent timeout or cancellation);

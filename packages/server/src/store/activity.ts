@@ -2,11 +2,22 @@ import type { ContextUsage, PlanEntry } from "@pheby/protocol";
 import type Database from "better-sqlite3";
 
 /**
+ * Migration step of the `activity` extension, appended to `MIGRATIONS` in `migrations.ts`: each
+ * tool call keeps its detail (kind, title, locations, content, as clients may see it: placed,
+ * scrubbed, redacted, bounded) so `tool.get` and `conversation.history` can show older runs' calls.
+ * The index finds one call of a conversation by its ID, whichever run it was in.
+ */
+export const ACTIVITY_TOOLS_MIGRATION = `
+  ALTER TABLE tool_calls ADD COLUMN detail_json TEXT;
+  CREATE INDEX tool_calls_conversation ON tool_calls (conversation_id, tool_call_id);
+`;
+
+/**
  * Migration step (the `activity` extension): each conversation's latest agent plan and context usage,
  * so `conversation.history` shows the plan after a restart. One row per conversation, written on every
  * `plan.updated` / `usage.updated`; NULL means the agent reported none.
  */
-export const ACTIVITY_MIGRATION = `
+export const ACTIVITY_PLAN_MIGRATION = `
   CREATE TABLE conversation_activity (
     conversation_id TEXT PRIMARY KEY REFERENCES conversations (id),
     plan_json       TEXT,  -- the latest plan's entries (JSON array), as plan.updated sent them
@@ -14,7 +25,7 @@ export const ACTIVITY_MIGRATION = `
   );
 `;
 
-/** Each conversation's latest plan and usage, as the agent last reported them (see {@link ACTIVITY_MIGRATION}). */
+/** Each conversation's latest plan and usage, as the agent last reported them (see {@link ACTIVITY_PLAN_MIGRATION}). */
 export class ActivityStore {
   readonly #get: Database.Statement<[string], { plan_json: string | null; usage_json: string | null }>;
   readonly #setPlan: Database.Statement<[string, string]>;

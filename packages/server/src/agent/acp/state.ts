@@ -5,6 +5,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
+import { PathBases } from "../../activity/path-base.js";
 import type { FileRoots } from "../../files/roots.js";
 import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
@@ -43,6 +44,8 @@ export class AcpState {
   /** The host's paths to keep out of agent text that reaches a client, known from `start()`. */
   paths!: HostPaths;
   readonly requestTimeoutMs: number;
+  /** Each working directory's path base, computed once (paths a client sees are relative to it). */
+  readonly pathBases = new PathBases();
   readonly sessions = new Map<string, SessionState>();
   /** Settings of the latest fresh session: the agent's defaults, for the catalogue. */
   fresh: SessionSettingsState | null = null;

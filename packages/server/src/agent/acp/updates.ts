@@ -32,7 +32,7 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     case "tool_call":
     case "tool_call_update":
-      turn?.tool(update);
+      await turn?.tool(update);
       return;
     case "plan":
       if (turn) turn.sink.plan(update.entries);

@@ -7,6 +7,10 @@ import {
   type PlanEntry,
   type PlanEntryStatus,
 } from "@pheby/protocol";
+import { unifiedDiff } from "../../activity/diff.js";
+import type { PlaceContext } from "../../activity/place.js";
+import { outputText } from "../../activity/redact-output.js";
+import type { ToolDetail } from "../../activity/tool-detail.js";
 import { nearestChoice } from "../nearest.js";
 import type { AgentBackend, AgentHost, ProducedFile, TurnInput, TurnResult, TurnSink } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
@@ -91,9 +95,43 @@ export const SIM_THOUGHT = "The user wants to see me think 🤔 so I reason step
 /** `/sim think`'s answer. */
 export const SIM_THOUGHT_ANSWER = "I thought about it first; this is the answer.";
 
+/**
+ * The edit `/sim diff` asks to make: a whole file, old and new, diffed in memory (the simulator
+ * never writes into a workspace). Its path is relative, as in a conversation's path base.
+ */
+export const SIM_DIFF = {
+  path: "src/greeting.ts",
+  oldText:
+    'export function greet(name: string) {\n  return "Hello " + name;\n}\n\nexport const version = 1;\n',
+  newText:
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the simulated file's source holds a template literal
+    "export function greet(name: string) {\n  return `Hello, ${name}!`;\n}\n\nexport const version = 2;\n",
+} as const;
+
+/** The command `/sim output` runs, and what it prints: a secret among the lines, which must arrive redacted. */
+export const SIM_OUTPUT = {
+  command: "npm test",
+  secret: "sk-simulated-0123456789abcdef",
+  text: [
+    "> pheby-sim@1.0.0 test",
+    "> vitest run",
+    "",
+    "loaded .env: OPENAI_API_KEY=sk-simulated-0123456789abcdef",
+    " ✓ test/greeting.test.ts (3 tests)",
+    "Test Files  1 passed (1)",
+    "     Tests  3 passed (3)",
+  ].join("\n"),
+} as const;
+
+/**
+ * Where the simulator's paths live: nowhere on disk. Its paths are already relative, so nothing is
+ * placed or scrubbed, but output goes through the same redaction as a real agent's.
+ */
+const SIM_PLACE: PlaceContext = { cwd: "/pheby-sim", base: "/pheby-sim", scrub: (text) => text };
+
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], /sim diff, /sim output, " +
   "/sim think [N] (1..1000000), /sim plan.";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
@@ -249,6 +287,63 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     if (!(await sleep(delay, signal))) return cancelled;
     sink.toolEnd({ toolCallId, status: "completed" });
     return reply(text, sink, signal);
+  }
+
+  /**
+   * `/sim diff`: an edit of {@link SIM_DIFF} behind an approval. `activity` clients see its diff on the
+   * tool event and as the approval's preview; once/session/always "apply" it (in memory), deny fails it.
+   */
+  async function diff(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { path, oldText, newText } = SIM_DIFF;
+    const detail: ToolDetail = {
+      kind: "edit",
+      title: `Edit ${path}`,
+      locations: [{ path, line: 2, outside: false }],
+      content: [
+        {
+          type: "diff",
+          path,
+          display: path,
+          outside: false,
+          fragment: false,
+          ...unifiedDiff({ name: path, oldText, newText, fragment: false }),
+        },
+      ],
+    };
+    sink.toolStart({ toolCallId, toolName: "edit", args: { file_path: path }, detail });
+    const answer = await sink.askPermission({
+      toolCallId,
+      command: `Edit ${path}`,
+      description: "Edit a file (simulated, nothing is written)",
+      choices: [...APPROVAL_CHOICES],
+    });
+    if (signal.aborted) return cancelled;
+    if (answer.outcome === "cancelled" || answer.choice === "deny") {
+      sink.toolEnd({ toolCallId, status: "failed", error: "Denied by the user" });
+      return reply(`I left ${path} as it was.`, sink, signal);
+    }
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({ toolCallId, status: "completed" });
+    return reply(`I edited ${path}: the greeting has a comma now, and the version is 2.`, sink, signal);
+  }
+
+  /**
+   * `/sim output`: a command whose output holds a secret ({@link SIM_OUTPUT}); `activity` clients get
+   * the output with the secret redacted, once the command has finished.
+   */
+  async function output(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { command, text } = SIM_OUTPUT;
+    const detail: ToolDetail = { kind: "execute", title: command, locations: [] };
+    sink.toolStart({ toolCallId, toolName: "shell", args: { command }, detail });
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({
+      toolCallId,
+      status: "completed",
+      detail: { ...detail, content: [{ type: "text", ...outputText(text, SIM_PLACE) }] },
+    });
+    return reply("The tests passed: 3 of 3.", sink, signal);
   }
 
   /**
@@ -421,6 +516,10 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       }
       case "schedule":
         return schedule(args.slice(1).join(" "), sink, signal, input.sessionId);
+      case "diff":
+        return diff(sink, signal);
+      case "output":
+        return output(sink, signal);
       default:
         return reply(HELP, sink, signal);
     }
