@@ -5,6 +5,7 @@
  * {@link decodeClientFrame} and {@link decodeServerFrame} enforce that from these tables.
  */
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
@@ -14,6 +15,7 @@ import {
   FEATURE_QUEUE,
   FEATURE_RESUME,
   FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
   type Feature,
 } from "./constants.js";
 import type { ClientMessageType, ServerMessageType } from "./messages.js";
@@ -57,6 +59,13 @@ export const EXTENSION_TYPES = {
   "pair.created": FEATURE_DEVICES,
   "device.snapshot": FEATURE_DEVICES,
   "device.revoked": FEATURE_DEVICES,
+  // activity
+  "tool.get": FEATURE_ACTIVITY,
+  "plan.updated": FEATURE_ACTIVITY,
+  "usage.updated": FEATURE_ACTIVITY,
+  // thoughts
+  "thought.delta": FEATURE_THOUGHTS,
+  "thought.complete": FEATURE_THOUGHTS,
   // modes
   "modes.list": FEATURE_MODES,
   "mode.set": FEATURE_MODES,
@@ -78,6 +87,14 @@ export type ExtensionMessageType = keyof typeof EXTENSION_TYPES;
 // `resume` adds `seq` to every server message that has a `conversation_id` (conversationEvent).
 const seq = { seq: FEATURE_RESUME } as const;
 const expiry = { expires_at: FEATURE_EXPIRY } as const;
+// `activity` adds a tool call's detail wherever a tool call is, and an approval's call and preview.
+const toolDetail = {
+  kind: FEATURE_ACTIVITY,
+  title: FEATURE_ACTIVITY,
+  locations: FEATURE_ACTIVITY,
+  content: FEATURE_ACTIVITY,
+} as const;
+const approvalDetail = { tool_call_id: FEATURE_ACTIVITY, preview: FEATURE_ACTIVITY } as const;
 // `inbox` adds a conversation's list state to each list entry.
 const inboxFieldFeatures = {
   status: FEATURE_INBOX,
@@ -120,6 +137,15 @@ export const EXTENSION_FIELDS = {
     "queue[].client_message_id": FEATURE_RESUME,
     "approvals[].expires_at": FEATURE_EXPIRY,
     "clarifications[].expires_at": FEATURE_EXPIRY,
+    "tools[].kind": FEATURE_ACTIVITY,
+    "tools[].title": FEATURE_ACTIVITY,
+    "tools[].locations": FEATURE_ACTIVITY,
+    "tools[].content": FEATURE_ACTIVITY,
+    "approvals[].tool_call_id": FEATURE_ACTIVITY,
+    "approvals[].preview": FEATURE_ACTIVITY,
+    plan: FEATURE_ACTIVITY,
+    usage: FEATURE_ACTIVITY,
+    thoughts: FEATURE_THOUGHTS,
     mode_id: FEATURE_MODES,
   },
   "conversation.renamed": seq,
@@ -129,8 +155,8 @@ export const EXTENSION_FIELDS = {
   "message.delta": { offset: FEATURE_DELTA_APPEND, ...seq },
   "message.complete": seq,
   "run.finished": seq,
-  "tool.event": seq,
-  "approval.request": { ...expiry, ...seq },
+  "tool.event": { ...toolDetail, ...seq },
+  "approval.request": { ...expiry, ...approvalDetail, ...seq },
   "approval.resolved": { conversation_id: FEATURE_RESUME, ...seq },
   "clarify.request": { ...expiry, ...seq },
   "clarify.resolved": { conversation_id: FEATURE_RESUME, ...seq },
@@ -143,6 +169,10 @@ export const EXTENSION_FIELDS = {
   "reasoning.changed": seq,
   "run.queued": seq,
   "queue.changed": { ...seq, "queued[].client_message_id": FEATURE_RESUME },
+  "plan.updated": seq,
+  "usage.updated": seq,
+  "thought.delta": seq,
+  "thought.complete": seq,
   "modes.snapshot": seq,
   "mode.changed": seq,
   "commands.snapshot": seq,

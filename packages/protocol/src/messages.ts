@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { checkFieldRules, fieldRulesOf } from "./common.js";
 import { LIMITS } from "./constants.js";
+import { PlanUpdated, ToolGet, UsageUpdated } from "./messages/activity.js";
 import {
   ApprovalAnswer,
   ApprovalAnswerResponse,
@@ -95,6 +96,7 @@ import {
   ScheduleSnapshot,
   ScheduleUpdate,
 } from "./messages/schedules.js";
+import { ThoughtComplete, ThoughtDelta } from "./messages/thoughts.js";
 import { ToolEvent } from "./messages/tools.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
@@ -136,6 +138,8 @@ export const clientMessageSchemas = {
   "pair.create": PairCreate,
   "device.list": DeviceList,
   "device.revoke": DeviceRevoke,
+  // activity
+  "tool.get": ToolGet,
   // modes
   "modes.list": ModesList,
   "mode.set": ModeSet,
@@ -196,6 +200,12 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // activity
+  "plan.updated": PlanUpdated,
+  "usage.updated": UsageUpdated,
+  // thoughts
+  "thought.delta": ThoughtDelta,
+  "thought.complete": ThoughtComplete,
   // modes
   "modes.snapshot": ModesSnapshot,
   "mode.changed": ModeChanged,
@@ -330,6 +340,7 @@ export const REPLY_TYPES = {
   "pair.create": "pair.created",
   "device.list": "device.snapshot",
   "device.revoke": "device.revoked",
+  "tool.get": "tool.event",
   "modes.list": "modes.snapshot",
   "mode.set": "mode.changed",
   "commands.list": "commands.snapshot",
@@ -406,6 +417,7 @@ export const REPLY_RULES = {
   "pair.create": "requester",
   "device.list": "requester",
   "device.revoke": "broadcast",
+  "tool.get": "requester",
   "modes.list": "requester",
   "mode.set": "broadcast",
   "commands.list": "requester",

@@ -77,6 +77,7 @@ describe("reply rules", () => {
     expect(replyRuleOf("conversation.archive", "conversation.status")).toBe("broadcast");
     expect(replyRuleOf("conversation.search", "conversation.results")).toBe("requester");
     expect(replyRuleOf("conversation.open", "conversation.resumed")).toBe("requester");
+    expect(replyRuleOf("tool.get", "tool.event")).toBe("requester");
     expect(replyRuleOf("ping", "ready")).toBeUndefined();
     expect(replyRuleOf("presence", "pong")).toBeUndefined();
   });

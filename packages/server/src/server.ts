@@ -37,6 +37,7 @@ import type { Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
+import { AgentActivity } from "./runs/activity.js";
 import { RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
 import { recoverAtStart } from "./runs/restart.js";
@@ -155,6 +156,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
   const settings = new Settings(store.settings, backend, log);
   decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
+  const activity = new AgentActivity({ store, outbox, clock });
   // The engine asks the modes for each turn's mode; the modes ask the engine whether a run nobody
   // started from a client is active (then no mode that approves without asking reaches its session).
   const modes = new Modes({
@@ -167,6 +169,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     askingRun: (id) => runs?.askingRun(id) ?? false,
   });
   runs = new RunEngine({
+    activity,
     store,
     attachments,
     outbox,
@@ -214,6 +217,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     stopRevokedWork(deviceId, { queue, scheduler, runs, settings, modes, outbox, log }),
   );
   const ctx: ServerContext = {
+    activity,
     store,
     attachments,
     outbox,
@@ -252,6 +256,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       })
     : undefined;
   const host = createAgentHost({
+    activity,
     store,
     outbox,
     runs,

@@ -10,6 +10,7 @@ import {
   withFieldRules,
 } from "../common.js";
 import { LIMITS, MESSAGE_ROLES } from "../constants.js";
+import { ContextUsage, PlanEntries } from "./activity.js";
 import { PendingApproval } from "./approvals.js";
 import { AttachmentDescriptor } from "./attachments.js";
 import { RunState } from "./chat.js";
@@ -17,6 +18,7 @@ import { PendingClarification } from "./clarify.js";
 import { optionalInboxFields } from "./inbox.js";
 import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
+import { HistoryThought } from "./thoughts.js";
 import { ToolState } from "./tools.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
@@ -144,6 +146,18 @@ export const ConversationHistory = conversationEvent(
       .max(LIMITS.queuedRunsPerConversation)
       .optional()
       .describe("Only with the queue feature: the queued runs, next first"),
+    plan: PlanEntries.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest plan, or null when it has none"),
+    usage: ContextUsage.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest context usage, or null"),
+    thoughts: z
+      .array(HistoryThought)
+      .optional()
+      .describe(
+        "Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run)",
+      ),
     mode_id: z
       .string()
       .nullable()

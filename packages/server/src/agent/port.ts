@@ -7,7 +7,17 @@
  * and attachment storage. A backend only drives the agent and reports what
  * happens through the {@link TurnSink} and {@link AgentHost} callbacks.
  */
-import type { ApprovalChoice, AttachmentKind, ReasoningEffort } from "@pheby/protocol";
+import type {
+  ApprovalChoice,
+  AttachmentKind,
+  ContextUsage,
+  PlanEntry,
+  ReasoningEffort,
+  ToolContentBlock,
+} from "@pheby/protocol";
+import type { ToolDetail } from "../activity/tool-detail.js";
+
+export type { ToolDetail };
 
 /** What a backend can do; the server answers the rest with `not_implemented` or its own fallback. */
 export interface AgentCapabilities {
@@ -170,6 +180,12 @@ export type TurnResult =
 /** A permission question. `choices` lists only the choices the agent can honour. */
 export interface PermissionQuestion {
   toolCallId?: string;
+  /**
+   * What the question is about, as the `activity` extension shows it (an edit's diff, the command, a
+   * plan's text), built like {@link ToolDetail}'s content. Absent: the server shows the content last
+   * reported for `toolCallId`, if any.
+   */
+  preview?: ToolContentBlock[];
   command: string;
   description: string;
   choices: ApprovalChoice[];
@@ -218,10 +234,45 @@ export type ProducedFile =
 export interface TurnSink {
   /** Append a chunk of answer text (the server keeps the cumulative text). */
   text(chunk: string): void;
-  /** A tool call started (or was first seen). `args` is redacted by the server. */
-  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
-  /** A tool call ended. `duration_ms` is measured by the server. */
-  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void;
+  /**
+   * Append a chunk of the agent's thinking (ACP `agent_thought_chunk`). The server groups chunks into
+   * thoughts: one ends when the agent moves on (answer text, a tool call, a question, a file, a
+   * notice, the end of the turn), and the next chunk starts another. Never part of the answer.
+   */
+  thought(chunk: string): void;
+  /**
+   * The agent's plan, whole (ACP `plan`): it replaces the previous one. The server bounds it (100
+   * entries of 2,000 characters) and keeps the latest per conversation.
+   */
+  plan(entries: PlanEntry[]): void;
+  /**
+   * The agent's context usage (ACP `usage_update`): tokens in context, the window, and the cost of the
+   * agent session so far as the agent reports it (null when it does not).
+   */
+  usage(usage: ContextUsage): void;
+  /**
+   * A tool call started (or was first seen). `args` is redacted by the server. `detail` is what the
+   * `activity` extension shows of it (build it with `ToolDetailBuilder`: paths placed, text scrubbed
+   * and redacted, bounded); only `activity` connections see it.
+   */
+  toolStart(call: {
+    toolCallId: string;
+    toolName: string;
+    args?: Record<string, unknown>;
+    detail?: ToolDetail;
+  }): void;
+  /** A tool call ended. `duration_ms` is measured by the server. `detail` as for {@link toolStart}. */
+  toolEnd(call: {
+    toolCallId: string;
+    status: "completed" | "failed" | "cancelled";
+    error?: string;
+    detail?: ToolDetail;
+  }): void;
+  /**
+   * A running tool call's detail changed and nothing else did (its content arrived, a diff grew):
+   * only `activity` connections are told. Optional for backends that report no detail.
+   */
+  toolDetail?(call: { toolCallId: string; detail: ToolDetail }): void;
   /**
    * Ask the user a permission question. Resolves once with the answer.
    * Aborting `withdraw` withdraws the question (agent timeout or cancellation);
@@ -313,6 +364,10 @@ export interface AgentHost {
   wake?(message: { sessionId: string; text: string; meta?: Record<string, unknown> }): void;
   /** Pheby's tools, when the operator offers them to agents (default); absent otherwise. */
   tools?: AgentTools;
+  /** The agent's plan of a session outside any turn (see {@link TurnSink.plan}); `run_id` is then null. */
+  plan?(sessionId: string, entries: PlanEntry[]): void;
+  /** The agent's context usage of a session outside any turn (see {@link TurnSink.usage}). */
+  usage?(sessionId: string, usage: ContextUsage): void;
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
   /**

@@ -1,9 +1,11 @@
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_EXPIRY,
   FEATURE_MODES,
   FEATURE_QUEUE,
   FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
 } from "@pheby/protocol";
 import type { ConnectionExtension } from "../connection/extension.js";
 import type { ServerContext } from "../handlers/context.js";
@@ -27,7 +29,9 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_SCHEDULES },
     { feature: FEATURE_EXPIRY },
     devicesExtension(ctx.devices),
+    { feature: FEATURE_ACTIVITY },
     { feature: FEATURE_MODES },
+    { feature: FEATURE_THOUGHTS },
     inboxExtension(ctx),
   ];
 }

@@ -1,10 +1,12 @@
 import {
   type ConversationSummary,
+  FEATURE_ACTIVITY,
   FEATURE_EXPIRY,
   FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_QUEUE,
   FEATURE_RESUME,
+  FEATURE_THOUGHTS,
   LIMITS,
   type ServerMessageOf,
 } from "@pheby/protocol";
@@ -67,8 +69,9 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
 /**
  * A `conversation.history` page as `features` sees it: with `resume`, each user message's
  * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
- * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`; with
- * `modes`, the conversation's mode.
+ * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`;
+ * with `activity`, the tools' detail, the approvals' call and preview, and the plan and usage; with
+ * `thoughts`, the active run's thoughts; with `modes`, the conversation's mode.
  */
 function historyPage(
   ctx: ServerContext,
@@ -91,12 +94,16 @@ function historyPage(
     has_more: page.hasMore,
     attachments: ctx.attachments.list(id),
     run: ctx.runs.state(id),
-    tools: ctx.runs.tools(id),
-    approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
-    clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
+    tools: ctx.runs.tools(id, features.has(FEATURE_ACTIVITY)),
+    approvals: ctx.decisions.approvals(id, features),
+    clarifications: ctx.decisions.clarifications(id, features),
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+    ...(features.has(FEATURE_ACTIVITY)
+      ? { plan: ctx.activity.latestPlan(id), usage: ctx.activity.latestUsage(id) }
+      : {}),
+    ...(features.has(FEATURE_THOUGHTS) ? { thoughts: ctx.runs.thoughts(id) } : {}),
     ...(features.has(FEATURE_MODES) ? { mode_id: ctx.modes.current(id) } : {}),
   };
 }

@@ -8,6 +8,7 @@ import { resolve } from "node:path";
 import type { AgentHost, AgentTools } from "../agent/port.js";
 import { applySessionTitle } from "../conversations/titles.js";
 import type { Outbox } from "../outbox/outbox.js";
+import type { AgentActivity } from "../runs/activity.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { Modes } from "../settings/modes.js";
 import type { ConversationRow, Store } from "../store/store.js";
@@ -21,6 +22,8 @@ export interface AgentHostDeps {
   runs: RunEngine;
   /** Where the agent's modes, commands and compactions go (the `modes` extension). */
   modes: Modes;
+  /** Plans and usage the agent reports outside a turn. */
+  activity: AgentActivity;
   /** The backend's name, the `source` of the sessions it hides. */
   source: string;
   clock: Clock;
@@ -51,6 +54,15 @@ export function createAgentHost(deps: AgentHostDeps): AgentHost {
     wake: (message) =>
       serverRun("wake-up", message.sessionId, (conv) => runs.wake(conv, message.text, message.meta)),
     tools: deps.tools,
+    // Outside any turn: the conversation's plan or usage, of no run.
+    plan(sessionId, entries) {
+      const conv = store.conversationBySession(sessionId);
+      if (conv) deps.activity.plan(conv.id, null, entries);
+    },
+    usage(sessionId, usage) {
+      const conv = store.conversationBySession(sessionId);
+      if (conv) deps.activity.usage(conv.id, usage);
+    },
     sessionTitle(sessionId, title) {
       applySessionTitle(store, deps.outbox, sessionId, title);
     },

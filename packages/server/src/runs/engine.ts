@@ -1,6 +1,16 @@
 import { performance } from "node:perf_hooks";
-import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
+import {
+  FEATURE_ACTIVITY,
+  type HistoryThought,
+  LIMITS,
+  type RunState,
+  type RunStatus,
+  type ServerMessage,
+  type ToolState,
+} from "@pheby/protocol";
 import type { Logger } from "pino";
+import { boundDetail } from "../activity/bound.js";
+import type { ToolDetail } from "../activity/tool-detail.js";
 import type {
   AgentBackend,
   ClarifyAnswer,
@@ -21,6 +31,9 @@ import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { redactArgs, truncate } from "../util/redact.js";
 import { type Clock, iso } from "../util/time.js";
+import type { AgentActivity } from "./activity.js";
+import { CoalescedText } from "./stream.js";
+import { RunThoughts } from "./thoughts.js";
 
 /** Default of {@link RunEngineDeps.cancelGraceMs}. */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
@@ -31,13 +44,20 @@ interface ToolCall {
   name: string;
   startedAt: number;
   status: ToolState["status"];
+  /** `activity`: its latest detail, as reported. */
+  detail?: ToolDetail;
+  /** `activity`: the content last published, serialised: events repeat it only when it changed. */
+  sentContent?: string;
 }
 
 /** One run: server-owned state of an assistant turn. */
 class Run {
   readonly messageId: string;
   readonly controller = new AbortController();
-  text = "";
+  /** The answer, streamed as `message.delta` (set by the engine, which owns the publishing). */
+  answer!: CoalescedText;
+  /** The agent's thinking, streamed as `thought.*` to `thoughts` connections. */
+  thoughts!: RunThoughts;
   /** The agent session key shown on this run's approvals and clarifications. */
   sessionKey = "";
   finished = false;
@@ -50,10 +70,6 @@ class Run {
   /** `m<n>` of the assistant message recorded at the end, once there is one. */
   finalMessageId: string | undefined;
   readonly tools = new Map<string, ToolCall>();
-  flushTimer: NodeJS.Timeout | undefined;
-  lastDeltaAt = Number.NEGATIVE_INFINITY;
-  /** Length of the text the last delta carried; a delta is only sent when the text grew. */
-  sentLength = 0;
   graceTimer: NodeJS.Timeout | undefined;
   /** How it ended, once it has. */
   status: RunStatus | undefined;
@@ -73,10 +89,17 @@ class Run {
       this.resolveDone = resolve;
     });
   }
+
+  /** The answer's cumulative text so far. */
+  get text(): string {
+    return this.answer.text;
+  }
 }
 
 /** What the engine needs from the server. */
 export interface RunEngineDeps {
+  /** Where a run's plan and usage go (`activity`). */
+  activity: AgentActivity;
   store: Store;
   attachments: AttachmentStore;
   outbox: Outbox;
@@ -204,9 +227,31 @@ export class RunEngine {
     };
   }
 
-  /** Latest tool states of the active or most recent run. */
-  tools(conversationId: string): ToolState[] {
-    return this.deps.store.latestRunTools(conversationId).map(toolState);
+  /** `thoughts`: the active run's thoughts so far, oldest first; none without an active run. */
+  thoughts(conversationId: string): HistoryThought[] {
+    return this.#active.get(conversationId)?.thoughts.list() ?? [];
+  }
+
+  /**
+   * Latest tool states of the active or most recent run; with `activity`, each with its detail
+   * (`conversation.history` on an `activity` connection).
+   */
+  tools(conversationId: string, activity = false): ToolState[] {
+    return this.deps.store.latestRunTools(conversationId).map((row) => toolState(row, activity));
+  }
+
+  /**
+   * `tool.get`: the latest state of a recorded tool call of the conversation, with its detail, or
+   * undefined when the conversation has no such call.
+   */
+  tool(conversationId: string, toolCallId: string): ToolState | undefined {
+    const row = this.deps.store.toolCall(conversationId, toolCallId);
+    return row && toolState(row, true);
+  }
+
+  /** `activity`: the content last reported for a tool call of a conversation's active run (an approval's preview). */
+  toolContent(conversationId: string, toolCallId: string): ToolDetail["content"] {
+    return this.#active.get(conversationId)?.tools.get(toolCallId)?.detail?.content;
   }
 
   /**
@@ -486,6 +531,7 @@ export class RunEngine {
     options: SendOptions = {},
   ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
     const run = new Run(conversationId, this.deps.clock.now(), options.runId, options.owner);
+    this.#streams(run);
     const { store } = this.deps;
     const { claimed, messageRow } = store.transaction(() => {
       const messageRow = store.startRun(
@@ -507,6 +553,31 @@ export class RunEngine {
       "run accepted",
     );
     return { run, claimed, messageRow };
+  }
+
+  /** The run's answer and thoughts, coalesced with the same window, published as the run's events. */
+  #streams(run: Run): void {
+    const { deltaIntervalMs } = this.deps;
+    run.answer = new CoalescedText(deltaIntervalMs, (text) => {
+      if (run.finished) return;
+      this.#publish({
+        type: "message.delta",
+        conversation_id: run.conversationId,
+        message_id: run.messageId,
+        text,
+        ts: this.#ts(),
+      });
+    });
+    const ids = { conversation_id: run.conversationId, run_id: run.runId };
+    // Published cumulative (offset 0, the whole thought): the Fanout cuts each peer's append delta.
+    run.thoughts = new RunThoughts(run.runId, deltaIntervalMs, {
+      delta: (thought_id, text) => {
+        if (!run.finished)
+          this.#publish({ type: "thought.delta", ...ids, thought_id, offset: 0, text, ts: this.#ts() });
+      },
+      complete: (thought_id, text) =>
+        this.#publish({ type: "thought.complete", ...ids, thought_id, text, ts: this.#ts() }),
+    });
   }
 
   #startMessage(run: Run): void {
@@ -548,22 +619,40 @@ export class RunEngine {
     return {
       text: (chunk) => {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
-        run.text += chunk;
-        if (run.flushTimer) return;
-        const wait = run.lastDeltaAt + this.deps.deltaIntervalMs - performance.now();
-        if (wait <= 0) this.#flushDelta(run);
-        else run.flushTimer = setTimeout(() => this.#flushDelta(run), wait);
+        // The agent answers: its thinking so far is one thought, ended before the answer goes on.
+        run.thoughts.end();
+        run.answer.append(chunk);
+      },
+      thought: (chunk) => {
+        if (run.finished || typeof chunk !== "string" || chunk === "") return;
+        // A new thought goes out after the answer streamed before it, as tool events do.
+        if (!run.thoughts.streaming) run.answer.flush();
+        run.thoughts.append(chunk);
+      },
+      // The answer streamed so far goes first, so the plan and usage land where they happened.
+      plan: (entries) => {
+        if (run.finished) return;
+        run.answer.flush();
+        this.deps.activity.plan(run.conversationId, run.runId, entries);
+      },
+      usage: (usage) => {
+        if (run.finished) return;
+        run.answer.flush();
+        this.deps.activity.usage(run.conversationId, usage);
       },
       toolStart: (call) => {
         if (run.finished) return;
         this.#flushDelta(run);
         // A repeated start (fuller arguments) keeps the first start time.
         const known = run.tools.get(call.toolCallId);
-        run.tools.set(call.toolCallId, {
+        const tool: ToolCall = {
+          ...known,
           name: call.toolName,
           startedAt: known?.startedAt ?? performance.now(),
           status: "running",
-        });
+        };
+        if (call.detail) tool.detail = call.detail;
+        run.tools.set(call.toolCallId, tool);
         const args = call.args ? redactArgs(call.args) : undefined;
         this.#tool(run, call.toolCallId, call.toolName, "running", { args });
       },
@@ -573,8 +662,16 @@ export class RunEngine {
         const known = run.tools.get(call.toolCallId);
         const duration = known ? Math.round(performance.now() - known.startedAt) : null;
         if (known) known.status = call.status;
+        if (known && call.detail) known.detail = call.detail;
         const error = call.status === "failed" ? truncate(call.error ?? "Tool failed") : undefined;
         this.#tool(run, call.toolCallId, known?.name ?? "unknown", call.status, { duration, error });
+      },
+      toolDetail: (call) => {
+        const known = run.tools.get(call.toolCallId);
+        if (run.finished || !known) return;
+        known.detail = call.detail;
+        // Nothing a v1 connection sees changed: only activity connections get this event.
+        this.#tool(run, call.toolCallId, known.name, known.status, { detailOnly: true });
       },
       sessionReplaced: (sessionId) => {
         // Kept even if the run has just ended: the backend goes on using the new session.
@@ -613,7 +710,13 @@ export class RunEngine {
       askPermission: async (question, withdraw) => {
         if (this.#ending(run)) return { outcome: "cancelled" };
         this.#flushDelta(run);
-        return this.deps.decisions.askPermission(asker(run), question, withdraw);
+        // Without a preview of its own, the question shows what its call was last reported to do.
+        const content =
+          question?.preview === undefined && typeof question?.toolCallId === "string"
+            ? run.tools.get(question.toolCallId)?.detail?.content
+            : undefined;
+        const asked = content ? { ...question, preview: content } : question;
+        return this.deps.decisions.askPermission(asker(run), asked, withdraw);
       },
       askClarification: async (question, withdraw) => {
         if (this.#ending(run)) return { outcome: "cancelled" };
@@ -661,19 +764,13 @@ export class RunEngine {
     }
   }
 
+  /**
+   * Another event of the run follows what was streamed so far: the answer's waiting tail goes out
+   * first, and the agent has moved on from its thought (`thought.complete`).
+   */
   #flushDelta(run: Run): void {
-    clearTimeout(run.flushTimer);
-    run.flushTimer = undefined;
-    if (run.finished || run.text.length === run.sentLength) return;
-    run.sentLength = run.text.length;
-    run.lastDeltaAt = performance.now();
-    this.#publish({
-      type: "message.delta",
-      conversation_id: run.conversationId,
-      message_id: run.messageId,
-      text: run.text,
-      ts: this.#ts(),
-    });
+    run.answer.flush();
+    run.thoughts.end();
   }
 
   #tool(
@@ -685,10 +782,14 @@ export class RunEngine {
       args?: Record<string, unknown> | undefined;
       duration?: number | null;
       error?: string | undefined;
+      /** Only the detail changed: the stored state is kept, and only `activity` peers are told. */
+      detailOnly?: boolean;
     },
   ): void {
     const now = this.deps.clock.now();
-    const row: ToolRow = {
+    const tool = run.tools.get(toolCallId);
+    const stored = extra.detailOnly ? this.deps.store.toolCall(run.conversationId, toolCallId) : undefined;
+    const row: ToolRow = stored ?? {
       run_id: run.runId,
       tool_call_id: toolCallId,
       conversation_id: run.conversationId,
@@ -699,15 +800,34 @@ export class RunEngine {
       error: extra.error ?? null,
       ts: now,
     };
+    const message: ServerMessage = { type: "tool.event", ...toolState(row) };
+    let fields: Record<string, Record<string, unknown>> | undefined;
+    if (tool?.detail) {
+      const detail = boundDetail(message, tool.detail);
+      row.detail_json = JSON.stringify(detail);
+      // Content travels again only when it changed; the rest of the detail is small.
+      const { content, ...rest } = detail;
+      const sent = content === undefined ? undefined : JSON.stringify(content);
+      const changed = sent !== undefined && sent !== tool.sentContent;
+      if (changed) tool.sentContent = sent;
+      if (extra.detailOnly && !changed && row.detail_json === stored?.detail_json) return;
+      fields = { [FEATURE_ACTIVITY]: changed ? { ...rest, content } : rest };
+    }
     this.deps.store.upsertTool(row);
-    this.#publish({ type: "tool.event", ...toolState(row) });
+    this.deps.outbox.publish({
+      ...eventOf(message),
+      ...(fields ? { fields } : {}),
+      ...(extra.detailOnly ? { feature: FEATURE_ACTIVITY } : {}),
+    });
   }
 
   /** End a run exactly once: close open tools, persist, message.complete, run.finished. */
   #finish(run: Run, result: TurnResult): void {
     if (run.finished) return;
-    clearTimeout(run.flushTimer);
+    run.answer.stop();
     clearTimeout(run.graceTimer);
+    // The turn ended: so did its thought, before the tools are closed and the answer completes.
+    run.thoughts.end();
     // No question outlives its run: each pending one is withdrawn (approval.resolved / clarify.resolved, accepted false).
     this.deps.decisions.withdrawRun(run.runId);
     for (const [id, tool] of run.tools) {
@@ -837,8 +957,21 @@ function validStatus(result: TurnResult): RunStatus {
   return s === "completed" || s === "cancelled" || s === "failed" ? s : "failed";
 }
 
-/** Wire form of a stored tool state (`args_redacted` only while running, `error` only on failure). */
-function toolState(row: ToolRow): ToolState {
+/**
+ * Wire form of a stored tool state (`args_redacted` only while running, `error` only on failure);
+ * with `activity`, its detail too.
+ */
+function toolState(row: ToolRow, activity = false): ToolState {
+  const state = v1ToolState(row);
+  if (!activity || !row.detail_json) return state;
+  // Bounded again with this copy's own fields, as the event it was stored from was.
+  return {
+    ...state,
+    ...boundDetail({ type: "tool.event", ...state }, JSON.parse(row.detail_json) as ToolDetail),
+  };
+}
+
+function v1ToolState(row: ToolRow): ToolState {
   return {
     conversation_id: row.conversation_id,
     run_id: row.run_id,

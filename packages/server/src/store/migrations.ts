@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { ACTIVITY_PLAN_MIGRATION, ACTIVITY_TOOLS_MIGRATION } from "./activity.js";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { INBOX_MIGRATION } from "./inbox.js";
@@ -117,6 +118,10 @@ export const MIGRATIONS: readonly string[] = [
   MODES_MIGRATION,
   // v12 (`inbox` extension): archive state, readers and read marks, the transcript's search index (store/inbox.ts).
   INBOX_MIGRATION,
+  // v13 (`activity` extension): each tool call's detail (store/activity.ts).
+  ACTIVITY_TOOLS_MIGRATION,
+  // v14 (`activity` extension): each conversation's latest agent plan and usage (store/activity.ts).
+  ACTIVITY_PLAN_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -3,6 +3,7 @@ import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { ensurePrivateDir, ensurePrivateFile, restrictFile } from "../util/private-files.js";
 import { type Clock, systemClock } from "../util/time.js";
+import { ActivityStore } from "./activity.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { InboxStore } from "./inbox.js";
@@ -56,6 +57,8 @@ export interface ToolRow {
   duration_ms: number | null;
   error: string | null;
   ts: number;
+  /** `activity`: the call's detail as JSON (a ToolDetail), the latest reported; null when none. */
+  detail_json?: string | null;
 }
 
 /** File name of the database inside the data directory. */
@@ -83,6 +86,8 @@ export class Store {
   readonly sentRequests: SentRequests;
   /** Follow-ups waiting for the active run (`queue`). */
   readonly queue: QueueStore;
+  /** Each conversation's latest agent plan and usage (`activity`). */
+  readonly activity: ActivityStore;
   /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
   /** Read marks, archive state and the transcript's search index (migration v12, `inbox`). */
@@ -123,6 +128,7 @@ export class Store {
     this.schedules = new ScheduleStore(this.db);
     this.inbox = new InboxStore(this.db);
     this.modes = new ModeStore(this.db);
+    this.activity = new ActivityStore(this.db);
   }
 
   // ---- conversations ----
@@ -227,6 +233,7 @@ export class Store {
       this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
       this.inbox.forget(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
+      this.activity.forget(id);
       this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
       this.resumeLog.forget(id);
     })();
@@ -411,13 +418,24 @@ export class Store {
   upsertTool(row: ToolRow): void {
     this.db
       .prepare(
-        `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
-         VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
+        `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts, detail_json)
+         VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts, @detail_json)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
            tool_name = excluded.tool_name, args_json = COALESCE(excluded.args_json, tool_calls.args_json),
-           status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
+           status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts,
+           detail_json = COALESCE(excluded.detail_json, tool_calls.detail_json)`,
       )
-      .run(row);
+      .run({ ...row, detail_json: row.detail_json ?? null });
+  }
+
+  /** `activity`: the latest state of one tool call of a conversation, whichever run it was in. */
+  toolCall(conversationId: string, toolCallId: string): ToolRow | undefined {
+    return this.db
+      .prepare(
+        `SELECT * FROM tool_calls WHERE conversation_id = ? AND tool_call_id = ?
+         ORDER BY ts DESC, rowid DESC LIMIT 1`,
+      )
+      .get(conversationId, toolCallId) as ToolRow | undefined;
   }
 
   /** Tool states of the conversation's most recent run. */

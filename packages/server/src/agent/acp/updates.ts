@@ -27,10 +27,24 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       if (turn) await turn.message(update.content);
       else if (update.content.type === "text") unsolicited(state, session, update.content.text);
       return;
+    case "agent_thought_chunk":
+      // Thinking outside a turn has no run to belong to: dropped.
+      turn?.thought(update.content);
+      return;
     case "tool_call":
     case "tool_call_update":
-      turn?.tool(update);
+      await turn?.tool(update);
       return;
+    case "plan":
+      if (turn) turn.sink.plan(update.entries);
+      else state.host.plan?.(session.id, update.entries);
+      return;
+    case "usage_update": {
+      const usage = { used: update.used, size: update.size, cost: update.cost ?? null };
+      if (turn) turn.sink.usage(usage);
+      else state.host.usage?.(session.id, usage);
+      return;
+    }
     case "session_info_update":
       if (typeof update.title === "string" && update.title.trim())
         state.host.sessionTitle(session.id, update.title.trim());
@@ -70,7 +84,7 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     }
     default:
-      // Thoughts, plans, usage: not part of Pheby's answer text.
+      // Anything else (updates this ACP version may add): not part of Pheby's answer text.
       return;
   }
 }

@@ -1,6 +1,16 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
+import {
+  APPROVAL_CHOICES,
+  type ApprovalChoice,
+  type ContextUsage,
+  type PlanEntry,
+  type PlanEntryStatus,
+} from "@pheby/protocol";
+import { unifiedDiff } from "../../activity/diff.js";
+import type { PlaceContext } from "../../activity/place.js";
+import { outputText } from "../../activity/redact-output.js";
+import type { ToolDetail } from "../../activity/tool-detail.js";
 import { askingModeOf, autoApproves } from "../modes.js";
 import { nearestChoice } from "../nearest.js";
 import type {
@@ -58,10 +68,81 @@ export const SIM_CLARIFY_FREE = "What should the release be called?";
 /** What `/sim approval limited` offers: an agent without session or persistent approvals. */
 export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
+/** The simulator's context window, in tokens (`usage.updated.size`). */
+export const SIM_CONTEXT_WINDOW = 200_000;
+/** What one simulated token costs, in USD. */
+export const SIM_USD_PER_TOKEN = 0.000_003;
+
+/** Tokens one turn adds to its session's context: a fixed 50 for the answer and a token per 4 characters of the prompt. */
+export function simTurnTokens(prompt: string): number {
+  return 50 + Math.ceil(prompt.length / 4);
+}
+
+/** The usage the simulator reports with `used` tokens in its session's context. */
+export function simUsage(used: number): ContextUsage {
+  return {
+    used,
+    size: SIM_CONTEXT_WINDOW,
+    cost: { amount: Number((used * SIM_USD_PER_TOKEN).toFixed(6)), currency: "USD" },
+  };
+}
+
+/** The steps of `/sim plan`, each done in turn (the first has high priority, the last low). */
+export const SIM_PLAN_STEPS = ["Read the failing test", "Fix the port parsing", "Update the README"] as const;
+
+/** `/sim plan`'s plan when `done` steps are completed and the next (if any) is in progress. */
+export function simPlan(done: number, started: boolean): PlanEntry[] {
+  const priorities = ["high", "medium", "low"] as const;
+  return SIM_PLAN_STEPS.map((content, i) => {
+    const status: PlanEntryStatus =
+      i < done ? "completed" : i === done && started ? "in_progress" : "pending";
+    return { content, status, priority: priorities[i]! };
+  });
+}
+
+/** What `/sim think` thinks (word by word, an emoji included: offsets count UTF-16 units) before its answer. */
+export const SIM_THOUGHT = "The user wants to see me think 🤔 so I reason step by step before answering.";
+/** `/sim think`'s answer. */
+export const SIM_THOUGHT_ANSWER = "I thought about it first; this is the answer.";
+
+/**
+ * The edit `/sim diff` asks to make: a whole file, old and new, diffed in memory (the simulator
+ * never writes into a workspace). Its path is relative, as in a conversation's path base.
+ */
+export const SIM_DIFF = {
+  path: "src/greeting.ts",
+  oldText:
+    'export function greet(name: string) {\n  return "Hello " + name;\n}\n\nexport const version = 1;\n',
+  newText:
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the simulated file's source holds a template literal
+    "export function greet(name: string) {\n  return `Hello, ${name}!`;\n}\n\nexport const version = 2;\n",
+} as const;
+
+/** The command `/sim output` runs, and what it prints: a secret among the lines, which must arrive redacted. */
+export const SIM_OUTPUT = {
+  command: "npm test",
+  secret: "sk-simulated-0123456789abcdef",
+  text: [
+    "> pheby-sim@1.0.0 test",
+    "> vitest run",
+    "",
+    "loaded .env: OPENAI_API_KEY=sk-simulated-0123456789abcdef",
+    " ✓ test/greeting.test.ts (3 tests)",
+    "Test Files  1 passed (1)",
+    "     Tests  3 passed (3)",
+  ].join("\n"),
+} as const;
+
+/**
+ * Where the simulator's paths live: nowhere on disk. Its paths are already relative, so nothing is
+ * placed or scrubbed, but output goes through the same redaction as a real agent's.
+ */
+const SIM_PLACE: PlaceContext = { cwd: "/pheby-sim", base: "/pheby-sim", scrub: (text) => text };
+
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
-  "/sim mode, /sim mode leave, /sim compact.";
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], /sim diff, /sim output, " +
+  "/sim think [N] (1..1000000), /sim plan, /sim mode, /sim mode leave, /sim compact.";
 
 /**
  * The simulator's modes (the `modes` extension), in its order; a session starts in `default`.
@@ -95,6 +176,10 @@ export const SIM_COMMANDS: AgentCommandInfo[] = [
   ["file", "Delivers a PDF document", null],
   ["image", "Delivers a PNG image", null],
   ["schedule", "Creates a schedule through Pheby's tools", "[prompt]"],
+  ["diff", "An edit with its diff, behind an approval", null],
+  ["output", "A command whose output holds a secret (arrives redacted)", null],
+  ["think", "Thinking before the answer", "[N] (1..1000000)"],
+  ["plan", "A plan that advances step by step", null],
   ["mode", "Says which mode the turn runs in", "[leave]"],
   ["compact", "Compacts the conversation's context", null],
 ].map(([name, description, hint]) => ({
@@ -131,6 +216,23 @@ async function stream(
     sink.text(chunk);
   }
   return true;
+}
+
+/** Stream thinking `chunks` with `delay` between them; false when cancelled. */
+async function think(chunks: string[], delay: number, sink: TurnSink, signal: AbortSignal): Promise<boolean> {
+  for (const chunk of chunks) {
+    if (!(await sleep(delay, signal))) return false;
+    sink.thought(chunk);
+  }
+  return true;
+}
+
+/** `text` in `parts` chunks of about equal length (a long text streamed in few chunks). */
+function chunked(text: string, parts: number): string[] {
+  const size = Math.ceil(text.length / parts);
+  return Array.from({ length: Math.ceil(text.length / size) }, (_, i) =>
+    text.slice(i * size, (i + 1) * size),
+  );
 }
 
 /** Split text into words that keep their trailing space, so the chunks join back to the exact text. */
@@ -194,6 +296,14 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     return mode;
   };
 
+  // Tokens "in context" per agent session: grows with every turn, deterministically.
+  const tokens = new Map<string, number>();
+  const tally = (input: TurnInput): ContextUsage => {
+    const used = (tokens.get(input.sessionId) ?? 0) + simTurnTokens(input.text);
+    tokens.set(input.sessionId, used);
+    return simUsage(used);
+  };
+
   const done: TurnResult = { status: "completed" };
   const cancelled: TurnResult = { status: "cancelled" };
   const reply = async (text: string, sink: TurnSink, signal: AbortSignal) =>
@@ -249,6 +359,63 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     if (!(await sleep(delay, signal))) return cancelled;
     sink.toolEnd({ toolCallId, status: "completed" });
     return reply(text, sink, signal);
+  }
+
+  /**
+   * `/sim diff`: an edit of {@link SIM_DIFF} behind an approval. `activity` clients see its diff on the
+   * tool event and as the approval's preview; once/session/always "apply" it (in memory), deny fails it.
+   */
+  async function diff(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { path, oldText, newText } = SIM_DIFF;
+    const detail: ToolDetail = {
+      kind: "edit",
+      title: `Edit ${path}`,
+      locations: [{ path, line: 2, outside: false }],
+      content: [
+        {
+          type: "diff",
+          path,
+          display: path,
+          outside: false,
+          fragment: false,
+          ...unifiedDiff({ name: path, oldText, newText, fragment: false }),
+        },
+      ],
+    };
+    sink.toolStart({ toolCallId, toolName: "edit", args: { file_path: path }, detail });
+    const answer = await sink.askPermission({
+      toolCallId,
+      command: `Edit ${path}`,
+      description: "Edit a file (simulated, nothing is written)",
+      choices: [...APPROVAL_CHOICES],
+    });
+    if (signal.aborted) return cancelled;
+    if (answer.outcome === "cancelled" || answer.choice === "deny") {
+      sink.toolEnd({ toolCallId, status: "failed", error: "Denied by the user" });
+      return reply(`I left ${path} as it was.`, sink, signal);
+    }
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({ toolCallId, status: "completed" });
+    return reply(`I edited ${path}: the greeting has a comma now, and the version is 2.`, sink, signal);
+  }
+
+  /**
+   * `/sim output`: a command whose output holds a secret ({@link SIM_OUTPUT}); `activity` clients get
+   * the output with the secret redacted, once the command has finished.
+   */
+  async function output(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { command, text } = SIM_OUTPUT;
+    const detail: ToolDetail = { kind: "execute", title: command, locations: [] };
+    sink.toolStart({ toolCallId, toolName: "shell", args: { command }, detail });
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({
+      toolCallId,
+      status: "completed",
+      detail: { ...detail, content: [{ type: "text", ...outputText(text, SIM_PLACE) }] },
+    });
+    return reply("The tests passed: 3 of 3.", sink, signal);
   }
 
   /**
@@ -379,12 +546,31 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
           } satisfies TurnResult;
         }
         // At most 8 chunks: the cumulative deltas of a long reply stay a few times its size.
-        const text = longText(n);
-        const size = Math.ceil(n / 8);
-        const chunks = Array.from({ length: Math.ceil(n / size) }, (_, i) =>
-          text.slice(i * size, (i + 1) * size),
-        );
-        return (await stream(chunks, delay, sink, signal)) ? done : cancelled;
+        return (await stream(chunked(longText(n), 8), delay, sink, signal)) ? done : cancelled;
+      }
+      case "plan": {
+        // A plan that advances over the run: all pending, then each step in progress and completed.
+        sink.plan(simPlan(0, false));
+        for (const [i, step] of SIM_PLAN_STEPS.entries()) {
+          sink.plan(simPlan(i, true));
+          if (!(await stream(words(`${step}… `), delay, sink, signal))) return cancelled;
+        }
+        sink.plan(simPlan(SIM_PLAN_STEPS.length, false));
+        return reply("Done: every step of the plan is completed.", sink, signal);
+      }
+      case "think": {
+        // `/sim think N`: a thought of exactly N characters in at most 8 chunks (past the limits
+        // of one thought and of a run at N > 64,000 and 256,000); else the short one, word by word.
+        const n = arg !== undefined && /^\d{1,7}$/.test(arg) ? Number(arg) : Number.NaN;
+        if (arg !== undefined && !(n >= 1 && n <= SIM_LONG_MAX)) {
+          return {
+            status: "failed",
+            error: `Usage: /sim think [N], with 1 <= N <= ${SIM_LONG_MAX}`,
+          } satisfies TurnResult;
+        }
+        const thought = arg === undefined ? words(SIM_THOUGHT) : chunked(longText(n), 8);
+        if (!(await think(thought, delay, sink, signal))) return cancelled;
+        return reply(SIM_THOUGHT_ANSWER, sink, signal);
       }
       case "file": {
         const pdf = pdfDocument([
@@ -420,6 +606,10 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       case "compact":
         host?.compacted?.(input.sessionId);
         return reply("I compacted this conversation's context.", sink, signal);
+      case "diff":
+        return diff(sink, signal);
+      case "output":
+        return output(sink, signal);
       default:
         return reply(HELP, sink, signal);
     }
@@ -472,14 +662,17 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         host?.sessionCommands?.(input.sessionId, SIM_COMMANDS);
       }
       const text = input.text.trim();
-      if (text === "/sim" || text.startsWith("/sim ")) {
-        return scenario(text.split(/\s+/).slice(1), input, sink, signal);
-      }
-      return reply(
-        `You said: "${excerpt(text)}".${received(input)} This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios. ${settingsTag(input.settings)}`,
-        sink,
-        signal,
-      );
+      const result =
+        text === "/sim" || text.startsWith("/sim ")
+          ? await scenario(text.split(/\s+/).slice(1), input, sink, signal)
+          : await reply(
+              `You said: "${excerpt(text)}".${received(input)} This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios. ${settingsTag(input.settings)}`,
+              sink,
+              signal,
+            );
+      // Every turn that ran to its end reports the session's usage, as agents do after each answer.
+      if (!signal.aborted) sink.usage(tally(input));
+      return result;
     },
     async deleteSession() {},
     async close() {
