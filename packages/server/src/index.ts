@@ -5,6 +5,9 @@
  * @packageDocumentation
  */
 
+export { pathBaseOf } from "./activity/path-base.js";
+export type { PlaceContext } from "./activity/place.js";
+export { type RawToolCall, type RawToolContent, ToolDetailBuilder } from "./activity/tool-detail.js";
 export { type AcpBackendOptions, createAcpBackend } from "./agent/acp/index.js";
 export { nearestChoice } from "./agent/nearest.js";
 export type * from "./agent/port.js";

@@ -49,8 +49,9 @@ function shrink(block: ToolContentBlock, over: number): ToolContentBlock {
     return { ...block, text: keep === 0 ? "" : lastChars(block.text, keep), truncated: true };
   }
   if (block.type === "diff") {
-    const size = bytes(block.patch);
-    const patch = size - over <= 2 ? "" : cutBytes(block.patch, Math.max(0, size - over - 2)).text;
+    // Each byte of the patch costs at least one byte of JSON: dropping `over` of them saves `over` bytes.
+    const size = Buffer.byteLength(block.patch);
+    const patch = size <= over ? "" : cutBytes(block.patch, size - over).text;
     return { ...block, patch, truncated: true };
   }
   return block;

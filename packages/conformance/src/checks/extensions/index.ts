@@ -1,5 +1,6 @@
 // The extensions' checks, one file per feature, each under the docs/protocol.md section of its feature.
 import type { Check } from "../../types.js";
+import { activityChecks } from "./activity.js";
 import { activityPlanChecks } from "./activity-plan.js";
 import { deltaAppendChecks } from "./delta-append.js";
 import { deviceChecks } from "./devices.js";
@@ -21,6 +22,7 @@ export const extensionChecks: readonly Check[] = [
   ...pushChecks,
   ...resumeChecks,
   ...queueChecks,
+  ...activityChecks,
   ...activityPlanChecks,
   ...thoughtsChecks,
   ...modeChecks,
