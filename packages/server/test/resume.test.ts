@@ -156,8 +156,8 @@ describe("resume: conversation.open { since_seq }", () => {
   async function dropAndResume(
     ts: TestServer,
     act: (observer: RawClient, id: string) => Promise<void>,
-    features = RESUME,
-    observerFeatures = RESUME,
+    features: readonly string[] = RESUME,
+    observerFeatures: readonly string[] = RESUME,
   ) {
     const observer = await RawClient.connect(ts.wsUrl, { features: observerFeatures });
     const id = await createConversation(observer);
