@@ -2,17 +2,26 @@
 // (`PhebyClientOptions.features`), the same names and defaults as the Kotlin client's `Features`.
 // What a hello carries of it (at most 16 names, in FEATURE_PRIORITY order) is @pheby/protocol's
 // helloFeatureNames, shared with the Kotlin client through meta.json.
-import { FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_QUEUE, FEATURE_RESUME } from "@pheby/protocol";
+import {
+  FEATURE_ACTIVITY,
+  FEATURE_DELTA_APPEND,
+  FEATURE_PUSH,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+} from "@pheby/protocol";
 
 /**
  * What {@link PhebyClientOptions.features} asks for by default: `delta.append` (either way
  * `message.delta` handlers get the whole draft), `push` (adds no events), `resume` (`seq`, replay after
- * a drop, retry-safe sends) and `queue` (`queue.changed` events). Add to it for the others:
- * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `features: []` asks for none (plain v1).
+ * a drop, retry-safe sends), `queue` (`queue.changed` events) and `activity` (tool detail: diffs and
+ * output, approval previews, `tool.get`, `plan.updated`, `usage.updated`). Add to it for the others:
+ * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `thoughts` (the agent's thinking, often the
+ * bulk of a run's bytes) is asked for only by apps that show it. `features: []` asks for none (plain v1).
  */
 export const DEFAULT_FEATURES: readonly string[] = [
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
   FEATURE_RESUME,
   FEATURE_QUEUE,
+  FEATURE_ACTIVITY,
 ];
