@@ -212,7 +212,20 @@ export class ChatView {
     if (el) {
       this.items.set(`detail:${t.tool_call_id}`, el);
       pill.after(el);
+      this.coverDetail(t.tool_call_id);
     } else this.items.delete(`detail:${t.tool_call_id}`);
+  }
+
+  /**
+   * While an open approval card shows a call's preview, the same content under the call's pill is
+   * hidden: on a phone the diff would otherwise take the screen twice. It shows again once answered.
+   */
+  private coverDetail(toolCallId: string): void {
+    const detail = this.items.get(`detail:${toolCallId}`);
+    if (!detail) return;
+    detail.hidden = [...this.el.querySelectorAll<HTMLElement>(".card.approval.open[data-tool-call-id]")].some(
+      (card) => card.dataset.toolCallId === toolCallId && card.querySelector(".content") !== null,
+    );
   }
 
   /** The agent's plan (`activity`), a checklist in the run it belongs to, replaced by each update. */
@@ -245,6 +258,7 @@ export class ChatView {
   approval(a: ApprovalRequest): void {
     const card = this.card(`approval:${a.approval_id}`, "approval", a.run_id, "Approval needed");
     card.dataset.approvalId = a.approval_id;
+    if (a.tool_call_id) card.dataset.toolCallId = a.tool_call_id;
     const reason = h("input", {
       type: "text",
       class: "reason",
@@ -276,6 +290,7 @@ export class ChatView {
       a.choices.includes("deny") ? reason : null,
       this.expiry(card, a),
     );
+    if (a.tool_call_id) this.coverDetail(a.tool_call_id);
     this.scroll();
   }
 
@@ -539,6 +554,12 @@ export class ChatView {
     card.classList.add("resolved");
     for (const el of card.querySelectorAll(".choices, form, input")) el.remove();
     card.querySelector(".card-status")!.textContent = text;
+    // Answered, the preview's content lives on under the call's pill (when the call is shown): once is enough.
+    const toolCallId = card.dataset.toolCallId;
+    if (toolCallId && this.items.has(`detail:${toolCallId}`)) {
+      card.querySelector(".content")?.remove();
+      this.coverDetail(toolCallId);
+    }
   }
 
   private objectUrl(blob: Blob): string {
