@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { checkFieldRules, fieldRulesOf } from "./common.js";
 import { LIMITS } from "./constants.js";
+import { PlanUpdated, ToolGet, UsageUpdated } from "./messages/activity.js";
 import {
   ApprovalAnswer,
   ApprovalAnswerResponse,
@@ -121,6 +122,8 @@ export const clientMessageSchemas = {
   "pair.create": PairCreate,
   "device.list": DeviceList,
   "device.revoke": DeviceRevoke,
+  // activity
+  "tool.get": ToolGet,
 } as const;
 
 /**
@@ -173,6 +176,9 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // activity
+  "plan.updated": PlanUpdated,
+  "usage.updated": UsageUpdated,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -300,6 +306,7 @@ export const REPLY_TYPES = {
   "pair.create": "pair.created",
   "device.list": "device.snapshot",
   "device.revoke": "device.revoked",
+  "tool.get": "tool.event",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -367,6 +374,7 @@ export const REPLY_RULES = {
   "pair.create": "requester",
   "device.list": "requester",
   "device.revoke": "broadcast",
+  "tool.get": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

@@ -71,6 +71,7 @@ describe("reply rules", () => {
     expect(replyRuleOf("schedule.update", "schedule.changed")).toBe("broadcast");
     expect(replyRuleOf("device.revoke", "device.revoked")).toBe("broadcast");
     expect(replyRuleOf("conversation.open", "conversation.resumed")).toBe("requester");
+    expect(replyRuleOf("tool.get", "tool.event")).toBe("requester");
     expect(replyRuleOf("ping", "ready")).toBeUndefined();
     expect(replyRuleOf("presence", "pong")).toBeUndefined();
   });

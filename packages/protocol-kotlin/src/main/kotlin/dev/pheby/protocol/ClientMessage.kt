@@ -67,6 +67,7 @@ sealed interface ClientMessage {
             PairCreate::class to PairCreate.serializer(),
             DeviceList::class to DeviceList.serializer(),
             DeviceRevoke::class to DeviceRevoke.serializer(),
+            ToolGet::class to ToolGet.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -554,4 +555,19 @@ data class DeviceList(
 data class DeviceRevoke(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `tool.get`: Get one tool call's latest state and detail.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property toolCallId `tool_call_id`
+ */
+@Serializable
+@SerialName("tool.get")
+data class ToolGet(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    @SerialName("tool_call_id") val toolCallId: OpaqueId,
 ) : ClientMessage
