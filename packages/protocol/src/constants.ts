@@ -122,6 +122,10 @@ export const LIMITS = {
   planEntryChars: 2_000,
   /** `activity`: maximum length of a usage `cost.currency`, as the agent reports it. */
   currencyChars: 16,
+  /** `thoughts`: maximum length of one thought, in characters (code points); the server keeps no more of it. */
+  thoughtChars: 64_000,
+  /** `thoughts`: maximum length of all of one run's thoughts together; later thinking of the run is not sent. */
+  thoughtCharsPerRun: 256_000,
 } as const;
 
 /**
@@ -174,6 +178,12 @@ export const FEATURE_DEVICES = "devices" as const;
  */
 export const FEATURE_ACTIVITY = "activity" as const;
 
+/**
+ * Pheby extension of v1: the agent's thinking (`thought.delta`, `thought.complete`, and the active run's
+ * thoughts in `conversation.history`). Separate from the rest because it can be the bulk of a run's bytes.
+ */
+export const FEATURE_THOUGHTS = "thoughts" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -184,6 +194,7 @@ export const FEATURES = [
   FEATURE_EXPIRY,
   FEATURE_DEVICES,
   FEATURE_ACTIVITY,
+  FEATURE_THOUGHTS,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -200,6 +211,7 @@ export type Feature = (typeof FEATURES)[number];
  * 6. `schedules`: a screen of its own, opened later.
  * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
  * 8. `activity`: diffs, output, the plan and the context meter, detail around the answer.
+ * 9. `thoughts`: the agent's thinking, folded away by default; it can be the bulk of a run's bytes.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -213,6 +225,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
   FEATURE_ACTIVITY,
+  FEATURE_THOUGHTS,
 ] as const satisfies readonly Feature[];
 
 /**

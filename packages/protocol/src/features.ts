@@ -13,6 +13,7 @@ import {
   FEATURE_QUEUE,
   FEATURE_RESUME,
   FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
   type Feature,
 } from "./constants.js";
 import type { ClientMessageType, ServerMessageType } from "./messages.js";
@@ -60,6 +61,9 @@ export const EXTENSION_TYPES = {
   "tool.get": FEATURE_ACTIVITY,
   "plan.updated": FEATURE_ACTIVITY,
   "usage.updated": FEATURE_ACTIVITY,
+  // thoughts
+  "thought.delta": FEATURE_THOUGHTS,
+  "thought.complete": FEATURE_THOUGHTS,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -110,6 +114,7 @@ export const EXTENSION_FIELDS = {
     "approvals[].preview": FEATURE_ACTIVITY,
     plan: FEATURE_ACTIVITY,
     usage: FEATURE_ACTIVITY,
+    thoughts: FEATURE_THOUGHTS,
   },
   "conversation.renamed": seq,
   "conversation.deleted": seq,
@@ -134,6 +139,8 @@ export const EXTENSION_FIELDS = {
   "queue.changed": { ...seq, "queued[].client_message_id": FEATURE_RESUME },
   "plan.updated": seq,
   "usage.updated": seq,
+  "thought.delta": seq,
+  "thought.complete": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

@@ -81,6 +81,7 @@ import {
   ScheduleSnapshot,
   ScheduleUpdate,
 } from "./messages/schedules.js";
+import { ThoughtComplete, ThoughtDelta } from "./messages/thoughts.js";
 import { ToolEvent } from "./messages/tools.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
@@ -179,6 +180,9 @@ export const serverMessageSchemas = {
   // activity
   "plan.updated": PlanUpdated,
   "usage.updated": UsageUpdated,
+  // thoughts
+  "thought.delta": ThoughtDelta,
+  "thought.complete": ThoughtComplete,
 } as const;
 
 /** Client→server message types, as constants. */

@@ -17,6 +17,7 @@ import { RunState } from "./chat.js";
 import { PendingClarification } from "./clarify.js";
 import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
+import { HistoryThought } from "./thoughts.js";
 import { ToolState } from "./tools.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
@@ -138,6 +139,12 @@ export const ConversationHistory = conversationEvent(
     usage: ContextUsage.nullable()
       .optional()
       .describe("Only with the activity feature: the agent's latest context usage, or null"),
+    thoughts: z
+      .array(HistoryThought)
+      .optional()
+      .describe(
+        "Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run)",
+      ),
   },
   "History page and recoverable state",
 );
