@@ -1,0 +1,88 @@
+// The `activity` and `thoughts` extensions end to end: @pheby/client against a real @pheby/server (the
+// in-memory server, imported from its build by path as in-memory.test.ts explains) and its simulator.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { FEATURE_THOUGHTS, type ServerMessage } from "@pheby/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createInMemoryServer, createSimulatorBackend } from "../../server/dist/index.js";
+import { DEFAULT_FEATURES, PhebyClient } from "../src/index.js";
+
+const SECRET = "activity-secret-0123456789abcdef";
+let dataDir: string;
+let server: Awaited<ReturnType<typeof createInMemoryServer>>;
+let client: PhebyClient;
+let conversationId: string;
+/** Every frame the client saw that @pheby/protocol rejects: none may come. */
+const invalid: unknown[] = [];
+
+beforeAll(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), "pheby-client-activity-"));
+  server = await createInMemoryServer({
+    secret: SECRET,
+    dataDir,
+    agent: createSimulatorBackend({ delayMs: 1 }),
+  });
+  client = new PhebyClient({
+    url: server.url,
+    secret: SECRET,
+    WebSocket: server.WebSocket,
+    features: [...DEFAULT_FEATURES, FEATURE_THOUGHTS],
+  });
+  client.onInvalidFrame((f) => invalid.push(f));
+  await client.connect();
+  conversationId = (await client.request({ type: "conversation.create", name: "activity" })).conversation_id;
+});
+
+afterAll(async () => {
+  client?.close();
+  await server?.close();
+  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+});
+
+/** One run's frames, as chat() yields them. */
+async function run(text: string): Promise<ServerMessage[]> {
+  const frames: ServerMessage[] = [];
+  for await (const frame of client.chat(conversationId, text)) frames.push(frame);
+  expect(invalid).toEqual([]);
+  return frames;
+}
+
+describe("thoughts (/sim think)", () => {
+  it("yields the thought whole on every delta, then its complete, before the answer", async () => {
+    const frames = await run("/sim think");
+    const thought = "The user wants to see me think 🤔 so I reason step by step before answering.";
+    const deltas = frames.filter((f) => f.type === "thought.delta");
+    expect(deltas.length).toBeGreaterThan(0);
+    for (const d of deltas) {
+      expect(d.offset).toBe(0);
+      expect(thought.startsWith(d.text)).toBe(true);
+    }
+    expect(deltas.at(-1)!.text.length).toBeLessThanOrEqual(thought.length);
+    const complete = frames.find((f) => f.type === "thought.complete");
+    expect(complete).toMatchObject({ text: thought, thought_id: deltas[0]!.thought_id });
+    // The thinking comes before the answer's text.
+    const types = frames.map((f) => f.type);
+    expect(types.indexOf("thought.complete")).toBeLessThan(types.indexOf("message.complete"));
+    expect(frames.find((f) => f.type === "message.complete")).toMatchObject({
+      text: "I thought about it first; this is the answer.",
+    });
+  });
+
+  it("a client without thoughts gets none of it (the feature is opt-in)", async () => {
+    const plain = new PhebyClient({ url: server.url, secret: SECRET, WebSocket: server.WebSocket });
+    try {
+      await plain.connect();
+      expect(plain.features).not.toContain("thoughts");
+      const seen: string[] = [];
+      plain.on("*", (m) => seen.push(m.type));
+      const finished = plain.next("run.finished", (m) => m.conversation_id === conversationId);
+      await run("/sim think");
+      await finished;
+      expect(seen.filter((t) => t.startsWith("thought."))).toEqual([]);
+      expect(seen).toContain("message.complete");
+    } finally {
+      plain.close();
+    }
+  });
+});
