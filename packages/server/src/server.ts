@@ -36,6 +36,7 @@ import type { Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
+import { AgentActivity } from "./runs/activity.js";
 import { RunEngine } from "./runs/engine.js";
 import { RunQueue } from "./runs/queue.js";
 import { recoverAtStart } from "./runs/restart.js";
@@ -143,7 +144,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
+  const activity = new AgentActivity({ store, outbox, clock });
   const runs = new RunEngine({
+    activity,
     store,
     attachments,
     outbox,
@@ -189,6 +192,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
   );
   const ctx: ServerContext = {
+    activity,
     store,
     attachments,
     outbox,
@@ -225,6 +229,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       })
     : undefined;
   const host = createAgentHost({
+    activity,
     store,
     outbox,
     runs,

@@ -7,7 +7,13 @@
  * and attachment storage. A backend only drives the agent and reports what
  * happens through the {@link TurnSink} and {@link AgentHost} callbacks.
  */
-import type { ApprovalChoice, AttachmentKind, ReasoningEffort } from "@pheby/protocol";
+import type {
+  ApprovalChoice,
+  AttachmentKind,
+  ContextUsage,
+  PlanEntry,
+  ReasoningEffort,
+} from "@pheby/protocol";
 
 /** What a backend can do; the server answers the rest with `not_implemented` or its own fallback. */
 export interface AgentCapabilities {
@@ -177,6 +183,16 @@ export interface TurnSink {
    * notice, the end of the turn), and the next chunk starts another. Never part of the answer.
    */
   thought(chunk: string): void;
+  /**
+   * The agent's plan, whole (ACP `plan`): it replaces the previous one. The server bounds it (100
+   * entries of 2,000 characters) and keeps the latest per conversation.
+   */
+  plan(entries: PlanEntry[]): void;
+  /**
+   * The agent's context usage (ACP `usage_update`): tokens in context, the window, and the cost of the
+   * agent session so far as the agent reports it (null when it does not).
+   */
+  usage(usage: ContextUsage): void;
   /** A tool call started (or was first seen). `args` is redacted by the server. */
   toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
   /** A tool call ended. `duration_ms` is measured by the server. */
@@ -272,6 +288,10 @@ export interface AgentHost {
   wake?(message: { sessionId: string; text: string; meta?: Record<string, unknown> }): void;
   /** Pheby's tools, when the operator offers them to agents (default); absent otherwise. */
   tools?: AgentTools;
+  /** The agent's plan of a session outside any turn (see {@link TurnSink.plan}); `run_id` is then null. */
+  plan?(sessionId: string, entries: PlanEntry[]): void;
+  /** The agent's context usage of a session outside any turn (see {@link TurnSink.usage}). */
+  usage?(sessionId: string, usage: ContextUsage): void;
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
   /**

@@ -10,6 +10,7 @@ import type { Origin, Outbox, OutboxEvent, Peer, ReplyRule } from "../outbox/out
 import type { PushService } from "../push/service.js";
 import type { IdempotentRequests } from "../resume/idempotency.js";
 import type { ResumeOutbox } from "../resume/outbox.js";
+import type { AgentActivity } from "../runs/activity.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { RunQueue } from "../runs/queue.js";
 import type { Scheduler } from "../schedules/scheduler.js";
@@ -24,6 +25,8 @@ export interface ServerContext {
   /** Where events go (the Fanout, or a wrapper around it). */
   outbox: Outbox;
   runs: RunEngine;
+  /** The agent's latest plan and usage per conversation (`activity`). */
+  activity: AgentActivity;
   /** Follow-ups waiting for the active run (`queue`). */
   queue: RunQueue;
   /** The resume log's side of `conversation.open` (`resume`; undefined when the server does not offer it). */

@@ -1,5 +1,6 @@
 import {
   type ConversationSummary,
+  FEATURE_ACTIVITY,
   FEATURE_EXPIRY,
   FEATURE_QUEUE,
   FEATURE_RESUME,
@@ -95,6 +96,9 @@ function historyPage(
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+    ...(features.has(FEATURE_ACTIVITY)
+      ? { plan: ctx.activity.latestPlan(id), usage: ctx.activity.latestUsage(id) }
+      : {}),
     ...(features.has(FEATURE_THOUGHTS) ? { thoughts: ctx.runs.thoughts(id) } : {}),
   };
 }

@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import type { AgentHost, AgentTools } from "../agent/port.js";
 import { applySessionTitle } from "../conversations/titles.js";
 import type { Outbox } from "../outbox/outbox.js";
+import type { AgentActivity } from "../runs/activity.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
@@ -17,6 +18,8 @@ export interface AgentHostDeps {
   store: Store;
   outbox: Outbox;
   runs: RunEngine;
+  /** Plans and usage the agent reports outside a turn. */
+  activity: AgentActivity;
   /** The backend's name, the `source` of the sessions it hides. */
   source: string;
   clock: Clock;
@@ -47,6 +50,15 @@ export function createAgentHost(deps: AgentHostDeps): AgentHost {
     wake: (message) =>
       serverRun("wake-up", message.sessionId, (conv) => runs.wake(conv, message.text, message.meta)),
     tools: deps.tools,
+    // Outside any turn: the conversation's plan or usage, of no run.
+    plan(sessionId, entries) {
+      const conv = store.conversationBySession(sessionId);
+      if (conv) deps.activity.plan(conv.id, null, entries);
+    },
+    usage(sessionId, usage) {
+      const conv = store.conversationBySession(sessionId);
+      if (conv) deps.activity.usage(conv.id, usage);
+    },
     sessionTitle(sessionId, title) {
       applySessionTitle(store, deps.outbox, sessionId, title);
     },

@@ -27,6 +27,7 @@ import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { redactArgs, truncate } from "../util/redact.js";
 import { type Clock, iso } from "../util/time.js";
+import type { AgentActivity } from "./activity.js";
 import { CoalescedText } from "./stream.js";
 import { RunThoughts } from "./thoughts.js";
 
@@ -89,6 +90,8 @@ class Run {
 
 /** What the engine needs from the server. */
 export interface RunEngineDeps {
+  /** Where a run's plan and usage go (`activity`). */
+  activity: AgentActivity;
   store: Store;
   attachments: AttachmentStore;
   outbox: Outbox;
@@ -585,6 +588,17 @@ export class RunEngine {
         // A new thought goes out after the answer streamed before it, as tool events do.
         if (!run.thoughts.streaming) run.answer.flush();
         run.thoughts.append(chunk);
+      },
+      // The answer streamed so far goes first, so the plan and usage land where they happened.
+      plan: (entries) => {
+        if (run.finished) return;
+        run.answer.flush();
+        this.deps.activity.plan(run.conversationId, run.runId, entries);
+      },
+      usage: (usage) => {
+        if (run.finished) return;
+        run.answer.flush();
+        this.deps.activity.usage(run.conversationId, usage);
       },
       toolStart: (call) => {
         if (run.finished) return;

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { ACTIVITY_MIGRATION } from "./activity.js";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
@@ -111,6 +112,8 @@ export const MIGRATIONS: readonly string[] = [
   PUSH_DEVICE_MIGRATION,
   // v10: remembered sends record their sender, kept per sender up to a bound (store/sent-requests.ts).
   SENT_REQUESTS_PRINCIPAL_MIGRATION,
+  // v11 (`activity` extension): each conversation's latest agent plan and usage (store/activity.ts).
+  ACTIVITY_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

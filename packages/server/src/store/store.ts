@@ -3,6 +3,7 @@ import type { RunStatus, ToolStatus } from "@pheby/protocol";
 import Database from "better-sqlite3";
 import { ensurePrivateDir, ensurePrivateFile, restrictFile } from "../util/private-files.js";
 import { type Clock, systemClock } from "../util/time.js";
+import { ActivityStore } from "./activity.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
@@ -79,6 +80,8 @@ export class Store {
   readonly sentRequests: SentRequests;
   /** Follow-ups waiting for the active run (`queue`). */
   readonly queue: QueueStore;
+  /** Each conversation's latest agent plan and usage (`activity`). */
+  readonly activity: ActivityStore;
   /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
 
@@ -113,6 +116,7 @@ export class Store {
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
+    this.activity = new ActivityStore(this.db);
   }
 
   // ---- conversations ----
@@ -213,6 +217,7 @@ export class Store {
     this.db.transaction(() => {
       this.db.prepare("DELETE FROM messages WHERE conversation_id = ?").run(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
+      this.activity.forget(id);
       this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
       this.resumeLog.forget(id);
     })();

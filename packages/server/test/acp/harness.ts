@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type { ContextUsage, PlanEntry } from "@pheby/protocol";
 import { inject } from "vitest";
 import type {
   AgentHost,
@@ -60,6 +61,8 @@ export function fakeAgentDir(): {
 export type SinkEvent =
   | { type: "text"; chunk: string }
   | { type: "thought"; chunk: string }
+  | { type: "plan"; entries: PlanEntry[] }
+  | { type: "usage"; usage: ContextUsage }
   | { type: "toolStart"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
   | { type: "toolEnd"; toolCallId: string; status: string; error?: string }
   | { type: "permission"; question: PermissionQuestion }
@@ -85,6 +88,12 @@ export class RecordingSink implements TurnSink {
   }
   thought(chunk: string): void {
     this.events.push({ type: "thought", chunk });
+  }
+  plan(entries: PlanEntry[]): void {
+    this.events.push({ type: "plan", entries });
+  }
+  usage(usage: ContextUsage): void {
+    this.events.push({ type: "usage", usage });
   }
   /** The cumulative answer text. */
   get answer(): string {

@@ -1,12 +1,12 @@
 /**
  * What an ACP agent reports beside its answer, end to end through a real Pheby server and the
  * scripted fake agent (a real child process): `agent_thought_chunk` as the `thoughts` extension's
- * frames. Every frame is validated against `@pheby/protocol` for the connection's features
+ * frames, `plan` and `usage_update` as the `activity` extension's. Every frame is validated against `@pheby/protocol` for the connection's features
  * (test/setup.ts), so a connection without the feature is proven to get none of it.
  */
 
 import type * as acp from "@agentclientprotocol/sdk";
-import { applyDelta, FEATURE_THOUGHTS, type ServerMessageOf } from "@pheby/protocol";
+import { applyDelta, FEATURE_ACTIVITY, FEATURE_THOUGHTS, type ServerMessageOf } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FAKE_AGENT_COMMAND, fakeAgentDir } from "./harness.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "./pheby.js";
@@ -99,5 +99,53 @@ describe("ACP thoughts on a connection without the feature", () => {
       conversation_id: id,
     })) as ServerMessageOf<"conversation.history">;
     expect(history).not.toHaveProperty("thoughts");
+  });
+});
+
+describe("ACP plan and usage_update → activity", () => {
+  const env = useServer([FEATURE_ACTIVITY]);
+
+  it("each plan replaces the last, usage carries the agent's cost or null; history keeps the latest", async () => {
+    const id = await env.p.create();
+    const entries = (status: "pending" | "in_progress" | "completed") => [
+      { content: "Find the bug", status: "completed" as const, priority: "high" as const },
+      { content: "Fix it", status, priority: "medium" as const },
+    ];
+    const run = await env.p.chat(
+      id,
+      script([
+        { sessionUpdate: "plan", entries: entries("pending") },
+        { say: "Fixing. " },
+        { sessionUpdate: "plan", entries: entries("in_progress") },
+        { sessionUpdate: "usage_update", used: 1200, size: 128000 },
+        { sessionUpdate: "plan", entries: entries("completed") },
+        {
+          sessionUpdate: "usage_update",
+          used: 5400,
+          size: 128000,
+          cost: { amount: 0.0123, currency: "USD" },
+        },
+        { say: "Fixed." },
+      ]),
+    );
+    expect(run.complete.text).toBe("Fixing. Fixed.");
+    const plans = framesOf(run.frames, "plan.updated");
+    expect(plans.map((p) => p.entries[1]?.status)).toEqual(["pending", "in_progress", "completed"]);
+    expect(plans.every((p) => p.run_id === run.runId)).toBe(true);
+    expect(plans[0]?.entries).toEqual(entries("pending"));
+    // usage.updated belongs to the conversation, not to a run.
+    const usage = framesOf(env.p.frames, "usage.updated")
+      .filter((u) => u.conversation_id === id)
+      .map(({ used, size, cost }) => ({ used, size, cost }));
+    expect(usage).toEqual([
+      { used: 1200, size: 128000, cost: null },
+      { used: 5400, size: 128000, cost: { amount: 0.0123, currency: "USD" } },
+    ]);
+    const history = (await env.p.client.request({
+      type: "conversation.open",
+      conversation_id: id,
+    })) as ServerMessageOf<"conversation.history">;
+    expect(history.plan).toEqual(entries("completed"));
+    expect(history.usage).toEqual(usage[1]);
   });
 });

@@ -1,5 +1,6 @@
 // The extensions' checks, one file per feature, each under the docs/protocol.md section of its feature.
 import type { Check } from "../../types.js";
+import { activityPlanChecks } from "./activity-plan.js";
 import { deltaAppendChecks } from "./delta-append.js";
 import { deviceChecks } from "./devices.js";
 import { expiryChecks } from "./expiry.js";
@@ -7,6 +8,7 @@ import { pushChecks } from "./push.js";
 import { queueChecks } from "./queue.js";
 import { resumeChecks } from "./resume.js";
 import { scheduleChecks } from "./schedules.js";
+import { thoughtsChecks } from "./thoughts.js";
 
 /** Every extension's checks, in the order they run. */
 export const extensionChecks: readonly Check[] = [
@@ -17,4 +19,6 @@ export const extensionChecks: readonly Check[] = [
   ...pushChecks,
   ...resumeChecks,
   ...queueChecks,
+  ...activityPlanChecks,
+  ...thoughtsChecks,
 ];

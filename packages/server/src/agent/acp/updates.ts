@@ -34,6 +34,16 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
     case "tool_call_update":
       turn?.tool(update);
       return;
+    case "plan":
+      if (turn) turn.sink.plan(update.entries);
+      else state.host.plan?.(session.id, update.entries);
+      return;
+    case "usage_update": {
+      const usage = { used: update.used, size: update.size, cost: update.cost ?? null };
+      if (turn) turn.sink.usage(usage);
+      else state.host.usage?.(session.id, usage);
+      return;
+    }
     case "session_info_update":
       if (typeof update.title === "string" && update.title.trim())
         state.host.sessionTitle(session.id, update.title.trim());
@@ -52,7 +62,7 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     }
     default:
-      // Plans, usage, commands: not part of Pheby's answer text.
+      // Commands, modes' lists: not part of Pheby's answer text.
       return;
   }
 }

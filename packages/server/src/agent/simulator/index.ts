@@ -1,6 +1,12 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
+import {
+  APPROVAL_CHOICES,
+  type ApprovalChoice,
+  type ContextUsage,
+  type PlanEntry,
+  type PlanEntryStatus,
+} from "@pheby/protocol";
 import { nearestChoice } from "../nearest.js";
 import type { AgentBackend, AgentHost, ProducedFile, TurnInput, TurnResult, TurnSink } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
@@ -48,6 +54,38 @@ export const SIM_CLARIFY_FREE = "What should the release be called?";
 /** What `/sim approval limited` offers: an agent without session or persistent approvals. */
 export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
+/** The simulator's context window, in tokens (`usage.updated.size`). */
+export const SIM_CONTEXT_WINDOW = 200_000;
+/** What one simulated token costs, in USD. */
+export const SIM_USD_PER_TOKEN = 0.000_003;
+
+/** Tokens one turn adds to its session's context: a fixed 50 for the answer and a token per 4 characters of the prompt. */
+export function simTurnTokens(prompt: string): number {
+  return 50 + Math.ceil(prompt.length / 4);
+}
+
+/** The usage the simulator reports with `used` tokens in its session's context. */
+export function simUsage(used: number): ContextUsage {
+  return {
+    used,
+    size: SIM_CONTEXT_WINDOW,
+    cost: { amount: Number((used * SIM_USD_PER_TOKEN).toFixed(6)), currency: "USD" },
+  };
+}
+
+/** The steps of `/sim plan`, each done in turn (the first has high priority, the last low). */
+export const SIM_PLAN_STEPS = ["Read the failing test", "Fix the port parsing", "Update the README"] as const;
+
+/** `/sim plan`'s plan when `done` steps are completed and the next (if any) is in progress. */
+export function simPlan(done: number, started: boolean): PlanEntry[] {
+  const priorities = ["high", "medium", "low"] as const;
+  return SIM_PLAN_STEPS.map((content, i) => {
+    const status: PlanEntryStatus =
+      i < done ? "completed" : i === done && started ? "in_progress" : "pending";
+    return { content, status, priority: priorities[i]! };
+  });
+}
+
 /** What `/sim think` thinks (word by word, an emoji included: offsets count UTF-16 units) before its answer. */
 export const SIM_THOUGHT = "The user wants to see me think 🤔 so I reason step by step before answering.";
 /** `/sim think`'s answer. */
@@ -56,7 +94,7 @@ export const SIM_THOUGHT_ANSWER = "I thought about it first; this is the answer.
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
   "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
-  "/sim think [N] (1..1000000).";
+  "/sim think [N] (1..1000000), /sim plan.";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -147,6 +185,14 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
   // session, "always" for every session (in memory, for the backend's life).
   const sessionApproved = new Set<string>();
   let alwaysApproved = false;
+
+  // Tokens "in context" per agent session: grows with every turn, deterministically.
+  const tokens = new Map<string, number>();
+  const tally = (input: TurnInput): ContextUsage => {
+    const used = (tokens.get(input.sessionId) ?? 0) + simTurnTokens(input.text);
+    tokens.set(input.sessionId, used);
+    return simUsage(used);
+  };
 
   const done: TurnResult = { status: "completed" };
   const cancelled: TurnResult = { status: "cancelled" };
@@ -335,6 +381,16 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         // At most 8 chunks: the cumulative deltas of a long reply stay a few times its size.
         return (await stream(chunked(longText(n), 8), delay, sink, signal)) ? done : cancelled;
       }
+      case "plan": {
+        // A plan that advances over the run: all pending, then each step in progress and completed.
+        sink.plan(simPlan(0, false));
+        for (const [i, step] of SIM_PLAN_STEPS.entries()) {
+          sink.plan(simPlan(i, true));
+          if (!(await stream(words(`${step}… `), delay, sink, signal))) return cancelled;
+        }
+        sink.plan(simPlan(SIM_PLAN_STEPS.length, false));
+        return reply("Done: every step of the plan is completed.", sink, signal);
+      }
       case "think": {
         // `/sim think N`: a thought of exactly N characters in at most 8 chunks (past the limits
         // of one thought and of a run at N > 64,000 and 256,000); else the short one, word by word.
@@ -391,14 +447,17 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     },
     async prompt(input, sink, signal) {
       const text = input.text.trim();
-      if (text === "/sim" || text.startsWith("/sim ")) {
-        return scenario(text.split(/\s+/).slice(1), input, sink, signal);
-      }
-      return reply(
-        `You said: "${excerpt(text)}".${received(input)} This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios. ${settingsTag(input.settings)}`,
-        sink,
-        signal,
-      );
+      const result =
+        text === "/sim" || text.startsWith("/sim ")
+          ? await scenario(text.split(/\s+/).slice(1), input, sink, signal)
+          : await reply(
+              `You said: "${excerpt(text)}".${received(input)} This is the Pheby simulator, streaming a deterministic reply word by word with no LLM involved. Send "/sim help" to see the scenarios. ${settingsTag(input.settings)}`,
+              sink,
+              signal,
+            );
+      // Every turn that ran to its end reports the session's usage, as agents do after each answer.
+      if (!signal.aborted) sink.usage(tally(input));
+      return result;
     },
     async deleteSession() {},
     async close() {
