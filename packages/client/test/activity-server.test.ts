@@ -86,3 +86,30 @@ describe("thoughts (/sim think)", () => {
     }
   });
 });
+
+describe("plan and usage (/sim plan)", () => {
+  it("yields the plan as it advances and the usage after the turn; history carries the latest of both", async () => {
+    const frames = await run("/sim plan");
+    const plans = frames.filter((f) => f.type === "plan.updated");
+    expect(plans.length).toBeGreaterThan(2);
+    expect(plans[0]!.entries.map((e) => e.status)).toEqual(["pending", "pending", "pending"]);
+    expect(plans.at(-1)!.entries.map((e) => e.status)).toEqual(["completed", "completed", "completed"]);
+    expect(plans.at(-1)!.entries.map((e) => e.content)).toEqual([
+      "Read the failing test",
+      "Fix the port parsing",
+      "Update the README",
+    ]);
+    const accepted = frames[0]!;
+    for (const p of plans) expect(p.run_id).toBe(accepted.type === "run.accepted" ? accepted.run_id : "");
+    const history = await client.request({ type: "conversation.open", conversation_id: conversationId });
+    expect(history.plan).toEqual(plans.at(-1)!.entries);
+    const usage = frames.filter((f) => f.type === "usage.updated").at(-1);
+    expect(history.usage).toEqual(
+      usage
+        ? { used: usage.used, size: usage.size, cost: usage.cost }
+        : expect.objectContaining({ used: expect.any(Number) }),
+    );
+    expect(history.usage!.used).toBeGreaterThan(0);
+    expect(history.usage!.size).toBeGreaterThanOrEqual(history.usage!.used);
+  });
+});
