@@ -294,7 +294,8 @@ describe.skipIf(unavailable !== undefined)(
       expect(call).toBeDefined();
       const shown = await runPheby(server, ["tool", conversation, call.tool_call_id as string]);
       expect(shown.code).toBe(0);
-      expect(shown.output).toContain(`${call.tool_name as string} ${call.status as string}`);
+      // Its latest state: approved, the edit completed (the event that carried the diff was its start).
+      expect(shown.output).toContain(`${call.tool_name as string} completed`);
       expect(shown.output).toMatch(/^diff \S+ \+\d+ -\d+/m);
       expect(shown.output).toMatch(/^@@ /m);
       expect(shown.output).not.toContain(`${ESC}[`);
