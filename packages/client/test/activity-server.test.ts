@@ -113,3 +113,53 @@ describe("plan and usage (/sim plan)", () => {
     expect(history.usage!.size).toBeGreaterThanOrEqual(history.usage!.used);
   });
 });
+
+describe("tool detail (/sim diff, /sim output)", () => {
+  /** Whether this server's simulator has the activity scenarios (the lead merges them with thoughts' server). */
+  let scenarios = false;
+  beforeAll(async () => {
+    const help = await run("/sim help");
+    const reply = help.find((f) => f.type === "message.complete");
+    scenarios = reply?.type === "message.complete" && reply.text.includes("/sim diff");
+    if (!scenarios)
+      console.warn("activity-server.test: the simulator has no /sim diff yet; tool detail tests skipped");
+  });
+
+  it("an edit's diff comes as the approval's preview and on its tool.event; getTool gives the call's latest state", async (ctx) => {
+    if (!scenarios) ctx.skip();
+    const answered = client
+      .next("approval.request", (m) => m.conversation_id === conversationId)
+      .then((a) => {
+        void client.request({ type: "approval.respond", approval_id: a.approval_id, choice: "once" });
+        return a;
+      });
+    const frames = await run("/sim diff");
+    const approval = await answered;
+    const preview = approval.preview?.[0];
+    expect(preview).toMatchObject({ type: "diff", path: "src/greeting.ts", outside: false, fragment: false });
+    if (preview?.type !== "diff") throw new Error("no diff");
+    expect(preview.patch).toMatch(/^@@ -1,5 \+1,5 @@$/m);
+    expect(preview.additions).toBeGreaterThan(0);
+    expect(preview.deletions).toBeGreaterThan(0);
+    const toolCallId = approval.tool_call_id!;
+    const events = frames.filter((f) => f.type === "tool.event" && f.tool_call_id === toolCallId);
+    expect(events.find((e) => e.type === "tool.event" && e.content)).toMatchObject({ content: [preview] });
+    const latest = await client.getTool(conversationId, toolCallId);
+    expect(latest).toMatchObject({
+      tool_call_id: toolCallId,
+      status: "completed",
+      kind: "edit",
+      content: [preview],
+    });
+    await expect(client.getTool(conversationId, "no-such-call")).rejects.toMatchObject({ code: "not_found" });
+  });
+
+  it("a command's output arrives with its secret redacted", async (ctx) => {
+    if (!scenarios) ctx.skip();
+    const frames = await run("/sim output");
+    const done = frames.filter((f) => f.type === "tool.event" && f.status === "completed").at(-1);
+    const text = done?.type === "tool.event" ? done.content?.find((b) => b.type === "text") : undefined;
+    expect(text?.type === "text" && text.text).toContain("[REDACTED]");
+    expect(JSON.stringify(frames)).not.toContain("sk-simulated-0123456789abcdef");
+  });
+});
