@@ -338,7 +338,7 @@ export const chat: Command = {
   name: "chat",
   usage: "<conversation> [text…] [--attach ID]…",
   summary:
-    "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines; approvals and questions are asked with their choices. Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
+    "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines, followed by their diffs; the agent's plan prints as a checklist; approvals and questions are asked with their choices (and an edit's diff). Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
   details: [
     "  --attach ID           claim an uploaded attachment with this message (repeatable; see pheby upload)",
     "  --queue               if a run is already active in the conversation, queue the message behind it",
