@@ -4,12 +4,14 @@
 // same DOM. All agent-provided strings go through textContent or the Markdown
 // renderer, never innerHTML.
 import type { AttachmentDescriptor, ServerMessageOf, ToolState } from "@pheby/protocol";
+import { ContextMeter, contentView, renderPlan, renderThought, toolDetailView } from "./activity.js";
 import { append, formatBytes, h, replace } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 
 type History = ServerMessageOf<"conversation.history">;
 type ApprovalRequest = Omit<ServerMessageOf<"approval.request">, "type">;
 type ClarifyRequest = Omit<ServerMessageOf<"clarify.request">, "type">;
+type PlanEntries = ServerMessageOf<"plan.updated">["entries"];
 
 /** What the view asks the app to do on the user's behalf. */
 export interface ChatActions {
@@ -57,8 +59,12 @@ export class ChatView {
   /** Active and finished runs of this view, by run ID. */
   private readonly runs = new Map<string, Flow>();
   private readonly objectUrls = new Set<string>();
+  /** What each tool call's detail last was (an event without `content` leaves it as it was). */
+  private readonly tools = new Map<string, ToolState>();
   private activeRun: string | null = null;
   private localId = 0;
+  /** The context meter (`activity`): the app shows it in the conversation's header. */
+  readonly meter = new ContextMeter();
 
   constructor(private readonly actions: ChatActions) {}
 
@@ -75,6 +81,8 @@ export class ChatView {
     this.timers.clear();
     this.items.clear();
     this.runs.clear();
+    this.tools.clear();
+    this.meter.set(null);
     replace(this.el);
     this.setRun(null);
   }
@@ -91,6 +99,8 @@ export class ChatView {
     }
     if (snapshot.run) {
       this.startRun(snapshot.run.run_id, snapshot.run.message_id);
+      // The active run's thoughts so far (`thoughts`) came before its answer text.
+      for (const t of snapshot.thoughts ?? []) this.thought(t.run_id, t.thought_id, t.text, !t.complete);
       this.stream(snapshot.run.message_id, snapshot.run.text);
     }
     const placed = new Set(snapshot.messages.map((m) => m.message_id));
@@ -98,6 +108,8 @@ export class ChatView {
     for (const t of snapshot.tools) this.tool(t);
     for (const a of snapshot.approvals) this.approval(a);
     for (const c of snapshot.clarifications) this.clarify(c);
+    if (snapshot.plan) this.plan(snapshot.run?.run_id ?? null, snapshot.plan);
+    this.meter.set(snapshot.usage);
     this.scroll();
   }
 
@@ -146,6 +158,11 @@ export class ChatView {
       if (flow) this.tail(flow).appendChild(el);
       else this.el.appendChild(el);
     }
+    // A thought cut short by the run's end streams no more.
+    for (const thought of this.el.querySelectorAll<HTMLElement>(
+      `.thought.streaming[data-run-id="${CSS.escape(m.run_id)}"]`,
+    ))
+      renderThought(thought, thought.querySelector(".thought-text")?.textContent ?? "", false);
     // Any card of this run still open can no longer be answered.
     for (const card of this.el.querySelectorAll<HTMLElement>(
       `.card.open[data-run-id="${CSS.escape(m.run_id)}"]`,
@@ -168,11 +185,80 @@ export class ChatView {
     const ms = t.duration_ms == null ? "" : ` · ${t.duration_ms} ms`;
     replace(pill, h("b", {}, t.tool_name), ` · ${t.status}${ms}`, t.error ? ` · ${t.error}` : "");
     if (t.args_redacted) pill.title = JSON.stringify(t.args_redacted, null, 2);
+    this.toolDetail(pill, t);
+  }
+
+  /**
+   * A tool call's detail (`activity`: title, locations, content) right under its pill, drawn again
+   * only when it changed, so a diff's "show all" or an opened output stays as the user left it.
+   */
+  private toolDetail(pill: HTMLElement, t: ToolState): void {
+    const before = this.tools.get(t.tool_call_id);
+    // Fields an event leaves out are unchanged (content is repeated only when it changed).
+    const now: ToolState = {
+      ...t,
+      kind: t.kind ?? before?.kind,
+      title: t.title ?? before?.title,
+      locations: t.locations ?? before?.locations,
+      content: t.content ?? before?.content,
+    };
+    this.tools.set(t.tool_call_id, now);
+    const detail = (s: ToolState | undefined) =>
+      JSON.stringify([s?.title ?? null, s?.locations ?? null, s?.content ?? null]);
+    const old = this.items.get(`detail:${t.tool_call_id}`);
+    if (old && detail(before) === detail(now)) return;
+    const el = toolDetailView(now);
+    if (old) old.remove();
+    if (el) {
+      this.items.set(`detail:${t.tool_call_id}`, el);
+      pill.after(el);
+      this.coverDetail(t.tool_call_id);
+    } else this.items.delete(`detail:${t.tool_call_id}`);
+  }
+
+  /**
+   * While an open approval card shows a call's preview, the same content under the call's pill is
+   * hidden: on a phone the diff would otherwise take the screen twice. It shows again once answered.
+   */
+  private coverDetail(toolCallId: string): void {
+    const detail = this.items.get(`detail:${toolCallId}`);
+    if (!detail) return;
+    detail.hidden = [...this.el.querySelectorAll<HTMLElement>(".card.approval.open[data-tool-call-id]")].some(
+      (card) => card.dataset.toolCallId === toolCallId && card.querySelector(".content") !== null,
+    );
+  }
+
+  /** The agent's plan (`activity`), a checklist in the run it belongs to, replaced by each update. */
+  plan(runId: string | null, entries: PlanEntries): void {
+    const el = this.keyed(`plan:${runId ?? ""}`, () => {
+      const plan = h("div", { class: "plan", "data-testid": "plan", "data-run-id": runId ?? "" });
+      this.place(runId, plan);
+      return plan;
+    });
+    renderPlan(el, entries);
+    this.scroll();
+  }
+
+  /** The agent's thinking (`thoughts`): the whole thought so far, folded under "Thinking" where it happened. */
+  thought(runId: string, thoughtId: string, text: string, streaming: boolean): void {
+    const el = this.keyed(`thought:${thoughtId}`, () => {
+      const thought = h("div", { class: "thought", "data-thought-id": thoughtId, "data-run-id": runId });
+      this.place(runId, thought);
+      return thought;
+    });
+    renderThought(el, text, streaming);
+    this.scroll();
+  }
+
+  /** The context usage (`activity`) of this conversation's agent session. */
+  usage(m: ServerMessageOf<"usage.updated">): void {
+    this.meter.set(m);
   }
 
   approval(a: ApprovalRequest): void {
     const card = this.card(`approval:${a.approval_id}`, "approval", a.run_id, "Approval needed");
     card.dataset.approvalId = a.approval_id;
+    if (a.tool_call_id) card.dataset.toolCallId = a.tool_call_id;
     const reason = h("input", {
       type: "text",
       class: "reason",
@@ -198,10 +284,13 @@ export class ChatView {
       card.querySelector(".body")!,
       h("p", {}, a.description),
       h("pre", {}, h("code", {}, a.command)),
+      // What the call would do (`activity`): an edit's diff, a command's text, a plan to accept.
+      a.preview?.length ? contentView(a.preview, { open: true }) : null,
       h("div", { class: "choices" }, ...buttons),
       a.choices.includes("deny") ? reason : null,
       this.expiry(card, a),
     );
+    if (a.tool_call_id) this.coverDetail(a.tool_call_id);
     this.scroll();
   }
 
@@ -465,6 +554,12 @@ export class ChatView {
     card.classList.add("resolved");
     for (const el of card.querySelectorAll(".choices, form, input")) el.remove();
     card.querySelector(".card-status")!.textContent = text;
+    // Answered, the preview's content lives on under the call's pill (when the call is shown): once is enough.
+    const toolCallId = card.dataset.toolCallId;
+    if (toolCallId && this.items.has(`detail:${toolCallId}`)) {
+      card.querySelector(".content")?.remove();
+      this.coverDetail(toolCallId);
+    }
   }
 
   private objectUrl(blob: Blob): string {

@@ -1,7 +1,13 @@
 // The Pheby web console: connect screen, conversation list, chat view. It
 // talks to the server only through @pheby/client.
 import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from "@pheby/client";
-import { FEATURE_DEVICES, FEATURE_EXPIRY, FEATURE_MODES, FEATURE_SCHEDULES } from "@pheby/protocol";
+import {
+  FEATURE_DEVICES,
+  FEATURE_EXPIRY,
+  FEATURE_MODES,
+  FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
+} from "@pheby/protocol";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
@@ -104,11 +110,18 @@ async function connect(url: string, secret: string): Promise<void> {
     url,
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
-    // The client's defaults, then pairing and devices, scheduled prompts and when questions expire,
-    // and the agent's modes and commands (already a default; named so the console keeps them),
-    // where the server offers them.
+    // The client's defaults (tool detail, plan and usage, the agent's modes and commands among them),
+    // then pairing and devices, scheduled prompts, when questions expire and the agent's thinking,
+    // where the server offers them (modes is named so the console keeps it if the defaults change).
     features: [
-      ...new Set([...DEFAULT_FEATURES, FEATURE_DEVICES, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_MODES]),
+      ...new Set([
+        ...DEFAULT_FEATURES,
+        FEATURE_DEVICES,
+        FEATURE_SCHEDULES,
+        FEATURE_EXPIRY,
+        FEATURE_MODES,
+        FEATURE_THOUGHTS,
+      ]),
     ],
   });
   const offState = client.onState(setStatus);
@@ -201,7 +214,7 @@ function startApp(client: PhebyClient): void {
   const main = h(
     "main",
     { class: "chat" },
-    h("div", { class: "chat-head" }, title, settings.el, schedules.el),
+    h("div", { class: "chat-head" }, title, chat.meter.el, settings.el, schedules.el),
     notifications.el,
     chat.el,
     queue.el,
@@ -380,6 +393,23 @@ function startApp(client: PhebyClient): void {
   client.on(
     "approval.request",
     mine((m) => chat.approval(m)),
+  );
+  client.on(
+    "plan.updated",
+    mine((m) => chat.plan(m.run_id, m.entries)),
+  );
+  client.on(
+    "usage.updated",
+    mine((m) => chat.usage(m)),
+  );
+  // The client hands each thought.delta over with the whole thought so far.
+  client.on(
+    "thought.delta",
+    mine((m) => chat.thought(m.run_id, m.thought_id, m.text, true)),
+  );
+  client.on(
+    "thought.complete",
+    mine((m) => chat.thought(m.run_id, m.thought_id, m.text, false)),
   );
   client.on(
     "clarify.request",

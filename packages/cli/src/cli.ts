@@ -13,6 +13,7 @@ import { push } from "./commands/push.js";
 import { schedule } from "./commands/schedule.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
+import { tool } from "./commands/tool.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
 import { type Io, note } from "./io.js";
 
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   chat,
   history,
   tail,
+  tool,
   upload,
   download,
   attachments,

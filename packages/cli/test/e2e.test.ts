@@ -363,6 +363,57 @@ describe.skipIf(unavailable !== undefined)(
       expect(await run.exit).toBe(0);
     });
 
+    it("an edit's diff is shown in its approval and after it, coloured on a terminal; pheby tool shows the call", async (ctx) => {
+      // /sim diff comes with the activity server (merged by the lead beside the thoughts server).
+      const help = await runPheby(server, ["chat", conversation, "/sim help"]);
+      if (!help.output.includes("/sim diff")) ctx.skip();
+      const run = pheby(server, ["chat", conversation, "/sim diff"], { tty: true });
+      await run.waitFor("approve> ");
+      // The preview: the file, +/- counts and the unified diff, removed lines red and added green.
+      const asked = run.output();
+      expect(asked).toMatch(/diff \S+ \+\d+ -\d+/);
+      const ESC = "\u001b";
+      expect(asked).toMatch(new RegExp(`${ESC}\\[36m@@ -\\d+(,\\d+)? \\+\\d+(,\\d+)? @@`));
+      expect(asked).toContain(`${ESC}[31m-`);
+      expect(asked).toContain(`${ESC}[32m+`);
+      run.child.stdin!.write("1\r");
+      expect(await run.exit).toBe(0);
+      // Off a terminal: the same diff, plain, and the call's ID to ask for it again.
+      const json = await runPheby(server, ["chat", conversation, "/sim diff", "--json"], { input: "once\n" });
+      expect(json.code).toBe(0);
+      // The call's last event: its latest state, as tool.get gives it.
+      const call = jsonLines(json.output)
+        .filter((f) => f.type === "tool.event" && Array.isArray(f.content) && f.content.length > 0)
+        .at(-1)!;
+      expect(call).toBeDefined();
+      const shown = await runPheby(server, ["tool", conversation, call.tool_call_id as string]);
+      expect(shown.code).toBe(0);
+      // Its latest state: approved, the edit completed (the event that carried the diff was its start).
+      expect(shown.output).toContain(`${call.tool_name as string} completed`);
+      expect(shown.output).toMatch(/^diff \S+ \+\d+ -\d+/m);
+      expect(shown.output).toMatch(/^@@ /m);
+      expect(shown.output).not.toContain(`${ESC}[`);
+      const asJson = jsonLines(
+        (await runPheby(server, ["tool", conversation, call.tool_call_id as string, "--json"])).output,
+      )[0]!;
+      expect(asJson).toMatchObject({
+        type: "tool.event",
+        tool_call_id: call.tool_call_id,
+        content: call.content,
+      });
+      const unknown = await runPheby(server, ["tool", conversation, "no-such-call"]);
+      expect(unknown.code).toBe(2);
+    });
+
+    it("chat prints the plan as a checklist each time it changes", async () => {
+      const { code, output } = await runPheby(server, ["chat", conversation, "/sim plan"]);
+      expect(code).toBe(0);
+      const plans = output.split("\n").filter((l) => /^Plan \(\d+\/\d+ done\):$/.test(l));
+      expect(plans.length).toBeGreaterThan(1);
+      expect(output).toMatch(/^ {2}\[x\] \S/m);
+      expect(output).toMatch(/^ {2}\[(~| )\] \S/m);
+    });
+
     it("upload and download round-trip byte for byte, with plain progress lines off a terminal", async () => {
       const dir = mkdtempSync(join(tmpdir(), "pheby-cli-files-"));
       try {

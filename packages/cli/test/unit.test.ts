@@ -1,5 +1,6 @@
 import { PhebyError } from "@pheby/client";
 import { describe, expect, it } from "vitest";
+import { formatContent, formatPatch, formatPlan, formatTool, useColor } from "../src/activity.js";
 import { COMMANDS, main } from "../src/cli.js";
 import { serverSettings, toWebSocketUrl } from "../src/command.js";
 import { parseApprovalAnswer, parseClarifyAnswer } from "../src/commands/chat.js";
@@ -126,5 +127,105 @@ describe("files", () => {
     expect(safeFilename("..", "id")).toBe("id");
     expect(safeFilename("a\u0000b\nc.txt", "id")).toBe("abc.txt");
     expect(safeFilename(null, "id")).toBe("id");
+  });
+});
+
+describe("activity", () => {
+  const patch = "--- a.ts\n+++ a.ts\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n";
+  const ESC = "\u001b";
+
+  it("a diff is coloured by line kind on a terminal, and plain otherwise", () => {
+    expect(formatPatch(patch, false)).toEqual([
+      "--- a.ts",
+      "+++ a.ts",
+      "@@ -1,2 +1,2 @@",
+      " keep",
+      "-old",
+      "+new",
+    ]);
+    expect(formatPatch(patch, true)).toEqual([
+      `${ESC}[2m--- a.ts${ESC}[0m`,
+      `${ESC}[2m+++ a.ts${ESC}[0m`,
+      `${ESC}[36m@@ -1,2 +1,2 @@${ESC}[0m`,
+      " keep",
+      `${ESC}[31m-old${ESC}[0m`,
+      `${ESC}[32m+new${ESC}[0m`,
+    ]);
+  });
+
+  it("the agent's text cannot drive the terminal: control characters show as ?", () => {
+    expect(formatPatch(`+${ESC}[2J\tx\r`, false)).toEqual(["+?[2J\tx?"]);
+    expect(formatPlan([{ content: `a${ESC}]0;title\u0007`, status: "pending", priority: "low" }])[1]).toBe(
+      "  [ ] a?]0;title?",
+    );
+  });
+
+  it("colour only on a terminal without NO_COLOR", () => {
+    const io = (isTTY: boolean, env: NodeJS.ProcessEnv = {}) => ({ stdout: { isTTY }, env }) as unknown as Io;
+    expect(useColor(io(true))).toBe(true);
+    expect(useColor(io(false))).toBe(false);
+    expect(useColor(io(true, { NO_COLOR: "1" }))).toBe(false);
+  });
+
+  it("content: a diff's header names the file, counts and notes; output only when asked; others by label", () => {
+    const blocks = [
+      {
+        type: "diff" as const,
+        path: null,
+        display: "~/elsewhere/b.ts",
+        outside: true,
+        patch,
+        additions: 1,
+        deletions: 1,
+        fragment: true,
+        truncated: false,
+      },
+      { type: "text" as const, text: "line 1\nline 2\n", truncated: true },
+      { type: "other" as const, label: "image" },
+    ];
+    expect(formatContent(blocks, { color: false, output: false })).toEqual([
+      "diff ~/elsewhere/b.ts +1 -1 (outside the workspace, fragment)",
+      ...formatPatch(patch, false),
+      "[image]",
+    ]);
+    expect(formatContent(blocks, { color: false, output: true })).toContain(
+      "output (the last 16,000 characters)",
+    );
+    expect(formatContent(blocks, { color: false, output: true })).toContain("line 2");
+  });
+
+  it("the plan is a checklist with a count of what is done", () => {
+    expect(
+      formatPlan([
+        { content: "Read", status: "completed", priority: "high" },
+        { content: "Fix", status: "in_progress", priority: "medium" },
+        { content: "Test", status: "pending", priority: "low" },
+      ]),
+    ).toEqual(["Plan (1/3 done):", "  [x] Read", "  [~] Fix", "  [ ] Test"]);
+  });
+
+  it("a whole call: name, status, time and kind, title, locations, content", () => {
+    const lines = formatTool(
+      {
+        conversation_id: "c",
+        tool_call_id: "t",
+        tool_name: "edit",
+        status: "completed",
+        duration_ms: 12,
+        kind: "edit",
+        title: "Edit src/a.ts",
+        locations: [{ path: "src/a.ts", line: 3, outside: false }],
+        content: [{ type: "text", text: "done", truncated: false }],
+        ts: "2026-09-02T18:00:00.000Z",
+      },
+      false,
+    );
+    expect(lines).toEqual([
+      "edit completed (12 ms) [edit]",
+      "Edit src/a.ts",
+      "at src/a.ts:3",
+      "output",
+      "done",
+    ]);
   });
 });

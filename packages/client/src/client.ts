@@ -5,6 +5,7 @@ import {
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
   FEATURE_RESUME,
+  FEATURE_THOUGHTS,
   helloFeatureNames,
   PROTOCOL_VERSION,
   type PresenceState,
@@ -20,7 +21,7 @@ import type { BackoffOptions } from "./backoff.js";
 import { Connection, type ConnectionState, isReadyOf, type Link } from "./connection.js";
 import { Emitter } from "./emitter.js";
 import { PhebyError } from "./errors.js";
-import { type ClientExtension, DeltaAppend } from "./extensions.js";
+import { AppendTexts, type ClientExtension, DeltaAppend, Thoughts } from "./extensions.js";
 import { DEFAULT_FEATURES } from "./features.js";
 import { downloadAttachment, type UploadSource, uploadAttachment } from "./files.js";
 import { PushPresence } from "./push.js";
@@ -39,7 +40,7 @@ export interface PhebyClientOptions {
   secret: string;
   /**
    * The Pheby extensions to ask for in `hello.features` (default {@link DEFAULT_FEATURES}: `delta.append`,
-   * `push`, `resume`, `queue`, `modes`); {@link PhebyClient.features} says which the server enabled. The one
+   * `push`, `resume`, `queue`, `activity`, `modes`); {@link PhebyClient.features} says which the server enabled. The one
    * switch for every extension: add to the defaults for the others
    * (`[...DEFAULT_FEATURES, FEATURE_SCHEDULES]`), leave one out to go without it (`[]`: plain v1).
    * The client's own behaviour follows the list: only with `resume` in it does a send carry a
@@ -155,8 +156,11 @@ export class PhebyClient {
     const has = (feature: string) => this.asked.includes(feature);
     this.resume = has(FEATURE_RESUME) ? new Resume() : undefined;
     this.push = has(FEATURE_PUSH) ? new PushPresence() : undefined;
-    const appendDeltas = has(FEATURE_DELTA_APPEND) ? new DeltaAppend() : undefined;
-    this.extensions = [this.resume, appendDeltas, this.push].filter(
+    // Message and thought deltas are stitched by one rule, and a gap in either is repaired by one re-open.
+    const texts = new AppendTexts();
+    const appendDeltas = has(FEATURE_DELTA_APPEND) ? new DeltaAppend(texts) : undefined;
+    const thoughts = has(FEATURE_THOUGHTS) ? new Thoughts(texts) : undefined;
+    this.extensions = [this.resume, appendDeltas, thoughts, this.push].filter(
       (e): e is NonNullable<typeof e> => e !== undefined,
     );
     this.requests = new Requests(options.requestTimeoutMs ?? 30_000, has(FEATURE_RESUME));
@@ -304,7 +308,9 @@ export class PhebyClient {
    * Send a message and iterate over its run as it happens, then end: the `run.accepted` reply, then
    * the conversation's `message.start`, `message.delta` (the whole draft each time), `tool.event`,
    * `approval.request` / `clarify.request` and their `*.resolved`, `attachment.added`,
-   * `message.complete` (notices included), and finally the run's `run.finished`. The same run
+   * `message.complete` (notices included), with `activity` the run's `plan.updated` and the
+   * conversation's `usage.updated`, with `thoughts` its `thought.delta` (the whole thought so far) and
+   * `thought.complete`, and finally the run's `run.finished`. The same run
    * tracking as the Kotlin client's `chat()`.
    *
    * With `queue` (the `queue` extension) a send during another run is queued: the iteration first
@@ -437,6 +443,15 @@ export class PhebyClient {
     return (
       await this.request({ type: "schedule.update", schedule_id: scheduleId, auto_approve: autoApprove })
     ).schedule;
+  }
+
+  /**
+   * `tool.get` (the `activity` extension): the latest state of one recorded tool call of a
+   * conversation, with its detail (`kind`, `title`, `locations`, `content`: diffs, output), also of
+   * older runs. Rejects with `not_found` for a call the conversation does not have.
+   */
+  getTool(conversationId: string, toolCallId: string): Promise<ServerMessageOf<"tool.event">> {
+    return this.request({ type: "tool.get", conversation_id: conversationId, tool_call_id: toolCallId });
   }
 
   /**

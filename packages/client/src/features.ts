@@ -3,6 +3,7 @@
 // What a hello carries of it (at most 16 names, in FEATURE_PRIORITY order) is @pheby/protocol's
 // helloFeatureNames, shared with the Kotlin client through meta.json.
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_MODES,
   FEATURE_PUSH,
@@ -13,15 +14,18 @@ import {
 /**
  * What {@link PhebyClientOptions.features} asks for by default: `delta.append` (either way
  * `message.delta` handlers get the whole draft), `push` (adds no events), `resume` (`seq`, replay after
- * a drop, retry-safe sends), `queue` (`queue.changed` events) and `modes` (the agent's modes and slash
- * commands: `listModes`, `setMode`, `listCommands`, `mode.changed` and `commands.snapshot` events,
- * `conversation.history.mode_id`). Add to it for the others:
- * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `features: []` asks for none (plain v1).
+ * a drop, retry-safe sends), `queue` (`queue.changed` events), `activity` (tool detail: diffs and
+ * output, approval previews, `tool.get`, `plan.updated`, `usage.updated`) and `modes` (the agent's modes
+ * and slash commands: `listModes`, `setMode`, `listCommands`, `mode.changed` and `commands.snapshot`
+ * events, `conversation.history.mode_id`). Add to it for the others:
+ * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `thoughts` (the agent's thinking, often the
+ * bulk of a run's bytes) is asked for only by apps that show it. `features: []` asks for none (plain v1).
  */
 export const DEFAULT_FEATURES: readonly string[] = [
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
   FEATURE_RESUME,
   FEATURE_QUEUE,
+  FEATURE_ACTIVITY,
   FEATURE_MODES,
 ];

@@ -9,8 +9,8 @@ export const RESYNC_REQUEST_PREFIX = "resync-";
  * Which frames belong to the run a `chat()` started, in the order to emit them. The run is known by
  * the reply to its `chat.send` (`sendId`): `run.accepted`, or `run.queued` (then it starts with a
  * `run.accepted` of the same `run_id` later). One run at a time per conversation, so once it started
- * every message, tool, question and attachment of the conversation is the run's, until its
- * `run.finished`.
+ * every message, tool, question, attachment and usage update of the conversation is the run's, until
+ * its `run.finished`; thoughts and plans name their run.
  *
  * After a drop the reply may come late: with `resume`, after the replay of the run's first frames (its
  * `run.accepted` among them, which handlers then see only once); without, after a snapshot of the
@@ -113,12 +113,16 @@ export class RunFrames {
   private duringRun(message: ServerMessage): boolean {
     switch (message.type) {
       case "message.start":
+      case "thought.delta":
+      case "thought.complete":
+      case "plan.updated":
         return message.run_id === this.runId;
       // One run at a time per conversation: its messages (notices included) are this run's.
       case "tool.event":
       case "message.delta":
       case "message.complete":
       case "attachment.added":
+      case "usage.updated":
         return message.conversation_id === this.conversationId;
       case "approval.request":
         if (message.conversation_id !== this.conversationId) return false;

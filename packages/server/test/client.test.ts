@@ -1,5 +1,6 @@
 import { DEFAULT_FEATURES, type PhebyClientOptions, PhebyError } from "@pheby/client";
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_MODES,
   FEATURE_PUSH,
@@ -89,6 +90,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
       FEATURE_RESUME,
       FEATURE_QUEUE,
       FEATURE_PUSH,
+      FEATURE_ACTIVITY,
       FEATURE_MODES,
     ]);
     expect(deltas).toHaveLength(WORDS.length);
@@ -114,6 +116,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
         "queue",
         "push",
         "schedules",
+        "activity",
         "modes",
       ]);
       expect(other.features).toEqual(["schedules"]);

@@ -175,9 +175,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices and
-    // modes, for its panels and reconnects, in the client's FEATURE_PRIORITY order) and got them: the
-    // bubble texts above were stitched.
+    // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices, activity,
+    // modes and thoughts, for its panels, reconnects and the agent's work, in the client's
+    // FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
@@ -189,7 +189,9 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "push",
       "schedules",
       "devices",
+      "activity",
       "modes",
+      "thoughts",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");

@@ -6,6 +6,7 @@ import {
   type ServerMessage,
   type ServerMessageOf,
 } from "@pheby/protocol";
+import { formatContent, formatPlan, useColor } from "../activity.js";
 import { type Command, EXIT, required } from "../command.js";
 import { type Io, note, writeJson } from "../io.js";
 import { resolveConversation } from "../resolve.js";
@@ -67,16 +68,23 @@ export function parseClarifyAnswer(
 
 /**
  * Renders one conversation's events. Cumulative deltas are printed as the new
- * suffix, so the answer streams in place; tool events become compact lines.
+ * suffix, so the answer streams in place; tool events become compact lines,
+ * followed by their diffs (`activity`) when they arrive; the plan is printed
+ * as a checklist each time it changes.
  */
 class Renderer {
   private printed = "";
   private midLine = false;
+  /** The diffs printed per tool call: a call's later events repeat its content only when it changed. */
+  private readonly diffs = new Map<string, Set<string>>();
+  readonly color: boolean;
 
   constructor(
     private readonly io: Io,
     private readonly json: boolean,
-  ) {}
+  ) {
+    this.color = useColor(io);
+  }
 
   private write(text: string): void {
     if (!text) return;
@@ -125,8 +133,12 @@ class Renderer {
         const took = typeof m.duration_ms === "number" ? ` (${m.duration_ms} ms)` : "";
         const error = m.error ? `: ${m.error}` : "";
         this.line(`  ${mark} ${m.tool_name} ${m.status}${args}${took}${error}`);
+        this.toolDiffs(m);
         break;
       }
+      case "plan.updated":
+        for (const line of formatPlan(m.entries)) this.line(line);
+        break;
       case "attachment.added": {
         const a = m.attachment;
         this.line(`  📎 ${a.filename} (${a.size} bytes, ${a.kind}) — pheby download ${a.attachment_id}`);
@@ -144,6 +156,17 @@ class Renderer {
       default:
         break;
     }
+  }
+
+  /** A tool call's diffs that were not printed yet (its output is for `pheby tool`). */
+  private toolDiffs(m: ServerMessageOf<"tool.event">): void {
+    const printed = this.diffs.get(m.tool_call_id) ?? new Set<string>();
+    this.diffs.set(m.tool_call_id, printed);
+    const fresh = (m.content ?? []).filter(
+      (b) => b.type === "diff" && !printed.has(`${b.path ?? b.display}\n${b.patch}`),
+    );
+    for (const b of fresh) if (b.type === "diff") printed.add(`${b.path ?? b.display}\n${b.patch}`);
+    for (const line of formatContent(fresh, { color: this.color, output: false })) this.line(`    ${line}`);
   }
 }
 
@@ -248,6 +271,9 @@ class ChatSession {
       if (!this.json) {
         this.renderer.line(`Approval needed: ${m.description}`);
         this.renderer.line(`  command: ${m.command}`);
+        // What it would do (`activity`): an edit's diff, a command, a plan to accept.
+        for (const line of formatContent(m.preview ?? [], { color: this.renderer.color, output: true }))
+          this.renderer.line(`    ${line}`);
         this.renderer.line(
           `  ${m.choices.map((c, i) => `[${i + 1}] ${c}`).join("  ")}   (deny: reason — to explain)`,
         );
@@ -317,7 +343,7 @@ export const chat: Command = {
   name: "chat",
   usage: "<conversation> [text…] [--attach ID]… [--mode MODE]",
   summary:
-    "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines; approvals and questions are asked with their choices. Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
+    "Send one message and stream the answer, or open an interactive session when no text is given. Tool events appear as compact lines, followed by their diffs; the agent's plan prints as a checklist; approvals and questions are asked with their choices (and an edit's diff). Ctrl-C cancels the run without exiting; Ctrl-C twice (or Ctrl-D) when idle exits.",
   details: [
     "  --attach ID           claim an uploaded attachment with this message (repeatable; see pheby upload)",
     "  --queue               if a run is already active in the conversation, queue the message behind it",
