@@ -114,6 +114,10 @@ export const LIMITS = {
   commandDescriptionChars: 1_000,
   /** `modes`: maximum slash command input hint length (the server shortens a longer one). */
   commandHintChars: 200,
+  /** `thoughts`: maximum length of one thought, in characters (code points); the server keeps no more of it. */
+  thoughtChars: 64_000,
+  /** `thoughts`: maximum length of all of one run's thoughts together; later thinking of the run is not sent. */
+  thoughtCharsPerRun: 256_000,
 } as const;
 
 /**
@@ -164,6 +168,12 @@ export const FEATURE_DEVICES = "devices" as const;
  */
 export const FEATURE_MODES = "modes" as const;
 
+/**
+ * Pheby extension of v1: the agent's thinking (`thought.delta`, `thought.complete`, and the active run's
+ * thoughts in `conversation.history`). Separate from the rest because it can be the bulk of a run's bytes.
+ */
+export const FEATURE_THOUGHTS = "thoughts" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -174,6 +184,7 @@ export const FEATURES = [
   FEATURE_EXPIRY,
   FEATURE_DEVICES,
   FEATURE_MODES,
+  FEATURE_THOUGHTS,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -190,6 +201,7 @@ export type Feature = (typeof FEATURES)[number];
  * 6. `schedules`: a screen of its own, opened later.
  * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
  * 8. `modes`: the mode picker and the command palette; without them the agent still works.
+ * 9. `thoughts`: the agent's thinking, folded away by default; it can be the bulk of a run's bytes.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -203,6 +215,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
   FEATURE_MODES,
+  FEATURE_THOUGHTS,
 ] as const satisfies readonly Feature[];
 
 /**

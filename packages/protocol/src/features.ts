@@ -13,6 +13,7 @@ import {
   FEATURE_QUEUE,
   FEATURE_RESUME,
   FEATURE_SCHEDULES,
+  FEATURE_THOUGHTS,
   type Feature,
 } from "./constants.js";
 import type { ClientMessageType, ServerMessageType } from "./messages.js";
@@ -63,6 +64,9 @@ export const EXTENSION_TYPES = {
   "modes.snapshot": FEATURE_MODES,
   "mode.changed": FEATURE_MODES,
   "commands.snapshot": FEATURE_MODES,
+  // thoughts
+  "thought.delta": FEATURE_THOUGHTS,
+  "thought.complete": FEATURE_THOUGHTS,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -98,6 +102,7 @@ export const EXTENSION_FIELDS = {
     "approvals[].expires_at": FEATURE_EXPIRY,
     "clarifications[].expires_at": FEATURE_EXPIRY,
     mode_id: FEATURE_MODES,
+    thoughts: FEATURE_THOUGHTS,
   },
   "conversation.renamed": seq,
   "conversation.deleted": seq,
@@ -123,6 +128,8 @@ export const EXTENSION_FIELDS = {
   "modes.snapshot": seq,
   "mode.changed": seq,
   "commands.snapshot": seq,
+  "thought.delta": seq,
+  "thought.complete": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

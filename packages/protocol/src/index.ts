@@ -38,6 +38,7 @@ export * from "./messages/queue.js";
 export * from "./messages/reasoning.js";
 export * from "./messages/resume.js";
 export * from "./messages/schedules.js";
+export * from "./messages/thoughts.js";
 export * from "./messages/tools.js";
 export * from "./messages/yolo.js";
 export * from "./messages.js";

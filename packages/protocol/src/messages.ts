@@ -88,6 +88,7 @@ import {
   ScheduleSnapshot,
   ScheduleUpdate,
 } from "./messages/schedules.js";
+import { ThoughtComplete, ThoughtDelta } from "./messages/thoughts.js";
 import { ToolEvent } from "./messages/tools.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
@@ -189,6 +190,9 @@ export const serverMessageSchemas = {
   "modes.snapshot": ModesSnapshot,
   "mode.changed": ModeChanged,
   "commands.snapshot": CommandsSnapshot,
+  // thoughts
+  "thought.delta": ThoughtDelta,
+  "thought.complete": ThoughtComplete,
 } as const;
 
 /** Client→server message types, as constants. */

@@ -306,6 +306,28 @@ describe("extension limits", () => {
       false,
     ]);
   });
+
+  it("thoughts: 64,000 characters (code points) per thought, on deltas, completes and history", () => {
+    expect(LIMITS).toMatchObject({ thoughtChars: 64_000, thoughtCharsPerRun: 256_000 });
+    const ids = { conversation_id: conv, run_id: "r", thought_id: "t" };
+    const delta = (n: number) => ({ type: "thought.delta", ...ids, offset: 0, text: "🤔".repeat(n), ts });
+    const complete = (n: number) => ({ type: "thought.complete", ...ids, text: "x".repeat(n), ts });
+    const history = (n: number) => ({
+      type: "conversation.history",
+      conversation_id: conv,
+      messages: [],
+      has_more: false,
+      attachments: [],
+      run: null,
+      tools: [],
+      approvals: [],
+      clarifications: [],
+      thoughts: [{ thought_id: "t", run_id: "r", text: "x".repeat(n), complete: true }],
+    });
+    for (const make of [delta, complete, history]) {
+      expect(boundary(make, LIMITS.thoughtChars, server)).toEqual(["ok", "bad_request"]);
+    }
+  });
 });
 
 const subscription = {
@@ -321,7 +343,7 @@ const subscription = {
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
     expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3); // + modes.list, mode.set, commands.list
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3); // + modes.snapshot, mode.changed, commands.snapshot
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 15 + 3); // + modes.snapshot, mode.changed, commands.snapshot
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

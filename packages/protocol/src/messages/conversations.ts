@@ -16,6 +16,7 @@ import { RunState } from "./chat.js";
 import { PendingClarification } from "./clarify.js";
 import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
+import { HistoryThought } from "./thoughts.js";
 import { ToolState } from "./tools.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
@@ -136,6 +137,12 @@ export const ConversationHistory = conversationEvent(
       .nullable()
       .optional()
       .describe("Only with the modes feature: the conversation's current mode, or null when none is known"),
+    thoughts: z
+      .array(HistoryThought)
+      .optional()
+      .describe(
+        "Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run)",
+      ),
   },
   "History page and recoverable state",
 );

@@ -226,6 +226,22 @@ data class HistoryMessage(
 )
 
 /**
+ * A thought of the active run.
+ *
+ * @property thoughtId `thought_id`
+ * @property runId `run_id`
+ * @property text `text`: The thought so far (the whole thought once complete). Schema: maxLength 64000 (checked by the server).
+ * @property complete `complete`: false: still streaming; later thought.delta frames continue text.
+ */
+@Serializable
+data class HistoryThought(
+    @SerialName("thought_id") val thoughtId: String,
+    @SerialName("run_id") val runId: String,
+    val text: String,
+    val complete: StrictBoolean,
+)
+
+/**
  * A model provider and its models.
  *
  * @property slug `slug`

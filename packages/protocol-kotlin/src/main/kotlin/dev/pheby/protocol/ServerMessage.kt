@@ -80,6 +80,8 @@ sealed interface ServerMessage {
             ModesSnapshot::class to ModesSnapshot.serializer(),
             ModeChanged::class to ModeChanged.serializer(),
             CommandsSnapshot::class to CommandsSnapshot.serializer(),
+            ThoughtDelta::class to ThoughtDelta.serializer(),
+            ThoughtComplete::class to ThoughtComplete.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -203,6 +205,7 @@ data class ConversationUpdated(
  * @property resumed `resumed`: Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state. May be absent.
  * @property queue `queue`: Only with the queue feature: the queued runs, next first. Schema: maxItems 20 (checked by the server). May be absent.
  * @property modeId `mode_id`: Only with the modes feature: the conversation's current mode, or null when none is known. May be absent or null; both are kept apart.
+ * @property thoughts `thoughts`: Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -220,6 +223,7 @@ data class ConversationHistory(
     val resumed: StrictBoolean? = null,
     val queue: List<QueuedRun>? = null,
     @SerialName("mode_id") val modeId: OptionalNullable<String> = OptionalNullable.Absent,
+    val thoughts: List<HistoryThought>? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage {
     init {
@@ -908,5 +912,53 @@ data class CommandsSnapshot(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val commands: List<AgentCommand>,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `thought.delta`: The agent's thinking so far (append delta).
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`
+ * @property thoughtId `thought_id`: One thought: the stretch of thinking before the agent answers or calls a tool.
+ * @property offset `offset`: thought = thought.slice(0, offset) + text (UTF-16 code units, never inside a surrogate pair); 0 with the whole text on a connection's first delta of the thought. Schema: minimum 0 (checked by the server).
+ * @property text `text`: The thought's text from offset on. Schema: maxLength 64000 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("thought.delta")
+data class ThoughtDelta(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("thought_id") val thoughtId: String,
+    val offset: StrictLong,
+    val text: String,
+    val ts: String,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `thought.complete`: A thought ended.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`
+ * @property thoughtId `thought_id`
+ * @property text `text`: The whole thought, superseding the deltas. Schema: maxLength 64000 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("thought.complete")
+data class ThoughtComplete(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("thought_id") val thoughtId: String,
+    val text: String,
+    val ts: String,
     val seq: StrictLong? = null,
 ) : ServerMessage

@@ -32,15 +32,18 @@ const val FEATURE_DEVICES: String = "devices"
 /** The `modes` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_MODES: String = "modes"
 
+/** The `thoughts` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_THOUGHTS: String = "thoughts"
+
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_MODES)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_MODES, FEATURE_THOUGHTS)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_MODES)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_MODES, FEATURE_THOUGHTS)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -126,7 +129,7 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     ),
     FEATURE_RESUME to FeatureTables(
         types = listOf("conversation.resumed"),
-        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq")),
+        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq"), "thought.delta" to listOf("seq"), "thought.complete" to listOf("seq")),
     ),
     FEATURE_QUEUE to FeatureTables(
         types = listOf("run.queued", "queue.changed"),
@@ -147,6 +150,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_MODES to FeatureTables(
         types = listOf("modes.list", "mode.set", "commands.list", "modes.snapshot", "mode.changed", "commands.snapshot"),
         fields = mapOf("conversation.history" to listOf("mode_id")),
+    ),
+    FEATURE_THOUGHTS to FeatureTables(
+        types = listOf("thought.delta", "thought.complete"),
+        fields = mapOf("conversation.history" to listOf("thoughts")),
     ),
 )
 
@@ -289,4 +296,10 @@ object Limits {
 
     /** `LIMITS.commandHintChars`. */
     const val COMMAND_HINT_CHARS: Int = 200
+
+    /** `LIMITS.thoughtChars`. */
+    const val THOUGHT_CHARS: Int = 64000
+
+    /** `LIMITS.thoughtCharsPerRun`. */
+    const val THOUGHT_CHARS_PER_RUN: Int = 256000
 }
