@@ -99,12 +99,20 @@ class UnitsTest {
     }
 
     @Test
-    fun `the client asks for append deltas, push, resume and queue by default, as @pheby-client does`() {
+    fun `the client asks for append deltas, push, resume, queue, activity and modes by default, as @pheby-client does`() {
         assertEquals(
-            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
+            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.MODES),
             PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
         )
         assertEquals(PhebyClientOptions(url = "ws://h/ws", secret = "s").features, Features.DEFAULTS)
+        assertFalse(Features.THOUGHTS in Features.DEFAULTS, "thoughts can be the bulk of a run's bytes: opt-in")
+    }
+
+    @Test
+    fun `a slash command is the command's name after one slash, then its input`() {
+        assertEquals("/compact", slashCommand("compact"))
+        assertEquals("/compact", slashCommand("/compact", "  "))
+        assertEquals("/review src/app.ts", slashCommand("review", "src/app.ts"))
     }
 
     @Test

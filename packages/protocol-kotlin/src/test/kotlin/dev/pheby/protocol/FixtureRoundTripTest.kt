@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 30 client message types (18 of v1, 12 of extensions) are covered") {
-                assertEquals(30, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 33 client message types (18 of v1, 15 of extensions) are covered") {
+                assertEquals(33, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 40 server message types (27 of v1, 13 of extensions) are covered") {
-                assertEquals(40, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 45 server message types (27 of v1, 18 of extensions) are covered") {
+                assertEquals(45, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -159,6 +159,7 @@ class FixtureRoundTripTest {
         "schedule-create-bad-timezone.json" to "pattern (IANA name characters)",
         "schedule-create-blank-prompt.json" to "non-blank (pattern \\S)",
         "schedule-create-prompt-too-long.json" to "maxLength 64000",
+        "mode-set-empty-mode-id.json" to "minLength 1",
     )
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
@@ -177,6 +178,8 @@ class FixtureRoundTripTest {
         "schedule-snapshot-bad-status.json" to "unknown RunStatus",
         "pair-created-bad-uri.json" to "pattern (pheby://pair?)",
         "approval-request-expires-at-not-timestamp.json" to "format date-time",
+        "commands-snapshot-blank-name.json" to "non-blank (pattern \\S)",
+        "thought-delta-negative-offset.json" to "minimum 0 (applyTo refuses it)",
     )
     private val acceptedHttp = mapOf(
         "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",

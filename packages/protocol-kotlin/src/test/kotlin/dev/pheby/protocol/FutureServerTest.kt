@@ -128,6 +128,21 @@ class FutureServerTest {
         assertEquals(false, history.hasMore)
     }
 
+    @Test
+    fun `modes and thoughts of a newer server keep every known field`() {
+        val modes = decode("modes-snapshot-unknown-fields.json") as ModesSnapshot
+        assertTrue(modes.modes.isNotEmpty())
+        assertEquals(modes, decodeServerMessage(modes.toJson()), "nothing known is lost on the way back")
+        val commands = decode("commands-snapshot-unknown-fields.json") as CommandsSnapshot
+        assertEquals(commands, decodeServerMessage(commands.toJson()))
+        assertInstanceOf(ModeChanged::class.java, decode("mode-changed-unknown-fields.json"))
+        val delta = decode("thought-delta-unknown-fields.json") as ThoughtDelta
+        assertEquals(delta.text, delta.applyTo("anything"), "offset 0: the whole thought")
+        assertInstanceOf(ThoughtComplete::class.java, decode("thought-complete-unknown-fields.json"))
+        val history = decode("history-thought-unknown-fields.json") as ConversationHistory
+        assertTrue(history.thoughts!!.isNotEmpty())
+    }
+
     /** Exhaustive without `else`: the compiler checks every known value plus `Unknown` is handled. */
     private fun describe(status: RunStatus): String = when (status) {
         RunStatus.COMPLETED -> "done"
@@ -150,6 +165,8 @@ class FutureServerTest {
         is ConversationResumed, is RunQueued, is QueueChanged -> "resume and queue"
         is ScheduleSnapshot, is ScheduleCreated, is ScheduleChanged -> "schedule"
         is PairCreated, is DeviceSnapshot, is DeviceRevoked -> "device"
+        is ModesSnapshot, is ModeChanged, is CommandsSnapshot -> "modes"
+        is ThoughtDelta, is ThoughtComplete -> "thoughts"
         is ServerMessage.Unknown -> "unknown ${message.type}"
     }
 
