@@ -10,6 +10,7 @@ import {
   withFieldRules,
 } from "../common.js";
 import { LIMITS, MESSAGE_ROLES } from "../constants.js";
+import { ContextUsage, PlanEntries } from "./activity.js";
 import { PendingApproval } from "./approvals.js";
 import { AttachmentDescriptor } from "./attachments.js";
 import { RunState } from "./chat.js";
@@ -143,6 +144,12 @@ export const ConversationHistory = conversationEvent(
       .describe(
         "Only with the thoughts feature: the active run's thoughts so far, oldest first ([] without an active run)",
       ),
+    plan: PlanEntries.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest plan, or null when it has none"),
+    usage: ContextUsage.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest context usage, or null"),
   },
   "History page and recoverable state",
 );
