@@ -1,6 +1,7 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.FEATURES
+import dev.pheby.protocol.FEATURE_ACTIVITY
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.FEATURE_DEVICES
 import dev.pheby.protocol.FEATURE_EXPIRY
@@ -41,6 +42,13 @@ object Features {
     /** Pairing with a one-time code, a revocable secret per device; the owner's `pair.create`, `device.list`, `device.revoke`. */
     const val DEVICES: String = FEATURE_DEVICES
 
+    /**
+     * What the agent does: each `tool.event`'s kind, title, locations and content (diffs, output), the
+     * preview of an approval, `tool.get`, the plan (`plan.updated`) and context usage (`usage.updated`)
+     * (asked for by default).
+     */
+    const val ACTIVITY: String = FEATURE_ACTIVITY
+
     /** The agent's modes (`modes.list`, `mode.set`, `mode.changed`) and slash commands (`commands.list`, `commands.snapshot`) (asked for by default). */
     const val MODES: String = FEATURE_MODES
 
@@ -52,10 +60,10 @@ object Features {
 
     /**
      * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE], [MODES]. Add to it for the others:
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES]. Add to it for the others:
      * `features = Features.DEFAULTS + Features.THOUGHTS`.
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, MODES)
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES

@@ -9,6 +9,7 @@ import dev.pheby.protocol.ConversationHistory
 import dev.pheby.protocol.MessageComplete
 import dev.pheby.protocol.MessageDelta
 import dev.pheby.protocol.MessageStart
+import dev.pheby.protocol.PlanUpdated
 import dev.pheby.protocol.QueueChanged
 import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.RunFinished
@@ -17,6 +18,7 @@ import dev.pheby.protocol.ServerMessage
 import dev.pheby.protocol.ThoughtComplete
 import dev.pheby.protocol.ThoughtDelta
 import dev.pheby.protocol.ToolEvent
+import dev.pheby.protocol.UsageUpdated
 
 /** The `request_id`s of the re-opens after a reconnect start with this: their answers are resync answers. */
 internal const val RESYNC_REQUEST_PREFIX = "resync-"
@@ -117,6 +119,8 @@ internal class RunFrames(private val conversationId: String, private val sendId:
         // The extensions' frames of the run: its thinking (`thoughts`), its plan and the context it used (`activity`).
         is ThoughtDelta -> message.runId == runId
         is ThoughtComplete -> message.runId == runId
+        is PlanUpdated -> message.runId == runId
+        is UsageUpdated -> message.conversationId == conversationId
         else -> false
     }
 }

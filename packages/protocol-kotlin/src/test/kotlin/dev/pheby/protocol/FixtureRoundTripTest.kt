@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 33 client message types (18 of v1, 15 of extensions) are covered") {
-                assertEquals(33, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 34 client message types (18 of v1, 16 of extensions) are covered") {
+                assertEquals(34, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 45 server message types (27 of v1, 18 of extensions) are covered") {
-                assertEquals(45, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 47 server message types (27 of v1, 20 of extensions) are covered") {
+                assertEquals(47, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -180,6 +180,14 @@ class FixtureRoundTripTest {
         "approval-request-expires-at-not-timestamp.json" to "format date-time",
         "commands-snapshot-blank-name.json" to "non-blank (pattern \\S)",
         "thought-delta-negative-offset.json" to "minimum 0 (applyTo refuses it)",
+        "approval-request-preview-21-blocks.json" to "maxItems 20",
+        "plan-updated-101-entries.json" to "maxItems 100",
+        "plan-updated-entry-2001.json" to "maxLength 2000",
+        "tool-event-21-blocks.json" to "maxItems 20",
+        "tool-event-51-locations.json" to "maxItems 50",
+        "tool-event-text-16001.json" to "maxLength 16000",
+        "tool-event-title-501.json" to "maxLength 500",
+        "usage-updated-negative-used.json" to "minimum 0",
     )
     private val acceptedHttp = mapOf(
         "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",
