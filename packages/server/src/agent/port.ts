@@ -171,6 +171,12 @@ export type ProducedFile =
 export interface TurnSink {
   /** Append a chunk of answer text (the server keeps the cumulative text). */
   text(chunk: string): void;
+  /**
+   * Append a chunk of the agent's thinking (ACP `agent_thought_chunk`). The server groups chunks into
+   * thoughts: one ends when the agent moves on (answer text, a tool call, a question, a file, a
+   * notice, the end of the turn), and the next chunk starts another. Never part of the answer.
+   */
+  thought(chunk: string): void;
   /** A tool call started (or was first seen). `args` is redacted by the server. */
   toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
   /** A tool call ended. `duration_ms` is measured by the server. */

@@ -3,6 +3,7 @@ import {
   FEATURE_EXPIRY,
   FEATURE_QUEUE,
   FEATURE_RESUME,
+  FEATURE_THOUGHTS,
   LIMITS,
   type ServerMessageOf,
 } from "@pheby/protocol";
@@ -64,7 +65,8 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
 /**
  * A `conversation.history` page as `features` sees it: with `resume`, each user message's
  * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
- * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`.
+ * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`; with
+ * `thoughts`, the active run's thoughts.
  */
 function historyPage(
   ctx: ServerContext,
@@ -93,6 +95,7 @@ function historyPage(
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+    ...(features.has(FEATURE_THOUGHTS) ? { thoughts: ctx.runs.thoughts(id) } : {}),
   };
 }
 

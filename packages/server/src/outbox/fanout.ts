@@ -1,10 +1,38 @@
-import { deltaOffset, FEATURE_DELTA_APPEND, featureOfType, type ServerMessageOf } from "@pheby/protocol";
+import {
+  deltaOffset,
+  FEATURE_DELTA_APPEND,
+  FEATURE_THOUGHTS,
+  featureOfType,
+  type ServerMessage,
+  type ServerMessageOf,
+} from "@pheby/protocol";
 import { type Outbox, type OutboxEvent, type Peer, replyCopy, type SendHint } from "./outbox.js";
 import { type ThinningClock, V1Copies } from "./thinning.js";
 
-/** What the fanout remembers of a draft being streamed, from its first delta to its `message.complete`. */
+/**
+ * The streamed deltas: a message's answer, and (`thoughts`) a thought, each published cumulative (the
+ * whole text so far) and cut per peer into append deltas. A thought's are append deltas on every peer
+ * that gets them; a message's only on `delta.append` peers.
+ */
+type StreamDelta = ServerMessageOf<"message.delta"> | ServerMessageOf<"thought.delta">;
+
+/** The stream a delta or a complete event belongs to: its message, or its thought; undefined for any other event. */
+function streamOf(message: ServerMessage): string | undefined {
+  switch (message.type) {
+    case "message.delta":
+    case "message.complete":
+      return message.message_id;
+    case "thought.delta":
+    case "thought.complete":
+      return message.thought_id;
+    default:
+      return undefined;
+  }
+}
+
+/** What the fanout remembers of a draft being streamed, from its first delta to its complete event. */
 interface Draft {
-  /** The text of the last `message.delta` published. */
+  /** The text of the last delta published. */
   text: string;
   /** Append peers that received that delta, so they hold `text`; others get offset 0 next. */
   synced: Set<Peer>;
@@ -35,7 +63,7 @@ export interface FanoutOptions {
  */
 export class Fanout implements Outbox {
   readonly #peers = new Set<Peer>();
-  /** Drafts by message_id, from their first delta to their `message.complete`. */
+  /** Drafts by message_id (or thought_id), from their first delta to their complete event. */
   readonly #drafts = new Map<string, Draft>();
   readonly #thinning: ThinningClock | undefined;
 
@@ -80,6 +108,10 @@ export class Fanout implements Outbox {
    * With `only`, the event goes to that peer alone and leaves the drafts
    * alone: an earlier event sent again (a replay), whose delta is the whole
    * draft (offset 0) for an append peer.
+   *
+   * A `thought.delta` (published cumulative, offset 0) is handled as a
+   * message's delta on `delta.append` peers, on every peer it goes to; it is
+   * never thinned (only `thoughts` peers get it, and their deltas stay small).
    */
   publish(event: OutboxEvent, only?: Peer): void {
     const { message } = event;
@@ -90,13 +122,18 @@ export class Fanout implements Outbox {
         v1.holders.add(only);
       }
       this.#deliver(event, [only]);
+      // A replayed delta that is the latest draft leaves that peer holding it: the next live one appends.
+      if (message.type === "thought.delta" && only.features.has(FEATURE_THOUGHTS)) {
+        const draft = this.#drafts.get(message.thought_id);
+        if (draft && draft.text === message.text) draft.synced.add(only);
+      }
       return;
     }
-    const own = message.type === "message.delta" || message.type === "message.complete";
+    const stream = streamOf(message);
     // Text held back goes before any other event of its conversation, as the engine flushes its own.
-    if (event.conversationId !== null) this.#flushHeld(event.conversationId, own ? message.message_id : "");
-    if (message.type === "message.delta") {
-      const draft = this.#draft(message, event.conversationId);
+    if (event.conversationId !== null) this.#flushHeld(event.conversationId, stream ?? "");
+    if (message.type === "message.delta" || message.type === "thought.delta") {
+      const draft = this.#draft(stream!, event.conversationId, message.type === "message.delta");
       const frames = new Map<string, string>();
       let v1Now = true;
       if (draft.v1) {
@@ -111,9 +148,9 @@ export class Fanout implements Outbox {
     }
     this.#deliver(event, this.#peers);
     // The draft is final now: nobody needs its offsets, nor a held delta, any more.
-    if (message.type === "message.complete") {
-      this.#drafts.get(message.message_id)?.v1?.drop();
-      this.#drafts.delete(message.message_id);
+    if (stream !== undefined) {
+      this.#drafts.get(stream)?.v1?.drop();
+      this.#drafts.delete(stream);
     }
   }
 
@@ -121,7 +158,7 @@ export class Fanout implements Outbox {
   #deliver(
     event: OutboxEvent,
     peers: Iterable<Peer>,
-    delta?: { draft: Draft; message: ServerMessageOf<"message.delta"> },
+    delta?: { draft: Draft; message: StreamDelta },
     frames = new Map<string, string>(),
   ): void {
     const { message, replyTo, except } = event;
@@ -132,7 +169,10 @@ export class Fanout implements Outbox {
       if (feature !== undefined && !peer.features.has(feature)) continue;
       if (peer === except) continue;
       let form: DeltaForm = "v1";
-      if (message.type === "message.delta" && peer.features.has(FEATURE_DELTA_APPEND)) {
+      const append =
+        message.type === "thought.delta" ||
+        (message.type === "message.delta" && peer.features.has(FEATURE_DELTA_APPEND));
+      if (append) {
         form = delta?.draft.synced.has(peer) ? "append" : "full";
         delta?.draft.synced.add(peer);
       }
@@ -142,7 +182,9 @@ export class Fanout implements Outbox {
       const requestId = everyCopy || replyTo?.peer === peer ? replyTo?.requestId : undefined;
       const build = () => {
         let body: { type: string } = message;
-        if (form === "full" && message.type === "message.delta") body = appendFrame(message, 0);
+        if (form === "full" && (message.type === "message.delta" || message.type === "thought.delta")) {
+          body = appendFrame(message, 0);
+        }
         if (form === "append" && delta) {
           offset ??= deltaOffset(delta.draft.text, delta.message.text);
           body = appendFrame(delta.message, offset);
@@ -177,18 +219,19 @@ export class Fanout implements Outbox {
     }
   }
 
-  #draft(message: ServerMessageOf<"message.delta">, conversationId: string | null): Draft {
-    let draft = this.#drafts.get(message.message_id);
+  /** The draft of stream `id`; a message's (`thinned`) has v1 copies to thin, a thought's none. */
+  #draft(id: string, conversationId: string | null, thinned: boolean): Draft {
+    let draft = this.#drafts.get(id);
     if (!draft) {
       const created: Draft = { text: "", synced: new Set(), conversationId, v1: undefined };
-      if (this.#thinning) {
+      if (this.#thinning && thinned) {
         const v1 = new V1Copies(this.#thinning, (held) =>
           this.#deliver(held, this.#select(false, v1.holders)),
         );
         created.v1 = v1;
       }
       draft = created;
-      this.#drafts.set(message.message_id, draft);
+      this.#drafts.set(id, draft);
     }
     return draft;
   }
@@ -216,11 +259,21 @@ function hint(type: SendHint["type"], form: DeltaForm): SendHint {
   return form === "append" ? { type, compress: true } : { type };
 }
 
-/** An append `message.delta` of a cumulative one, fields in the schema's order. */
-function appendFrame(
-  msg: ServerMessageOf<"message.delta">,
-  offset: number,
-): ServerMessageOf<"message.delta"> {
+/** An append delta of a cumulative one, fields in the schema's order. */
+function appendFrame<T extends StreamDelta>(msg: T, offset: number): T {
+  if (msg.type === "thought.delta") {
+    const { conversation_id, run_id, thought_id, text, ts } = msg;
+    const frame = {
+      type: msg.type,
+      conversation_id,
+      run_id,
+      thought_id,
+      offset,
+      text: text.slice(offset),
+      ts,
+    };
+    return frame as T;
+  }
   const { conversation_id, message_id, text, ts } = msg;
-  return { type: "message.delta", conversation_id, message_id, offset, text: text.slice(offset), ts };
+  return { type: "message.delta", conversation_id, message_id, offset, text: text.slice(offset), ts } as T;
 }

@@ -1,5 +1,12 @@
 import { performance } from "node:perf_hooks";
-import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
+import {
+  type HistoryThought,
+  LIMITS,
+  type RunState,
+  type RunStatus,
+  type ServerMessage,
+  type ToolState,
+} from "@pheby/protocol";
 import type { Logger } from "pino";
 import type {
   AgentBackend,
@@ -20,6 +27,8 @@ import type { ConversationRow, Store, ToolRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { redactArgs, truncate } from "../util/redact.js";
 import { type Clock, iso } from "../util/time.js";
+import { CoalescedText } from "./stream.js";
+import { RunThoughts } from "./thoughts.js";
 
 /** Default of {@link RunEngineDeps.cancelGraceMs}. */
 export const DEFAULT_CANCEL_GRACE_MS = 5_000;
@@ -36,7 +45,10 @@ interface ToolCall {
 class Run {
   readonly messageId: string;
   readonly controller = new AbortController();
-  text = "";
+  /** The answer, streamed as `message.delta` (set by the engine, which owns the publishing). */
+  answer!: CoalescedText;
+  /** The agent's thinking, streamed as `thought.*` to `thoughts` connections. */
+  thoughts!: RunThoughts;
   /** The agent session key shown on this run's approvals and clarifications. */
   sessionKey = "";
   finished = false;
@@ -49,10 +61,6 @@ class Run {
   /** `m<n>` of the assistant message recorded at the end, once there is one. */
   finalMessageId: string | undefined;
   readonly tools = new Map<string, ToolCall>();
-  flushTimer: NodeJS.Timeout | undefined;
-  lastDeltaAt = Number.NEGATIVE_INFINITY;
-  /** Length of the text the last delta carried; a delta is only sent when the text grew. */
-  sentLength = 0;
   graceTimer: NodeJS.Timeout | undefined;
   /** How it ended, once it has. */
   status: RunStatus | undefined;
@@ -71,6 +79,11 @@ class Run {
     this.done = new Promise((resolve) => {
       this.resolveDone = resolve;
     });
+  }
+
+  /** The answer's cumulative text so far. */
+  get text(): string {
+    return this.answer.text;
   }
 }
 
@@ -193,6 +206,11 @@ export class RunEngine {
       text: run.text,
       started_at: iso(run.startedAt),
     };
+  }
+
+  /** `thoughts`: the active run's thoughts so far, oldest first; none without an active run. */
+  thoughts(conversationId: string): HistoryThought[] {
+    return this.#active.get(conversationId)?.thoughts.list() ?? [];
   }
 
   /** Latest tool states of the active or most recent run. */
@@ -470,6 +488,7 @@ export class RunEngine {
     options: SendOptions = {},
   ): { run: Run; claimed: Claimed[]; messageRow: number | null } {
     const run = new Run(conversationId, this.deps.clock.now(), options.runId, options.owner);
+    this.#streams(run);
     const { store } = this.deps;
     const { claimed, messageRow } = store.transaction(() => {
       const messageRow = store.startRun(
@@ -491,6 +510,31 @@ export class RunEngine {
       "run accepted",
     );
     return { run, claimed, messageRow };
+  }
+
+  /** The run's answer and thoughts, coalesced with the same window, published as the run's events. */
+  #streams(run: Run): void {
+    const { deltaIntervalMs } = this.deps;
+    run.answer = new CoalescedText(deltaIntervalMs, (text) => {
+      if (run.finished) return;
+      this.#publish({
+        type: "message.delta",
+        conversation_id: run.conversationId,
+        message_id: run.messageId,
+        text,
+        ts: this.#ts(),
+      });
+    });
+    const ids = { conversation_id: run.conversationId, run_id: run.runId };
+    // Published cumulative (offset 0, the whole thought): the Fanout cuts each peer's append delta.
+    run.thoughts = new RunThoughts(run.runId, deltaIntervalMs, {
+      delta: (thought_id, text) => {
+        if (!run.finished)
+          this.#publish({ type: "thought.delta", ...ids, thought_id, offset: 0, text, ts: this.#ts() });
+      },
+      complete: (thought_id, text) =>
+        this.#publish({ type: "thought.complete", ...ids, thought_id, text, ts: this.#ts() }),
+    });
   }
 
   #startMessage(run: Run): void {
@@ -532,11 +576,15 @@ export class RunEngine {
     return {
       text: (chunk) => {
         if (run.finished || typeof chunk !== "string" || chunk === "") return;
-        run.text += chunk;
-        if (run.flushTimer) return;
-        const wait = run.lastDeltaAt + this.deps.deltaIntervalMs - performance.now();
-        if (wait <= 0) this.#flushDelta(run);
-        else run.flushTimer = setTimeout(() => this.#flushDelta(run), wait);
+        // The agent answers: its thinking so far is one thought, ended before the answer goes on.
+        run.thoughts.end();
+        run.answer.append(chunk);
+      },
+      thought: (chunk) => {
+        if (run.finished || typeof chunk !== "string" || chunk === "") return;
+        // A new thought goes out after the answer streamed before it, as tool events do.
+        if (!run.thoughts.streaming) run.answer.flush();
+        run.thoughts.append(chunk);
       },
       toolStart: (call) => {
         if (run.finished) return;
@@ -642,19 +690,13 @@ export class RunEngine {
     }
   }
 
+  /**
+   * Another event of the run follows what was streamed so far: the answer's waiting tail goes out
+   * first, and the agent has moved on from its thought (`thought.complete`).
+   */
   #flushDelta(run: Run): void {
-    clearTimeout(run.flushTimer);
-    run.flushTimer = undefined;
-    if (run.finished || run.text.length === run.sentLength) return;
-    run.sentLength = run.text.length;
-    run.lastDeltaAt = performance.now();
-    this.#publish({
-      type: "message.delta",
-      conversation_id: run.conversationId,
-      message_id: run.messageId,
-      text: run.text,
-      ts: this.#ts(),
-    });
+    run.answer.flush();
+    run.thoughts.end();
   }
 
   #tool(
@@ -687,8 +729,10 @@ export class RunEngine {
   /** End a run exactly once: close open tools, persist, message.complete, run.finished. */
   #finish(run: Run, result: TurnResult): void {
     if (run.finished) return;
-    clearTimeout(run.flushTimer);
+    run.answer.stop();
     clearTimeout(run.graceTimer);
+    // The turn ended: so did its thought, before the tools are closed and the answer completes.
+    run.thoughts.end();
     // No question outlives its run: each pending one is withdrawn (approval.resolved / clarify.resolved, accepted false).
     this.deps.decisions.withdrawRun(run.runId);
     for (const [id, tool] of run.tools) {

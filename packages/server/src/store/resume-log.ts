@@ -80,7 +80,7 @@ const NO_COUNTER: Counter = { last_seq: 0, evicted_through: 0, events: 0, bytes:
  * can be sent exactly what it missed.
  *
  * `message.delta`s are cumulative, so a delta that directly follows a delta of
- * the same message replaces it: one row is updated in place (new seq, new
+ * the same message (a `thought.delta` of the same thought) replaces it: one row is updated in place (new seq, new
  * text) rather than a row inserted per delta, and a replay sends the latest
  * draft. A delta after any other event (a tool call, a question) starts a new
  * row, so replayed text still lands on the right side of that event.
@@ -174,7 +174,13 @@ export class ResumeLog {
       request_id?: unknown;
       seq?: unknown;
     };
-    const draftOf = event.type === "message.delta" ? event.message_id : null;
+    // A thought's deltas are cumulative as a message's are (published with the whole thought).
+    const draftOf =
+      event.type === "message.delta"
+        ? event.message_id
+        : event.type === "thought.delta"
+          ? event.thought_id
+          : null;
     const fields = options.fields && Object.keys(options.fields).length > 0 ? options.fields : null;
     const row: NewRow = {
       event: JSON.stringify(shared),

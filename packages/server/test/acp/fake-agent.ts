@@ -909,6 +909,22 @@ const SCRIPTS: Record<string, Script> = {
     }, 30);
     return done();
   },
+  /**
+   * `updates <json>`: send each step of a JSON array in order: a `session/update` payload
+   * (`{"sessionUpdate": …}`: thoughts, plans, usage, tool calls…), `{"say": text}` answer text, or
+   * `{"sleep": ms}`. Lets a test script any sequence of updates without a script of its own.
+   */
+  async updates({ text, update, say }) {
+    const steps = JSON.parse(text.trim().slice("updates".length)) as Array<
+      acp.SessionUpdate | { say: string } | { sleep: number }
+    >;
+    for (const step of steps) {
+      if ("say" in step) await say(step.say);
+      else if ("sleep" in step) await sleep(step.sleep);
+      else await update(step);
+    }
+    return done();
+  },
   async notice({ update, say }) {
     await update({
       sessionUpdate: "notice",

@@ -59,6 +59,7 @@ export function fakeAgentDir(): {
 
 export type SinkEvent =
   | { type: "text"; chunk: string }
+  | { type: "thought"; chunk: string }
   | { type: "toolStart"; toolCallId: string; toolName: string; args?: Record<string, unknown> }
   | { type: "toolEnd"; toolCallId: string; status: string; error?: string }
   | { type: "permission"; question: PermissionQuestion }
@@ -81,6 +82,9 @@ export class RecordingSink implements TurnSink {
 
   text(chunk: string): void {
     this.events.push({ type: "text", chunk });
+  }
+  thought(chunk: string): void {
+    this.events.push({ type: "thought", chunk });
   }
   /** The cumulative answer text. */
   get answer(): string {

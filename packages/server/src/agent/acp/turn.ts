@@ -74,6 +74,11 @@ export class Turn {
     }
   }
 
+  /** An `agent_thought_chunk`: its text is the agent's thinking (other blocks carry none). */
+  thought(block: ContentBlock): void {
+    if (block.type === "text") this.sink.thought(block.text);
+  }
+
   /**
    * `tool_call` / `tool_call_update` → toolStart/toolEnd. Results are never relayed.
    *

@@ -26,6 +26,10 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       if (turn) await turn.message(update.content);
       else if (update.content.type === "text") unsolicited(state, session, update.content.text);
       return;
+    case "agent_thought_chunk":
+      // Thinking outside a turn has no run to belong to: dropped.
+      turn?.thought(update.content);
+      return;
     case "tool_call":
     case "tool_call_update":
       turn?.tool(update);
@@ -48,7 +52,7 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     }
     default:
-      // Thoughts, plans, usage, commands: not part of Pheby's answer text.
+      // Plans, usage, commands: not part of Pheby's answer text.
       return;
   }
 }

@@ -48,9 +48,15 @@ export const SIM_CLARIFY_FREE = "What should the release be called?";
 /** What `/sim approval limited` offers: an agent without session or persistent approvals. */
 export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
+/** What `/sim think` thinks (word by word, an emoji included: offsets count UTF-16 units) before its answer. */
+export const SIM_THOUGHT = "The user wants to see me think 🤔 so I reason step by step before answering.";
+/** `/sim think`'s answer. */
+export const SIM_THOUGHT_ANSWER = "I thought about it first; this is the answer.";
+
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt].";
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
+  "/sim think [N] (1..1000000).";
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -80,6 +86,23 @@ async function stream(
     sink.text(chunk);
   }
   return true;
+}
+
+/** Stream thinking `chunks` with `delay` between them; false when cancelled. */
+async function think(chunks: string[], delay: number, sink: TurnSink, signal: AbortSignal): Promise<boolean> {
+  for (const chunk of chunks) {
+    if (!(await sleep(delay, signal))) return false;
+    sink.thought(chunk);
+  }
+  return true;
+}
+
+/** `text` in `parts` chunks of about equal length (a long text streamed in few chunks). */
+function chunked(text: string, parts: number): string[] {
+  const size = Math.ceil(text.length / parts);
+  return Array.from({ length: Math.ceil(text.length / size) }, (_, i) =>
+    text.slice(i * size, (i + 1) * size),
+  );
 }
 
 /** Split text into words that keep their trailing space, so the chunks join back to the exact text. */
@@ -310,12 +333,21 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
           } satisfies TurnResult;
         }
         // At most 8 chunks: the cumulative deltas of a long reply stay a few times its size.
-        const text = longText(n);
-        const size = Math.ceil(n / 8);
-        const chunks = Array.from({ length: Math.ceil(n / size) }, (_, i) =>
-          text.slice(i * size, (i + 1) * size),
-        );
-        return (await stream(chunks, delay, sink, signal)) ? done : cancelled;
+        return (await stream(chunked(longText(n), 8), delay, sink, signal)) ? done : cancelled;
+      }
+      case "think": {
+        // `/sim think N`: a thought of exactly N characters in at most 8 chunks (past the limits
+        // of one thought and of a run at N > 64,000 and 256,000); else the short one, word by word.
+        const n = arg !== undefined && /^\d{1,7}$/.test(arg) ? Number(arg) : Number.NaN;
+        if (arg !== undefined && !(n >= 1 && n <= SIM_LONG_MAX)) {
+          return {
+            status: "failed",
+            error: `Usage: /sim think [N], with 1 <= N <= ${SIM_LONG_MAX}`,
+          } satisfies TurnResult;
+        }
+        const thought = arg === undefined ? words(SIM_THOUGHT) : chunked(longText(n), 8);
+        if (!(await think(thought, delay, sink, signal))) return cancelled;
+        return reply(SIM_THOUGHT_ANSWER, sink, signal);
       }
       case "file": {
         const pdf = pdfDocument([

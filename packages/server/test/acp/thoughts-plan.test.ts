@@ -1,0 +1,103 @@
+/**
+ * What an ACP agent reports beside its answer, end to end through a real Pheby server and the
+ * scripted fake agent (a real child process): `agent_thought_chunk` as the `thoughts` extension's
+ * frames. Every frame is validated against `@pheby/protocol` for the connection's features
+ * (test/setup.ts), so a connection without the feature is proven to get none of it.
+ */
+
+import type * as acp from "@agentclientprotocol/sdk";
+import { applyDelta, FEATURE_THOUGHTS, type ServerMessageOf } from "@pheby/protocol";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FAKE_AGENT_COMMAND, fakeAgentDir } from "./harness.js";
+import { framesOf, type PhebyAcp, startPhebyAcp } from "./pheby.js";
+
+type Step = acp.SessionUpdate | { say: string } | { sleep: number };
+const script = (steps: Step[]) => `updates ${JSON.stringify(steps)}`;
+const thought = (text: string): Step => ({
+  sessionUpdate: "agent_thought_chunk",
+  content: { type: "text", text },
+});
+
+function useServer(features: string[]) {
+  const env = {} as { p: PhebyAcp };
+  beforeAll(async () => {
+    const fake = fakeAgentDir();
+    env.p = await startPhebyAcp(
+      {
+        command: FAKE_AGENT_COMMAND,
+        cwd: fake.dir,
+        allowedFileRoots: [fake.dir],
+        respawnBackoffMs: 10,
+        requestTimeoutMs: 15_000,
+        env: fake.env,
+      },
+      { transport: "memory", features },
+    );
+  });
+  afterAll(() => env.p.close());
+  return env;
+}
+
+describe("ACP agent_thought_chunk → thoughts", () => {
+  const env = useServer([FEATURE_THOUGHTS]);
+
+  it("streams each thought until the agent answers or calls a tool; offsets count UTF-16 units", async () => {
+    const id = await env.p.create();
+    const run = await env.p.chat(
+      id,
+      script([
+        thought("Reading 📄 "),
+        // Past the 100 ms coalescing window, so the second chunk is a delta of its own.
+        { sleep: 250 },
+        thought("the file."),
+        { sessionUpdate: "tool_call", toolCallId: "t1", title: "Read", kind: "read", status: "in_progress" },
+        thought("Now "),
+        thought("answer."),
+        { say: "Here you go." },
+        {
+          sessionUpdate: "agent_thought_chunk",
+          content: { type: "image", data: "AA==", mimeType: "image/png" },
+        },
+      ]),
+    );
+    expect(run.finished.status).toBe("completed");
+    expect(run.complete.text).toBe("Here you go.");
+    const completes = framesOf(run.frames, "thought.complete");
+    expect(completes.map((c) => c.text)).toEqual(["Reading 📄 the file.", "Now answer."]);
+    // The client library hands frames on as received: stitch each thought's deltas.
+    for (const c of completes) {
+      let text = "";
+      const deltas = framesOf(run.frames, "thought.delta").filter((d) => d.thought_id === c.thought_id);
+      expect(deltas[0]?.offset).toBe(0);
+      for (const d of deltas) text = applyDelta(text, d);
+      expect(c.text.startsWith(text)).toBe(true);
+      expect(c.run_id).toBe(run.runId);
+    }
+    const first = framesOf(run.frames, "thought.delta").filter(
+      (d) => d.thought_id === completes[0]!.thought_id,
+    );
+    expect(first.map((d) => [d.offset, d.text])).toEqual([
+      [0, "Reading 📄 "],
+      [11, "the file."], // "Reading 📄 " is 11 UTF-16 code units
+    ]);
+    const order = run.frames.map((f) => f.type);
+    expect(order.indexOf("thought.complete")).toBeLessThan(order.indexOf("tool.event"));
+    expect(order.lastIndexOf("thought.complete")).toBeLessThan(order.indexOf("message.delta"));
+  });
+});
+
+describe("ACP thoughts on a connection without the feature", () => {
+  const env = useServer([]);
+
+  it("are never sent, and history has no thoughts field", async () => {
+    const id = await env.p.create();
+    const run = await env.p.chat(id, script([thought("private musing"), { say: "ok" }]));
+    expect(run.complete.text).toBe("ok");
+    expect(JSON.stringify(env.p.frames)).not.toContain("private musing");
+    const history = (await env.p.client.request({
+      type: "conversation.open",
+      conversation_id: id,
+    })) as ServerMessageOf<"conversation.history">;
+    expect(history).not.toHaveProperty("thoughts");
+  });
+});
