@@ -1,6 +1,7 @@
 import {
   FEATURE_DELTA_APPEND,
   FEATURE_EXPIRY,
+  FEATURE_MODES,
   FEATURE_QUEUE,
   FEATURE_SCHEDULES,
   FEATURE_THOUGHTS,
@@ -26,6 +27,7 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_SCHEDULES },
     { feature: FEATURE_EXPIRY },
     devicesExtension(ctx.devices),
+    { feature: FEATURE_MODES },
     { feature: FEATURE_THOUGHTS },
   ];
 }

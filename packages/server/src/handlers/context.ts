@@ -13,6 +13,7 @@ import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { RunQueue } from "../runs/queue.js";
 import type { Scheduler } from "../schedules/scheduler.js";
+import type { Modes } from "../settings/modes.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -34,6 +35,8 @@ export interface ServerContext {
   scheduler: Scheduler;
   decisions: Decisions;
   settings: Settings;
+  /** The conversations' agent modes and slash commands (the `modes` extension). */
+  modes: Modes;
   /** Paired devices (the `devices` extension). */
   devices: Devices;
   backend: AgentBackend;
