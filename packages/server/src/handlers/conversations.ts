@@ -1,5 +1,6 @@
 import {
   type ConversationSummary,
+  FEATURE_ACTIVITY,
   FEATURE_EXPIRY,
   FEATURE_MODES,
   FEATURE_QUEUE,
@@ -67,7 +68,8 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
  * A `conversation.history` page as `features` sees it: with `resume`, each user message's
  * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
  * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`; with
- * `thoughts`, the active run's thoughts; `modes`, the conversation's mode.
+ * `thoughts`, the active run's thoughts; `modes`, the conversation's mode; with `activity`, the tools'
+ * detail and the approvals' call and preview.
  */
 function historyPage(
   ctx: ServerContext,
@@ -90,9 +92,9 @@ function historyPage(
     has_more: page.hasMore,
     attachments: ctx.attachments.list(id),
     run: ctx.runs.state(id),
-    tools: ctx.runs.tools(id),
-    approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
-    clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
+    tools: ctx.runs.tools(id, features.has(FEATURE_ACTIVITY)),
+    approvals: ctx.decisions.approvals(id, features),
+    clarifications: ctx.decisions.clarifications(id, features),
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
