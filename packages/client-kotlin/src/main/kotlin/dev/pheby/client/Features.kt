@@ -1,14 +1,17 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.FEATURES
+import dev.pheby.protocol.FEATURE_ACTIVITY
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.FEATURE_DEVICES
 import dev.pheby.protocol.FEATURE_EXPIRY
+import dev.pheby.protocol.FEATURE_MODES
 import dev.pheby.protocol.FEATURE_PRIORITY
 import dev.pheby.protocol.FEATURE_PUSH
 import dev.pheby.protocol.FEATURE_QUEUE
 import dev.pheby.protocol.FEATURE_RESUME
 import dev.pheby.protocol.FEATURE_SCHEDULES
+import dev.pheby.protocol.FEATURE_THOUGHTS
 import dev.pheby.protocol.HELLO_FEATURES_SENT_MAX
 
 /**
@@ -40,10 +43,27 @@ object Features {
     const val DEVICES: String = FEATURE_DEVICES
 
     /**
-     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE]. Add to it for the others: `features = Features.DEFAULTS + Features.SCHEDULES`.
+     * What the agent does: each `tool.event`'s kind, title, locations and content (diffs, output), the
+     * preview of an approval, `tool.get`, the plan (`plan.updated`) and context usage (`usage.updated`)
+     * (asked for by default).
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE)
+    const val ACTIVITY: String = FEATURE_ACTIVITY
+
+    /** The agent's modes (`modes.list`, `mode.set`, `mode.changed`) and slash commands (`commands.list`, `commands.snapshot`) (asked for by default). */
+    const val MODES: String = FEATURE_MODES
+
+    /**
+     * The agent's thinking as it streams (`thought.delta`, stitched by the client, and `thought.complete`).
+     * Not asked for by default: it can be the bulk of a run's bytes; ask for it where the app shows it.
+     */
+    const val THOUGHTS: String = FEATURE_THOUGHTS
+
+    /**
+     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES]. Add to it for the others:
+     * `features = Features.DEFAULTS + Features.THOUGHTS`.
+     */
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES

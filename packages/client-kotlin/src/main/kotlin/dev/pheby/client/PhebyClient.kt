@@ -135,8 +135,9 @@ class PhebyClient(
         .build()
     internal val routes = HttpRoutes(http, options.url, options.secret)
     private val attachments = Attachments(routes)
-    internal val extensions: List<ClientExtension> =
-        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it() }
+    internal val extensions: List<ClientExtension> = Drafts().let { drafts ->
+        BUILT_IN_EXTENSIONS.filterKeys { it in options.features }.values.map { it(drafts) }
+    }
     private val resume: Resume? = extension()
     // At most 16, the ones that change most what the app can show first: an older server closes a longer list.
     private val helloFeatures: List<String> = Features.helloNames(options.features)
@@ -390,7 +391,9 @@ class PhebyClient(
      * Sends a message and emits its run as it happens, then completes: the `run.accepted` reply, then
      * the conversation's `message.start`, `message.delta` (the whole draft each time), `tool.event`,
      * `approval.request` / `clarify.request` and their `*.resolved`, `attachment.added`,
-     * `message.complete` (notices included), and finally the run's `run.finished`.
+     * `message.complete` (notices included), and finally the run's `run.finished`. With the extensions
+     * enabled, also its `thought.delta` (the whole thought each time) and `thought.complete` (`thoughts`),
+     * `plan.updated` and `usage.updated` (`activity`).
      *
      * With [queue] (the `queue` extension) a send during another run is queued: the flow first emits
      * `run.queued` and the conversation's `queue.changed` while it waits, then the run as above once it

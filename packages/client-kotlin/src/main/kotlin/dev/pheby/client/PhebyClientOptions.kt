@@ -21,9 +21,11 @@ import kotlin.time.Duration.Companion.seconds
  *   (`HELLO_FEATURES_SENT_MAX`), known ones first in `FEATURE_PRIORITY` order. Asked for by default, as
  *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
  *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
- *   after a drop, retry-safe sends) and [Features.QUEUE] (`queue.changed` events). Names the client has
- *   no behaviour for are still asked for; their frames reach [PhebyClient.events] as they come. Add
- *   [Features.SCHEDULES] or [Features.EXPIRY] with `Features.DEFAULTS + Features.SCHEDULES`.
+ *   after a drop, retry-safe sends), [Features.QUEUE] (`queue.changed` events), [Features.ACTIVITY]
+ *   (tool detail, approval previews, plan and usage) and [Features.MODES] (modes and slash commands).
+ *   Names the client has no behaviour for are still asked for; their frames reach [PhebyClient.events]
+ *   as they come. Add [Features.THOUGHTS], [Features.SCHEDULES] or [Features.EXPIRY] with
+ *   `Features.DEFAULTS + Features.THOUGHTS`.
  * @property requestTimeout How long a request waits for its reply, the handshake included.
  * @property reconnect Automatic reconnect after a drop; null disables it.
  * @property pingInterval WebSocket ping interval; a missed pong drops the connection (and so reconnects),

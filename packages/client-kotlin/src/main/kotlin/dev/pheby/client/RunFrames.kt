@@ -9,12 +9,16 @@ import dev.pheby.protocol.ConversationHistory
 import dev.pheby.protocol.MessageComplete
 import dev.pheby.protocol.MessageDelta
 import dev.pheby.protocol.MessageStart
+import dev.pheby.protocol.PlanUpdated
 import dev.pheby.protocol.QueueChanged
 import dev.pheby.protocol.RunAccepted
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunQueued
 import dev.pheby.protocol.ServerMessage
+import dev.pheby.protocol.ThoughtComplete
+import dev.pheby.protocol.ThoughtDelta
 import dev.pheby.protocol.ToolEvent
+import dev.pheby.protocol.UsageUpdated
 
 /** The `request_id`s of the re-opens after a reconnect start with this: their answers are resync answers. */
 internal const val RESYNC_REQUEST_PREFIX = "resync-"
@@ -23,8 +27,8 @@ internal const val RESYNC_REQUEST_PREFIX = "resync-"
  * Which frames belong to the run a [PhebyClient.chat] started, in the order to emit them. The run is
  * known by the reply to its `chat.send` ([sendId]): `run.accepted`, or `run.queued` (then it starts
  * with a `run.accepted` of the same `run_id` later). One run at a time per conversation, so once it
- * started every message, tool, question and attachment of the conversation is the run's, until its
- * `run.finished`.
+ * started every message, tool, question and attachment of the conversation is the run's, and so are
+ * its thoughts and plan (by `run_id`) and usage updates, until its `run.finished`.
  *
  * After a drop the reply may come late: with `resume`, after the replay of the run's first frames (its
  * `run.accepted` among them, which the client's events then carry only once); without, after a snapshot
@@ -112,6 +116,11 @@ internal class RunFrames(private val conversationId: String, private val sendId:
         is ClarifyRequest -> (message.conversationId == conversationId).also { if (it) questions += message.clarifyId }
         is ApprovalResolved -> message.approvalId in questions
         is ClarifyResolved -> message.clarifyId in questions
+        // The extensions' frames of the run: its thinking (`thoughts`), its plan and the context it used (`activity`).
+        is ThoughtDelta -> message.runId == runId
+        is ThoughtComplete -> message.runId == runId
+        is PlanUpdated -> message.runId == runId
+        is UsageUpdated -> message.conversationId == conversationId
         else -> false
     }
 }

@@ -43,8 +43,9 @@ class ChatTest : ServerTest() {
     @Test
     fun `hello asks for the default extensions and the server enables them, a client that asks for nothing gets v1`() = blocking {
         val state = client.state.value as ConnectionState.Open
-        assertEquals(setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE), state.features)
-        assertEquals(setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE), state.ready.features.orEmpty().toSet())
+        val defaults = setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES)
+        assertEquals(defaults, state.features)
+        assertEquals(defaults, state.ready.features.orEmpty().toSet())
         server.client { copy(features = emptySet()) }.use { v1 ->
             val ready = (v1.state.value as ConnectionState.Open).ready
             assertNull(ready.features, "ready carries no features when hello asked for none")

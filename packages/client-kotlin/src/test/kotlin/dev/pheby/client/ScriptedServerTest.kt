@@ -11,7 +11,10 @@ import dev.pheby.protocol.PhebyJson
 import dev.pheby.protocol.RunFinished
 import dev.pheby.protocol.RunStatus
 import dev.pheby.protocol.ServerMessage
+import dev.pheby.protocol.ThoughtComplete
+import dev.pheby.protocol.ThoughtDelta
 import dev.pheby.protocol.decodeServerMessage
+import dev.pheby.protocol.toJson
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.Dispatchers
 import kotlinx.coroutines.runInterruptible
@@ -92,11 +95,11 @@ class ScriptedServerTest {
 
         fun close(code: Int, reason: String? = null) = socket.get(30, TimeUnit.SECONDS).close(code, reason)
 
-        /** Reads the hello and answers ready (with the features it asked for). */
-        suspend fun accept(features: Boolean = true): JsonObject = next().also { hello ->
+        /** Reads the hello and answers ready, enabling [enabled] (`delta.append` unless told otherwise). */
+        suspend fun accept(features: Boolean = true, enabled: List<String> = listOf("delta.append")): JsonObject = next().also { hello ->
             assertEquals("hello", hello.type)
             val id = hello.getValue("request_id").jsonPrimitive.content
-            val enabled = if (features) ""","features":["delta.append"]""" else ""
+            val enabled = if (features) ""","features":${enabled.joinToString(",", "[", "]") { "\"$it\"" }}""" else ""
             send("""{"type":"ready","request_id":"$id","protocol_version":1,"server":"scripted"$enabled,"ts":"2026-09-02T18:00:00+00:00"}""")
         }
 
@@ -128,7 +131,7 @@ class ScriptedServerTest {
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
             // In FEATURE_PRIORITY order, whatever the options' order.
-            assertEquals("""["delta.append","resume","queue","push"]""", hello.getValue("features").toString())
+            assertEquals("""["delta.append","resume","queue","push","activity","modes"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
@@ -185,6 +188,54 @@ class ScriptedServerTest {
             peer.send(append)
             assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched.await())
             // The second missed delta sent no second open: the client's next frame is this ping.
+            val pinged = async { runCatching { client.ping() } }
+            assertEquals("ping", peer.next().type)
+            pinged.cancel()
+        }
+    }
+
+    @Test
+    fun `thought deltas arrive as the whole thought, and one re-open repairs missed thought and message deltas`() = blocking {
+        val peer = peer()
+        val options = PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", features = Features.DEFAULTS + Features.THOUGHTS, reconnect = null)
+        PhebyClient(options).use { client ->
+            val connected = async { client.connect() }
+            val hello = peer.accept(enabled = listOf("delta.append", "thoughts"))
+            assertTrue("thoughts" in hello.getValue("features").jsonArray.map { it.jsonPrimitive.content })
+            connected.await()
+            val thoughts = async(start = CoroutineStart.UNDISPATCHED) { client.thoughts(CONVERSATION).take(4).toList() }
+            val stitched = async(start = CoroutineStart.UNDISPATCHED) { client.events.filterIsInstance<MessageDelta>().first() }
+            val first = decodeServerMessage(fixture("valid/server/thought.delta.json")) as ThoughtDelta
+            peer.send(fixture("valid/server/thought.delta.json"))
+            peer.send(fixture("valid/server/thought.delta.append-resume.json"))
+            peer.send(fixture("valid/server/thought.complete.json"))
+            // A second thought, and the answer, both past what this connection received: deltas went missing.
+            val second = first.copy(thoughtId = "thought-8c1f2e3d4c5b6a798877665544332211-2", offset = 14, text = " take an umbrella.")
+            peer.send(second.toJson())
+            peer.send(fixture("valid/server/message.delta.append.json"))
+            peer.send(second.toJson())
+            val reopen = peer.next()
+            assertEquals("conversation.open", reopen.type)
+            assertEquals(CONVERSATION, reopen.getValue("conversation_id").jsonPrimitive.content)
+            // The snapshot carries the thought so far ("Rain later, so") and the draft; the next deltas continue them.
+            val history = PhebyJson.parseToJsonElement(fixture("valid/server/conversation.history.thoughts.json")).jsonObject
+            val run = JsonObject(history.getValue("run").jsonObject + ("text" to JsonPrimitive("It's currently ")))
+            peer.send(JsonObject(history + ("run" to run) - "request_id").toString())
+            peer.send(second.toJson())
+            peer.send(fixture("valid/server/message.delta.append.json"))
+
+            val (whole, continued, complete, repaired) = thoughts.await()
+            assertEquals(first, whole)
+            val full = "The user asks about the weather. \uD83C\uDF26 I should check the forecast first."
+            assertEquals(ThoughtDelta::class, continued::class)
+            continued as ThoughtDelta
+            assertEquals(0L, continued.offset, "stitched: offset 0 and the whole thought so far")
+            assertEquals(full, continued.text)
+            assertEquals(43L, continued.seq, "the rest of the frame as sent")
+            assertEquals(full, (complete as ThoughtComplete).text)
+            assertEquals(second.copy(offset = 0, text = "Rain later, so take an umbrella."), repaired)
+            assertEquals(decodeServerMessage(fixture("valid/server/message.delta.json")), stitched.await())
+            // The other missed deltas sent no second open: the client's next frame is this ping.
             val pinged = async { runCatching { client.ping() } }
             assertEquals("ping", peer.next().type)
             pinged.cancel()
@@ -322,5 +373,8 @@ class ScriptedServerTest {
     }
 
 }
+
+/** The conversation of the shared fixtures. */
+private const val CONVERSATION = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
 private val JsonObject.type: String get() = getValue("type").jsonPrimitive.content

@@ -2,6 +2,8 @@ package dev.pheby.client
 
 import dev.pheby.protocol.ErrorCode
 import dev.pheby.protocol.PairCreated
+import dev.pheby.protocol.ToolEvent
+import dev.pheby.protocol.ToolStatus
 import dev.pheby.protocol.decodeServerMessage
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
@@ -99,12 +101,34 @@ class UnitsTest {
     }
 
     @Test
-    fun `the client asks for append deltas, push, resume and queue by default, as @pheby-client does`() {
+    fun `the client asks for append deltas, push, resume, queue, activity and modes by default, as @pheby-client does`() {
         assertEquals(
-            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE),
+            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES),
             PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
         )
         assertEquals(PhebyClientOptions(url = "ws://h/ws", secret = "s").features, Features.DEFAULTS)
+        assertFalse(Features.THOUGHTS in Features.DEFAULTS, "thoughts can be the bulk of a run's bytes: opt-in")
+    }
+
+    @Test
+    fun `a tool event without content keeps the call's last content, one with content replaces it`() {
+        val fixtures = File(repoRoot, "packages/protocol/fixtures/valid/server")
+        val edit = decodeServerMessage(File(fixtures, "tool.event.activity-edit.json").readText()) as ToolEvent
+        val done = edit.copy(status = ToolStatus.COMPLETED, content = null)
+        assertEquals(edit.content, done.withContentOf(edit).content, "unchanged, so not repeated")
+        assertEquals(ToolStatus.COMPLETED, done.withContentOf(edit).status)
+        val output = decodeServerMessage(File(fixtures, "tool.event.activity-output.json").readText()) as ToolEvent
+        val replaced = output.copy(toolCallId = edit.toolCallId)
+        assertEquals(output.content, replaced.withContentOf(edit).content, "a new list replaces the old one")
+        assertNull(output.copy(content = null).withContentOf(edit).content, "another call's content is not taken")
+        assertEquals(done, done.withContentOf(null))
+    }
+
+    @Test
+    fun `a slash command is the command's name after one slash, then its input`() {
+        assertEquals("/compact", slashCommand("compact"))
+        assertEquals("/compact", slashCommand("/compact", "  "))
+        assertEquals("/review src/app.ts", slashCommand("review", "src/app.ts"))
     }
 
     @Test

@@ -11,7 +11,19 @@ package dev.pheby.protocol
  * missed: re-open the conversation, its `run.text` is the whole draft) or is negative (the models leave
  * `minimum 0` to the server, like every range).
  */
-fun MessageDelta.applyTo(draft: String): String {
+fun MessageDelta.applyTo(draft: String): String = applyDelta(draft, offset, text)
+
+/**
+ * The thought after this delta (the `thoughts` extension): `thought.substring(0, offset) + text`, with
+ * exactly [MessageDelta.applyTo]'s rules (a thought delta always has an offset: 0 with the whole text on
+ * a connection's first delta of the thought). Throws [IllegalArgumentException] when the offset lies
+ * beyond [thought] (a delta was missed: re-open the conversation, its `thoughts` carry each thought so
+ * far) or is negative.
+ */
+fun ThoughtDelta.applyTo(thought: String): String = applyDelta(thought, offset, text)
+
+/** `draft.substring(0, offset) + text`; the whole [text] without an offset (a v1 cumulative delta). */
+private fun applyDelta(draft: String, offset: Long?, text: String): String {
     val at = offset ?: return text
     require(at in 0..draft.length) { "delta offset $at is outside the draft (${draft.length} code units)" }
     return draft.substring(0, at.toInt()) + text

@@ -41,6 +41,18 @@ class DeltasTest {
     }
 
     @Test
+    fun `thought deltas stitch to the complete thought, with the message deltas' rules`() {
+        val start = decodeServerMessage(File(fixtures, "valid/server/thought.delta.json").readText()) as ThoughtDelta
+        val next = decodeServerMessage(File(fixtures, "valid/server/thought.delta.append-resume.json").readText()) as ThoughtDelta
+        val complete = decodeServerMessage(File(fixtures, "valid/server/thought.complete.json").readText()) as ThoughtComplete
+        assertEquals(0L, start.offset)
+        // Offset 35 counts the surrogate pair of the emoji as two UTF-16 code units, as Kotlin does.
+        assertEquals(complete.text, next.applyTo(start.applyTo("stale thought of another connection")))
+        assertThrows(IllegalArgumentException::class.java) { next.applyTo("The user asks") }
+        assertThrows(IllegalArgumentException::class.java) { next.copy(offset = -1).applyTo(complete.text) }
+    }
+
+    @Test
     fun `the feature name matches the TypeScript constant`() {
         val hello = decodeClientMessage(File(fixtures, "valid/client/hello.features.json").readText()) as Hello
         assertEquals(FEATURE_DELTA_APPEND, hello.features!!.first())

@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 30 client message types (18 of v1, 12 of extensions) are covered") {
-                assertEquals(30, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 37 client message types (18 of v1, 19 of extensions) are covered") {
+                assertEquals(37, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 40 server message types (27 of v1, 13 of extensions) are covered") {
-                assertEquals(40, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 49 server message types (27 of v1, 22 of extensions) are covered") {
+                assertEquals(49, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -159,6 +159,7 @@ class FixtureRoundTripTest {
         "schedule-create-bad-timezone.json" to "pattern (IANA name characters)",
         "schedule-create-blank-prompt.json" to "non-blank (pattern \\S)",
         "schedule-create-prompt-too-long.json" to "maxLength 64000",
+        "mode-set-empty-mode-id.json" to "minLength 1",
         "conversation-read-empty-message-id.json" to "minLength 1",
         "conversation-search-blank.json" to "non-blank (pattern \\S)",
         "conversation-search-query-201.json" to "maxLength 200",
@@ -182,6 +183,16 @@ class FixtureRoundTripTest {
         "schedule-snapshot-bad-status.json" to "unknown RunStatus",
         "pair-created-bad-uri.json" to "pattern (pheby://pair?)",
         "approval-request-expires-at-not-timestamp.json" to "format date-time",
+        "commands-snapshot-blank-name.json" to "non-blank (pattern \\S)",
+        "thought-delta-negative-offset.json" to "minimum 0 (applyTo refuses it)",
+        "approval-request-preview-21-blocks.json" to "maxItems 20",
+        "plan-updated-101-entries.json" to "maxItems 100",
+        "plan-updated-entry-2001.json" to "maxLength 2000",
+        "tool-event-21-blocks.json" to "maxItems 20",
+        "tool-event-51-locations.json" to "maxItems 50",
+        "tool-event-text-16001.json" to "maxLength 16000",
+        "tool-event-title-501.json" to "maxLength 500",
+        "usage-updated-negative-used.json" to "minimum 0",
         "conversation-status-negative-pending.json" to "minimum 0",
         "conversation-status-preview-201.json" to "maxLength 200",
         "conversation-results-51.json" to "maxItems 50",

@@ -128,6 +128,48 @@ class FutureServerTest {
         assertEquals(false, history.hasMore)
     }
 
+    @Test
+    fun `modes and thoughts of a newer server keep every known field`() {
+        val modes = decode("modes-snapshot-unknown-fields.json") as ModesSnapshot
+        assertTrue(modes.modes.isNotEmpty())
+        assertEquals(modes, decodeServerMessage(modes.toJson()), "nothing known is lost on the way back")
+        val commands = decode("commands-snapshot-unknown-fields.json") as CommandsSnapshot
+        assertEquals(commands, decodeServerMessage(commands.toJson()))
+        assertInstanceOf(ModeChanged::class.java, decode("mode-changed-unknown-fields.json"))
+        val delta = decode("thought-delta-unknown-fields.json") as ThoughtDelta
+        assertEquals(delta.text, delta.applyTo("anything"), "offset 0: the whole thought")
+        assertInstanceOf(ThoughtComplete::class.java, decode("thought-complete-unknown-fields.json"))
+        val history = decode("history-thought-unknown-fields.json") as ConversationHistory
+        assertTrue(history.thoughts!!.isNotEmpty())
+    }
+
+    @Test
+    fun `a newer server's tool kind, content block type and plan values decode to Unknown, the rest kept`() {
+        val browse = decode("tool-event-unknown-kind.json") as ToolEvent
+        assertInstanceOf(ToolKind.Unknown::class.java, browse.kind)
+        assertEquals("browse", browse.kind?.value)
+        assertEquals("t1", browse.toolCallId)
+        val image = decode("tool-event-unknown-block-type.json") as ToolEvent
+        val block = assertInstanceOf(ToolContentBlock.Unknown::class.java, image.content!!.single())
+        assertEquals("image", block.type)
+        assertEquals("image/png", block.json.stringOrNull("mime_type"))
+        assertEquals(ToolStatus.COMPLETED, image.status)
+        val urgent = decode("plan-updated-unknown-priority.json") as PlanUpdated
+        assertInstanceOf(PlanEntryPriority.Unknown::class.java, urgent.entries.single().priority)
+        assertEquals(PlanEntryStatus.PENDING, urgent.entries.single().status)
+        val status = decode("plan-updated-unknown-status.json") as PlanUpdated
+        assertInstanceOf(PlanEntryStatus.Unknown::class.java, status.entries.single().status)
+        assertEquals(describe(block), "a block of a newer server (image)")
+    }
+
+    /** Exhaustive without `else` over every content block, `Unknown` being one more branch. */
+    private fun describe(block: ToolContentBlock): String = when (block) {
+        is ToolDiffBlock -> "diff of ${block.display}"
+        is ToolTextBlock -> "text"
+        is ToolOtherBlock -> block.label
+        is ToolContentBlock.Unknown -> "a block of a newer server (${block.type})"
+    }
+
     /** Exhaustive without `else`: the compiler checks every known value plus `Unknown` is handled. */
     private fun describe(status: RunStatus): String = when (status) {
         RunStatus.COMPLETED -> "done"
@@ -150,6 +192,9 @@ class FutureServerTest {
         is ConversationResumed, is RunQueued, is QueueChanged -> "resume and queue"
         is ScheduleSnapshot, is ScheduleCreated, is ScheduleChanged -> "schedule"
         is PairCreated, is DeviceSnapshot, is DeviceRevoked -> "device"
+        is ModesSnapshot, is ModeChanged, is CommandsSnapshot -> "modes"
+        is ThoughtDelta, is ThoughtComplete -> "thoughts"
+        is PlanUpdated, is UsageUpdated -> "activity"
         is ServerMessage.Unknown -> "unknown ${message.type}"
     }
 

@@ -33,6 +33,11 @@ class TablesTest {
         assertEquals(ReplyRule.BROADCAST_ALL, rules["run.cancel"])
         assertEquals(ReplyRule.BROADCAST_ALL, rules["approval.respond"])
         assertEquals(ReplyRule.REQUESTER, rules["yolo.set"])
+        assertEquals(ReplyRule.REQUESTER, rules["modes.list"])
+        assertEquals(ReplyRule.BROADCAST, rules["mode.set"])
+        assertEquals(ReplyRule.REQUESTER, rules["commands.list"])
+        assertEquals(ReplyRule.REQUESTER, rules["tool.get"])
+        assertEquals(ToolEvent::class, REQUEST_REPLIES.getValue("tool.get").reply.messageClass)
         assertEquals(listOf("requester", "broadcast", "broadcast_all"), ReplyRule.entries.map { it.value })
     }
 
