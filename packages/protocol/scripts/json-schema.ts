@@ -4,6 +4,8 @@
 import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
+  AgentCommand,
+  AgentMode,
   AttachmentDescriptor,
   ConversationSummary,
   clientMessageSchemas,
@@ -50,6 +52,8 @@ export function pushPayloadName(kind: string): string {
 
 // Every nested object gets a name: code generators (the Kotlin models) need one per class.
 const sharedDefinitions: Record<string, ZodTypeAny> = {
+  AgentCommand,
+  AgentMode,
   AttachmentDescriptor,
   ConversationSummary,
   Device,

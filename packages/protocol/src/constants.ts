@@ -100,6 +100,20 @@ export const LIMITS = {
   pairingCodeMinChars: 22,
   /** `devices`: maximum pairing code length. */
   pairingCodeMaxChars: 128,
+  /** `modes`: most modes listed per conversation (the server keeps the agent's first ones). */
+  modes: 50,
+  /** `modes`: maximum mode name length (the server shortens a longer one). */
+  modeNameChars: 200,
+  /** `modes`: maximum mode description length (the server shortens a longer one). */
+  modeDescriptionChars: 1_000,
+  /** `modes`: most slash commands listed per conversation (the server keeps the agent's first ones). */
+  commands: 200,
+  /** `modes`: maximum slash command name length, without the slash (a longer one is not listed). */
+  commandNameChars: 200,
+  /** `modes`: maximum slash command description length (the server shortens a longer one). */
+  commandDescriptionChars: 1_000,
+  /** `modes`: maximum slash command input hint length (the server shortens a longer one). */
+  commandHintChars: 200,
 } as const;
 
 /**
@@ -144,6 +158,12 @@ export const FEATURE_EXPIRY = "expiry" as const;
  */
 export const FEATURE_DEVICES = "devices" as const;
 
+/**
+ * Pheby extension of v1: the agent's modes (`modes.list`, `mode.set`, `mode.changed`) and slash
+ * commands (`commands.list`, `commands.snapshot`); `conversation.history` carries `mode_id`.
+ */
+export const FEATURE_MODES = "modes" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -153,6 +173,7 @@ export const FEATURES = [
   FEATURE_SCHEDULES,
   FEATURE_EXPIRY,
   FEATURE_DEVICES,
+  FEATURE_MODES,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -168,6 +189,7 @@ export type Feature = (typeof FEATURES)[number];
  * 5. `push`: notifications while the app is in the background; no frame on screen depends on it.
  * 6. `schedules`: a screen of its own, opened later.
  * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
+ * 8. `modes`: the mode picker and the command palette; without them the agent still works.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -180,6 +202,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_PUSH,
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
+  FEATURE_MODES,
 ] as const satisfies readonly Feature[];
 
 /**

@@ -8,6 +8,7 @@ import {
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
+  FEATURE_MODES,
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
@@ -55,6 +56,13 @@ export const EXTENSION_TYPES = {
   "pair.created": FEATURE_DEVICES,
   "device.snapshot": FEATURE_DEVICES,
   "device.revoked": FEATURE_DEVICES,
+  // modes
+  "modes.list": FEATURE_MODES,
+  "mode.set": FEATURE_MODES,
+  "commands.list": FEATURE_MODES,
+  "modes.snapshot": FEATURE_MODES,
+  "mode.changed": FEATURE_MODES,
+  "commands.snapshot": FEATURE_MODES,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -89,6 +97,7 @@ export const EXTENSION_FIELDS = {
     "queue[].client_message_id": FEATURE_RESUME,
     "approvals[].expires_at": FEATURE_EXPIRY,
     "clarifications[].expires_at": FEATURE_EXPIRY,
+    mode_id: FEATURE_MODES,
   },
   "conversation.renamed": seq,
   "conversation.deleted": seq,
@@ -111,6 +120,9 @@ export const EXTENSION_FIELDS = {
   "reasoning.changed": seq,
   "run.queued": seq,
   "queue.changed": { ...seq, "queued[].client_message_id": FEATURE_RESUME },
+  "modes.snapshot": seq,
+  "mode.changed": seq,
+  "commands.snapshot": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

@@ -32,6 +32,7 @@ export * from "./messages/devices.js";
 export * from "./messages/errors.js";
 export * from "./messages/handshake.js";
 export * from "./messages/models.js";
+export * from "./messages/modes.js";
 export * from "./messages/push.js";
 export * from "./messages/queue.js";
 export * from "./messages/reasoning.js";

@@ -57,6 +57,14 @@ import {
   ModelsSnapshot,
 } from "./messages/models.js";
 import {
+  CommandsList,
+  CommandsSnapshot,
+  ModeChanged,
+  ModeSet,
+  ModesList,
+  ModesSnapshot,
+} from "./messages/modes.js";
+import {
   Presence,
   PushList,
   PushSubscribe,
@@ -121,6 +129,10 @@ export const clientMessageSchemas = {
   "pair.create": PairCreate,
   "device.list": DeviceList,
   "device.revoke": DeviceRevoke,
+  // modes
+  "modes.list": ModesList,
+  "mode.set": ModeSet,
+  "commands.list": CommandsList,
 } as const;
 
 /**
@@ -173,6 +185,10 @@ export const serverMessageSchemas = {
   "pair.created": PairCreated,
   "device.snapshot": DeviceSnapshot,
   "device.revoked": DeviceRevoked,
+  // modes
+  "modes.snapshot": ModesSnapshot,
+  "mode.changed": ModeChanged,
+  "commands.snapshot": CommandsSnapshot,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -300,6 +316,9 @@ export const REPLY_TYPES = {
   "pair.create": "pair.created",
   "device.list": "device.snapshot",
   "device.revoke": "device.revoked",
+  "modes.list": "modes.snapshot",
+  "mode.set": "mode.changed",
+  "commands.list": "commands.snapshot",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -367,6 +386,9 @@ export const REPLY_RULES = {
   "pair.create": "requester",
   "device.list": "requester",
   "device.revoke": "broadcast",
+  "modes.list": "requester",
+  "mode.set": "broadcast",
+  "commands.list": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

@@ -52,6 +52,13 @@ describe("extension limits", () => {
       pairingCodeSeconds: 600,
       clientMessageIdWindowSeconds: 86_400,
       clientMessageIdsPerPrincipal: 10_000,
+      modes: 50,
+      modeNameChars: 200,
+      modeDescriptionChars: 1_000,
+      commands: 200,
+      commandNameChars: 200,
+      commandDescriptionChars: 1_000,
+      commandHintChars: 200,
     });
     expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
   });
@@ -184,6 +191,67 @@ describe("extension limits", () => {
     ).toEqual(["ok", "bad_request"]);
   });
 
+  it("modes: 50 modes and 200 commands; names, descriptions and hints bounded in code points", () => {
+    const mode = (extra: Record<string, unknown> = {}) => ({
+      mode_id: "plan",
+      name: "Plan",
+      description: null,
+      auto_approves: false,
+      ...extra,
+    });
+    const modes = (list: unknown[]) => ({
+      type: "modes.snapshot",
+      conversation_id: conv,
+      modes: list,
+      current_mode_id: null,
+    });
+    const command = (extra: Record<string, unknown> = {}) => ({
+      name: "compact",
+      description: "",
+      hint: null,
+      ...extra,
+    });
+    const commands = (list: unknown[]) => ({
+      type: "commands.snapshot",
+      conversation_id: conv,
+      commands: list,
+    });
+    expect(boundary((n) => modes(Array(n).fill(mode())), LIMITS.modes, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => modes([mode({ name: "😀".repeat(n) })]), LIMITS.modeNameChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(
+      boundary((n) => modes([mode({ description: "d".repeat(n) })]), LIMITS.modeDescriptionChars, server),
+    ).toEqual(["ok", "bad_request"]);
+    expect(boundary((n) => modes([mode({ mode_id: "m".repeat(n) })]), LIMITS.idChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => commands(Array(n).fill(command())), LIMITS.commands, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(
+      boundary((n) => commands([command({ name: "c".repeat(n) })]), LIMITS.commandNameChars, server),
+    ).toEqual(["ok", "bad_request"]);
+    expect(
+      boundary(
+        (n) => commands([command({ description: "d".repeat(n) })]),
+        LIMITS.commandDescriptionChars,
+        server,
+      ),
+    ).toEqual(["ok", "bad_request"]);
+    expect(
+      boundary((n) => commands([command({ hint: "h".repeat(n) })]), LIMITS.commandHintChars, server),
+    ).toEqual(["ok", "bad_request"]);
+    const set = (n: number) => ({ type: "mode.set", conversation_id: conv, mode_id: "m".repeat(n) });
+    expect(boundary(set, LIMITS.idChars)).toEqual(["ok", "bad_request"]);
+  });
+
   it("devices: pairing codes of 22..128 URL-safe characters", () => {
     const hello = (n: number) => ({
       type: "hello",
@@ -252,8 +320,8 @@ const subscription = {
 
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12);
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13);
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3); // + modes.list, mode.set, commands.list
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3); // + modes.snapshot, mode.changed, commands.snapshot
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

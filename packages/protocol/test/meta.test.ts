@@ -70,6 +70,9 @@ describe("reply rules", () => {
     expect(replyRuleOf("yolo.set", "yolo.changed")).toBe("requester");
     expect(replyRuleOf("schedule.update", "schedule.changed")).toBe("broadcast");
     expect(replyRuleOf("device.revoke", "device.revoked")).toBe("broadcast");
+    expect(replyRuleOf("modes.list", "modes.snapshot")).toBe("requester");
+    expect(replyRuleOf("mode.set", "mode.changed")).toBe("broadcast");
+    expect(replyRuleOf("commands.list", "commands.snapshot")).toBe("requester");
     expect(replyRuleOf("conversation.open", "conversation.resumed")).toBe("requester");
     expect(replyRuleOf("ping", "ready")).toBeUndefined();
     expect(replyRuleOf("presence", "pong")).toBeUndefined();

@@ -42,6 +42,7 @@ import { recoverAtStart } from "./runs/restart.js";
 import { stopRevokedWork } from "./runs/revoked-work.js";
 import { publishScheduleChanges } from "./schedules/events.js";
 import { Scheduler } from "./schedules/scheduler.js";
+import { Modes } from "./settings/modes.js";
 import { Settings } from "./settings/settings.js";
 import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
@@ -143,13 +144,25 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const outbox: Outbox = push.wrap(replay ?? fanout);
   const settings = new Settings(store.settings, backend, log);
   const decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
-  const runs = new RunEngine({
+  // The engine asks the modes for each turn's mode; the modes ask the engine whether a run nobody
+  // started from a client is active (then no mode that approves without asking reaches its session).
+  const modes = new Modes({
+    store,
+    settings,
+    backend,
+    outbox,
+    clock,
+    log,
+    askingRun: (id) => runs.askingRun(id),
+  });
+  const runs: RunEngine = new RunEngine({
     store,
     attachments,
     outbox,
     backend,
     decisions,
     settings,
+    modes,
     clock,
     log,
     logChatContent: o.logChatContent,
@@ -183,10 +196,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
     publicUrl: o.publicUrl,
   });
-  // What a revoked device set in motion goes with it: queued runs, schedules, YOLO, its active runs.
+  // What a revoked device set in motion goes with it: queued runs, schedules, YOLO and modes that
+  // approve without asking, its active runs.
   // (Its push subscriptions go by the database's cascading foreign key.)
   devices.onRevoked((deviceId) =>
-    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, outbox, log }),
+    stopRevokedWork(deviceId, { queue, scheduler, runs, settings, modes, outbox, log }),
   );
   const ctx: ServerContext = {
     store,
@@ -199,6 +213,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     scheduler,
     decisions,
     settings,
+    modes,
     devices,
     backend,
     clock,
@@ -228,6 +243,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     store,
     outbox,
     runs,
+    modes,
     source: backend.name,
     clock,
     tools: agentTools?.tools,

@@ -131,6 +131,11 @@ export const ConversationHistory = conversationEvent(
       .max(LIMITS.queuedRunsPerConversation)
       .optional()
       .describe("Only with the queue feature: the queued runs, next first"),
+    mode_id: z
+      .string()
+      .nullable()
+      .optional()
+      .describe("Only with the modes feature: the conversation's current mode, or null when none is known"),
   },
   "History page and recoverable state",
 );

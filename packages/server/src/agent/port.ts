@@ -69,7 +69,54 @@ export interface TurnSettings {
   effort: ReasoningEffort | null;
   /** YOLO is on for this conversation (the server auto-answers permissions; a backend may also switch an agent mode). */
   yolo: boolean;
+  /**
+   * The agent mode the turn runs in, resolved by the server (YOLO's mode, else the conversation's
+   * chosen one, else the agent's configured or default one; never one that approves without asking
+   * when {@link asking}). Null or absent: the server knows no mode; the backend keeps the session's.
+   */
+  mode?: string | null;
+  /**
+   * Nobody started the turn from a client and its schedule does not allow auto-approval: the
+   * session must not run in a mode that approves without asking (`autoApproves` in agent/modes.ts).
+   */
+  asking?: boolean;
 }
+
+/** One mode an agent session offers. */
+export interface AgentModeInfo {
+  id: string;
+  name: string;
+  description: string | null;
+}
+
+/** The modes an agent session offers, and the one it is in. */
+export interface AgentModes {
+  available: AgentModeInfo[];
+  currentModeId: string | null;
+  /**
+   * The mode a session opens in when Pheby chose none: the agent entry's configured mode, else the
+   * agent's own default (absent: `currentModeId`, which after a restart may be a mode Pheby chose).
+   */
+  defaultModeId?: string | null;
+}
+
+/** One slash command an agent session accepts (sent as a message starting with `/name`). */
+export interface AgentCommandInfo {
+  /** Without the slash. */
+  name: string;
+  description: string;
+  /** The agent's hint for the text after the name; null when it takes none. */
+  hint: string | null;
+}
+
+/** How {@link AgentBackend.setMode} went. */
+export type SetModeResult =
+  /** The open session is in the mode now. */
+  | { outcome: "applied" }
+  /** The session is not open (in a live agent process): the mode applies with its next turn. */
+  | { outcome: "closed" }
+  /** The agent refused; `reason` is its words, fit for a client (host paths scrubbed). */
+  | { outcome: "refused"; reason: string };
 
 /** A stored attachment handed to the agent with a prompt. */
 export interface AttachmentRef {
@@ -269,6 +316,20 @@ export interface AgentHost {
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
   /**
+   * The modes a session offers and the one it is in, when the session opens (after the configured
+   * mode was applied) or its list changes. Not called when Pheby itself switched the mode.
+   */
+  sessionModes?(sessionId: string, modes: AgentModes): void;
+  /**
+   * The agent switched a session's mode by itself (ACP `current_mode_update`, e.g. leaving plan mode
+   * once the user accepted the plan): it becomes the conversation's mode.
+   */
+  modeChanged?(sessionId: string, modeId: string): void;
+  /** The agent announced the slash commands of a session (often right after it opened, outside any turn). */
+  sessionCommands?(sessionId: string, commands: AgentCommandInfo[]): void;
+  /** The agent compacted a session's context (ACP `compaction_update`, e.g. after `/compact`). */
+  compacted?(sessionId: string): void;
+  /**
    * Never import this agent session as a conversation, across restarts too: the backend opened
    * it for itself (the ACP catalogue probe). It may still become a conversation's session.
    */
@@ -321,6 +382,16 @@ export interface AgentBackend {
   deleteSession?(sessionId: string): Promise<void>;
   /** The model and reasoning catalogue (when `capabilities.models` or `capabilities.reasoning`). */
   catalogue?(): Promise<AgentCatalogue>;
+  /**
+   * Put a session in the mode `modeId` now, when it is open; it never opens a session or starts an
+   * agent (a closed session gets its mode with its next turn, {@link TurnSettings.mode}).
+   */
+  setMode?(sessionId: string, modeId: string): Promise<SetModeResult>;
+  /**
+   * What the backend knows of a session's modes and commands right now (in memory; null when it knows
+   * nothing), for the server to catch up with what it announced before the session had a conversation.
+   */
+  sessionInfo?(sessionId: string): { modes: AgentModes | null; commands: AgentCommandInfo[] | null } | null;
   /** Stop the agent: end children cleanly, then forcefully after a timeout. */
   close(): Promise<void>;
 }

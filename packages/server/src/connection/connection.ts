@@ -183,6 +183,7 @@ export class Connection implements Peer {
         sendReply(this, requestId, answer.reply, this.#replyFields(answer.reply));
         for (const event of answer.replay ?? []) this.deps.fanout.publish(event, this);
         if (answer.broadcast) this.deps.ctx.outbox.publish(answer.broadcast);
+        for (const event of answer.then ?? []) this.deps.ctx.outbox.publish(event);
         return;
       }
       case "broadcast":

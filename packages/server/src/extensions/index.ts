@@ -1,4 +1,10 @@
-import { FEATURE_DELTA_APPEND, FEATURE_EXPIRY, FEATURE_QUEUE, FEATURE_SCHEDULES } from "@pheby/protocol";
+import {
+  FEATURE_DELTA_APPEND,
+  FEATURE_EXPIRY,
+  FEATURE_MODES,
+  FEATURE_QUEUE,
+  FEATURE_SCHEDULES,
+} from "@pheby/protocol";
 import type { ConnectionExtension } from "../connection/extension.js";
 import type { ServerContext } from "../handlers/context.js";
 import { devicesExtension } from "./devices.js";
@@ -20,5 +26,6 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_SCHEDULES },
     { feature: FEATURE_EXPIRY },
     devicesExtension(ctx.devices),
+    { feature: FEATURE_MODES },
   ];
 }

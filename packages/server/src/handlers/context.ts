@@ -13,6 +13,7 @@ import type { ResumeOutbox } from "../resume/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
 import type { RunQueue } from "../runs/queue.js";
 import type { Scheduler } from "../schedules/scheduler.js";
+import type { Modes } from "../settings/modes.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
@@ -34,6 +35,8 @@ export interface ServerContext {
   scheduler: Scheduler;
   decisions: Decisions;
   settings: Settings;
+  /** The conversations' agent modes and slash commands (the `modes` extension). */
+  modes: Modes;
   /** Paired devices (the `devices` extension). */
   devices: Devices;
   backend: AgentBackend;
@@ -65,13 +68,15 @@ export type Answer = RequesterAnswer | BroadcastAnswer | CoreAnswer | NoAnswer;
  * "requester": `reply` goes to the requester alone, with its `request_id` (and the fields an
  * extension adds to a reply, e.g. resume's `seq`); then `replay`, events sent again to the requester
  * alone (a resumed conversation's missed events); then `broadcast`, if any, to every connection (the
- * requester too: it receives both, as the protocol's broadcast rules say).
+ * requester too: it receives both, as the protocol's broadcast rules say); then `then`, in order.
  */
 export interface RequesterAnswer {
   rule: "requester";
   reply: ServerMessage;
   replay?: readonly OutboxEvent[];
   broadcast?: OutboxEvent;
+  /** Events that follow from the broadcast, published after it (`yolo.set`'s `mode.changed`). */
+  then?: readonly OutboxEvent[];
 }
 
 /**

@@ -1,6 +1,7 @@
 import {
   type ConversationSummary,
   FEATURE_EXPIRY,
+  FEATURE_MODES,
   FEATURE_QUEUE,
   FEATURE_RESUME,
   LIMITS,
@@ -64,7 +65,8 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
 /**
  * A `conversation.history` page as `features` sees it: with `resume`, each user message's
  * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
- * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`.
+ * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`; with
+ * `modes`, the conversation's mode.
  */
 function historyPage(
   ctx: ServerContext,
@@ -93,6 +95,7 @@ function historyPage(
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),
+    ...(features.has(FEATURE_MODES) ? { mode_id: ctx.modes.current(id) } : {}),
   };
 }
 
@@ -125,6 +128,9 @@ export const conversationHandlers: HandlerTable = {
         created_at: ctx.clock.now(),
       });
       ctx.history.authoritative(id);
+      // What the agent said of the new session before it had a conversation (modes, commands).
+      const conv = ctx.store.getConversation(id);
+      if (conv) ctx.modes.catchUp(conv, false);
       const created = { type: "conversation.created", conversation_id: id, name } as const;
       return {
         reply: created,

@@ -8,6 +8,7 @@ import { decisionHandlers } from "./decisions.js";
 import { deviceHandlers } from "./devices.js";
 import { heartbeatHandlers } from "./heartbeat.js";
 import { modelHandlers } from "./models.js";
+import { modeHandlers } from "./modes.js";
 import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
 import { yoloHandlers } from "./yolo.js";
@@ -27,6 +28,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   deviceHandlers,
   pushHandlers,
   scheduleHandlers,
+  modeHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */

@@ -17,8 +17,10 @@ export const yoloHandlers: HandlerTable = {
   "yolo.set": (ctx, req) => {
     const { conversation_id, enabled } = req.msg;
     requireConversation(ctx, conversation_id);
-    ctx.settings.setYolo(conversation_id, enabled, deviceIdOf(req.peer.principal));
+    // Through the modes: YOLO on is YOLO's mode, off the chosen one (mode.changed to `modes`
+    // connections, after yolo.changed).
+    const then = ctx.modes.setYolo(conversation_id, enabled, deviceIdOf(req.peer.principal));
     const changed = { type: "yolo.changed", enabled, scope: "conversation", conversation_id } as const;
-    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
+    return { rule: "requester", reply: changed, broadcast: eventOf(changed), then };
   },
 };

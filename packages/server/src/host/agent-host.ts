@@ -1,13 +1,15 @@
 /**
  * The {@link AgentHost} the server hands its agent backend: what the agent does outside a turn
  * (output, wake-ups) becomes a server-started run in the conversation of its session; session
- * titles and hidden sessions go to the store; Pheby's own tools come from the MCP service.
+ * titles and hidden sessions go to the store; its modes, commands and compactions to the modes;
+ * Pheby's own tools come from the MCP service.
  */
 import { resolve } from "node:path";
 import type { AgentHost, AgentTools } from "../agent/port.js";
 import { applySessionTitle } from "../conversations/titles.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { RunEngine } from "../runs/engine.js";
+import type { Modes } from "../settings/modes.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import type { Clock } from "../util/time.js";
@@ -17,6 +19,8 @@ export interface AgentHostDeps {
   store: Store;
   outbox: Outbox;
   runs: RunEngine;
+  /** Where the agent's modes, commands and compactions go (the `modes` extension). */
+  modes: Modes;
   /** The backend's name, the `source` of the sessions it hides. */
   source: string;
   clock: Clock;
@@ -50,6 +54,10 @@ export function createAgentHost(deps: AgentHostDeps): AgentHost {
     sessionTitle(sessionId, title) {
       applySessionTitle(store, deps.outbox, sessionId, title);
     },
+    sessionModes: (sessionId, modes) => deps.modes.sessionModes(sessionId, modes),
+    modeChanged: (sessionId, modeId) => deps.modes.modeChanged(sessionId, modeId),
+    sessionCommands: (sessionId, commands) => deps.modes.sessionCommands(sessionId, commands),
+    compacted: (sessionId) => deps.modes.compacted(sessionId),
     hideSession(sessionId) {
       store.hideSession({ id: newId(), session_id: sessionId, source: deps.source, at: deps.clock.now() });
     },

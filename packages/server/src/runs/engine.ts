@@ -14,6 +14,7 @@ import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf, type Origin, type Outbox } from "../outbox/outbox.js";
+import type { Modes } from "../settings/modes.js";
 import type { Settings } from "../settings/settings.js";
 import type { AttachmentRow } from "../store/attachments.js";
 import type { ConversationRow, Store, ToolRow } from "../store/store.js";
@@ -82,6 +83,8 @@ export interface RunEngineDeps {
   backend: AgentBackend;
   decisions: Decisions;
   settings: Settings;
+  /** The conversations' agent modes (`modes`); absent: turns carry no mode. */
+  modes?: Modes;
   clock: Clock;
   log: Logger;
   logChatContent: boolean;
@@ -179,6 +182,12 @@ export class RunEngine {
   /** Whether the conversation has an active run. */
   busy(conversationId: string): boolean {
     return this.#active.has(conversationId);
+  }
+
+  /** Whether the conversation's active run may not be auto-approved (nobody started it from a client). */
+  askingRun(conversationId: string): boolean {
+    const run = this.#active.get(conversationId);
+    return run !== undefined && !run.owner.autoApprove;
   }
 
   /** The active run of a conversation as `conversation.history.run` shows it. */
@@ -409,8 +418,15 @@ export class RunEngine {
     const conv = this.deps.store.getConversation(run.conversationId);
     if (!conv) return { status: "failed", error: "The conversation was deleted" };
     const settings = await this.deps.settings.forTurn(conv.id);
-    // Nobody watches a run that may not be auto-approved: the agent's own YOLO mode stays off too.
-    if (!run.owner.autoApprove) settings.yolo = false;
+    // Nobody watches a run that may not be auto-approved: the agent's own YOLO mode stays off too,
+    // and so does any mode that approves without asking.
+    const asking = !run.owner.autoApprove;
+    if (asking) {
+      settings.yolo = false;
+      settings.asking = true;
+    }
+    const mode = this.deps.modes?.forTurn(conv.id, asking);
+    if (mode) settings.mode = mode;
     return this.deps.backend.prompt(
       {
         conversationId: conv.id,
@@ -569,6 +585,9 @@ export class RunEngine {
           at: this.deps.clock.now(),
         });
         run.sessionKey = sessionId;
+        // What the agent already said about the new session (its modes, its commands) is the conversation's now.
+        const conv = this.deps.store.getConversation(run.conversationId);
+        if (conv) this.deps.modes?.catchUp(conv);
         this.deps.log.info(
           { conversation: run.conversationId, session: sessionId },
           "the conversation continues in a new agent session",

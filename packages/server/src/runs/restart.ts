@@ -14,6 +14,6 @@ export function recoverAtStart(store: Store, now: number, resume: boolean, log: 
   if (interrupted > 0)
     log.info({ runs: interrupted }, "runs interrupted by the last shutdown recorded as failed");
   const forgotten = forgetRevokedDevices(store.db);
-  if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo > 0)
+  if (forgotten.schedules + forgotten.queuedRuns + forgotten.yolo + forgotten.modes > 0)
     log.info(forgotten, "work of revoked devices removed");
 }

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { QUEUED_HOLDER_PREFIX } from "./attachments.js";
+import { forgetRevokedModes } from "./modes.js";
 
 /**
  * Migration step that records who set work in motion, appended to `MIGRATIONS` in `migrations.ts`:
@@ -30,13 +31,16 @@ export interface ForgottenWork {
   schedules: number;
   queuedRuns: number;
   yolo: number;
+  /** Choices of a mode that approves without asking, undone. */
+  modes: number;
 }
 
 const GONE = "device_id IS NOT NULL AND device_id NOT IN (SELECT id FROM devices)";
 
 /**
  * Remove, in the database only, what devices that no longer exist set in motion: their schedules and
- * queued runs (the queued runs' uploads are unclaimed again) and the YOLO they switched on. For the
+ * queued runs (the queued runs' uploads are unclaimed again), the YOLO they switched on and their choices
+ * of a mode that approves without asking. For the
  * operator's `devices revoke-all` (the server may be running: it reads all three at each use) and a
  * server's start (nothing is connected yet, so nobody needs telling). A live `device.revoke` does the
  * same through the scheduler, the queue and the settings, which tell the other connections.
@@ -53,6 +57,7 @@ export function forgetRevokedDevices(db: Database.Database): ForgottenWork {
         "UPDATE conversation_settings SET yolo = 0, yolo_device_id = NULL WHERE yolo_device_id IS NOT NULL AND yolo_device_id NOT IN (SELECT id FROM devices)",
       )
       .run().changes;
-    return { schedules, queuedRuns, yolo };
+    const modes = forgetRevokedModes(db);
+    return { schedules, queuedRuns, yolo, modes };
   })();
 }

@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
+import { MODES_MIGRATION } from "./modes.js";
 import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
@@ -111,6 +112,8 @@ export const MIGRATIONS: readonly string[] = [
   PUSH_DEVICE_MIGRATION,
   // v10: remembered sends record their sender, kept per sender up to a bound (store/sent-requests.ts).
   SENT_REQUESTS_PRINCIPAL_MIGRATION,
+  // v11 (`modes` extension): each conversation's chosen mode, its agent's modes and commands (store/modes.ts).
+  MODES_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

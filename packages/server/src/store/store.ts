@@ -6,6 +6,7 @@ import { type Clock, systemClock } from "../util/time.js";
 import { AttachmentRows } from "./attachments.js";
 import { DeviceStore } from "./devices.js";
 import { migrate } from "./migrations.js";
+import { ModeStore } from "./modes.js";
 import { PushStore } from "./push.js";
 import { QueueStore } from "./queue.js";
 import { ResumeLog, type ResumeLogLimits } from "./resume-log.js";
@@ -81,6 +82,8 @@ export class Store {
   readonly queue: QueueStore;
   /** Scheduled prompts (migration v7). */
   readonly schedules: ScheduleStore;
+  /** Each conversation's chosen mode, its agent's modes and commands (migration v11, `modes`). */
+  readonly modes: ModeStore;
 
   constructor(
     dataDir: string,
@@ -113,6 +116,7 @@ export class Store {
     this.sentRequests = new SentRequests(this.db, options.clock);
     this.queue = new QueueStore(this.db);
     this.schedules = new ScheduleStore(this.db);
+    this.modes = new ModeStore(this.db);
   }
 
   // ---- conversations ----

@@ -21,15 +21,17 @@ import type {
   AgentHistoryEntry,
   AgentHost,
   AgentSessionInfo,
+  SetModeResult,
   TurnInput,
   TurnResult,
   TurnSink,
 } from "../port.js";
 import { hermesDeleteCommand, isHermes, runCommand } from "./hermes.js";
 import type { AcpBackendOptions } from "./options.js";
-import type { AgentProcess } from "./process.js";
+import { AgentGoneError, type AgentProcess, errorMessage } from "./process.js";
 import { prompt } from "./prompt.js";
 import { elicitation, permission } from "./questions.js";
+import { modesOf, switchMode, withDefault } from "./session-settings.js";
 import { load, newSession, takeSpare } from "./sessions.js";
 import { catalogueOf, hasModels, hasReasoning } from "./settings.js";
 import { AcpState } from "./state.js";
@@ -185,6 +187,28 @@ class AcpBackend implements AgentBackend {
       proc.agentName,
       state.modelEfforts,
     );
+  }
+
+  /** Switch an open session's mode now; a session not open in the live process gets it with its next turn. */
+  async setMode(sessionId: string, modeId: string): Promise<SetModeResult> {
+    const proc = this.#supervisor.current;
+    const session = this.#state.sessions.get(sessionId);
+    if (!proc?.alive || !session || session.openIn !== proc) return { outcome: "closed" };
+    try {
+      const result = await switchMode(this.#state, proc, session, modeId);
+      return result.ok ? { outcome: "applied" } : { outcome: "refused", reason: result.reason };
+    } catch (err) {
+      // The agent died meanwhile: its next process opens the session in the conversation's mode.
+      if (err instanceof AgentGoneError) return { outcome: "closed" };
+      return { outcome: "refused", reason: this.#state.paths.scrub(errorMessage(err)) };
+    }
+  }
+
+  sessionInfo(sessionId: string) {
+    const session = this.#state.sessions.get(sessionId);
+    if (!session) return null;
+    const modes = modesOf(session);
+    return { modes: modes && withDefault(this.#state, modes), commands: session.commands };
   }
 
   /** The command deleting a Hermes session, when the agent is Hermes started as `… acp`. */

@@ -155,11 +155,12 @@ export class AgentProcess {
         "initialize",
         {
           protocolVersion: acp.PROTOCOL_VERSION,
-          // Only what Pheby really implements: form elicitation (clarify) and notices. No fs, no terminal.
+          // Only what Pheby really implements: form elicitation (clarify), notices and compaction
+          // (a completed one becomes a notice). No fs, no terminal.
           // `_meta` asks Hermes for its background notifications (an extension others ignore).
           clientCapabilities: {
             elicitation: { form: {} },
-            session: { notices: {} },
+            session: { notices: {}, compaction: {} },
             _meta: { ...HERMES_CLIENT_META },
           },
           clientInfo: CLIENT_INFO,

@@ -8,7 +8,7 @@ import type * as acp from "@agentclientprotocol/sdk";
 import type { AgentHistoryEntry } from "../port.js";
 import { stripMediaLines } from "./content.js";
 import type { AgentProcess } from "./process.js";
-import { setMode, setSettings } from "./session-settings.js";
+import { modesOf, setMode, setSettings, withDefault } from "./session-settings.js";
 import { legacyModelsOf } from "./settings.js";
 import { type AcpState, drain, type SessionResponse, type SessionState } from "./state.js";
 
@@ -32,7 +32,7 @@ export async function newSession(state: AcpState, proc: AgentProcess): Promise<S
     state.requestTimeoutMs,
   );
   const session = state.session(response.sessionId);
-  await opened(state, proc, session, response);
+  await opened(state, proc, session, response, true);
   state.fresh = { ...session.settings };
   return session;
 }
@@ -90,6 +90,7 @@ async function opened(
   proc: AgentProcess,
   session: SessionState,
   response: SessionResponse,
+  fresh = false,
 ): Promise<void> {
   session.openIn = proc;
   setSettings(state, session, {
@@ -97,8 +98,12 @@ async function opened(
     legacyModels: legacyModelsOf(response),
   });
   session.modes = response.modes ?? null;
+  if (fresh) state.defaultModeId = modesOf(session)?.currentModeId ?? null;
   const mode = state.options.mode;
   if (mode) await setMode(state, proc, session, mode);
+  // What the conversation may choose from, and the mode it is in when Pheby has chosen none.
+  const modes = modesOf(session);
+  if (modes) state.host.sessionModes?.(session.id, withDefault(state, modes));
 }
 
 /** A session deleted through Pheby is never opened again (an agent would re-create it). */

@@ -30,8 +30,18 @@ function select(state: SessionSettingsState, category: string): SelectOption | u
   return state.configOptions.find((o): o is SelectOption => o.type === "select" && o.category === category);
 }
 
+/** The select option of category `mode`: an agent's modes as a config option (when it has no session `modes`). */
+export function modeOption(state: SessionSettingsState): SelectOption | undefined {
+  return select(state, "mode");
+}
+
 /** The selectable values of a select option, each with its group (provider) when grouped. */
 type Value = SessionConfigSelectOption & { group: string | null; groupName: string | null };
+
+/** Every value of a select option, groups flattened. */
+export function optionValues(option: SelectOption): Value[] {
+  return values(option);
+}
 
 function values(option: SelectOption): Value[] {
   return (option.options as Array<SessionConfigSelectOption | SessionConfigSelectGroup>).flatMap(

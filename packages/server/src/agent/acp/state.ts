@@ -7,7 +7,7 @@ import type * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
 import type { FileRoots } from "../../files/roots.js";
 import type { HostPaths } from "../../util/host-paths.js";
-import type { AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
+import type { AgentCommandInfo, AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
 import type { AcpBackendOptions } from "./options.js";
 import type { AgentProcess } from "./process.js";
 import type { SessionSettingsState } from "./settings.js";
@@ -18,6 +18,13 @@ export interface SessionState {
   id: string;
   settings: SessionSettingsState;
   modes: acp.SessionModeState | null;
+  /** The slash commands the agent last announced for it (null: none yet). */
+  commands: AgentCommandInfo[] | null;
+  /**
+   * The mode Pheby is switching the session to (its request in flight): a mode update naming it is
+   * Pheby's own change echoed, not the agent changing mode by itself.
+   */
+  switchingTo: string | null;
   /** Serializes this session's updates in arrival order. */
   queue: Promise<void>;
   turn: Turn | null;
@@ -44,6 +51,8 @@ export class AcpState {
   paths!: HostPaths;
   readonly requestTimeoutMs: number;
   readonly sessions = new Map<string, SessionState>();
+  /** The mode the latest fresh session opened in, before Pheby switched it: the agent's default mode. */
+  defaultModeId: string | null = null;
   /** Settings of the latest fresh session: the agent's defaults, for the catalogue. */
   fresh: SessionSettingsState | null = null;
   /**
@@ -80,6 +89,8 @@ export class AcpState {
         id,
         settings: { configOptions: [], legacyModels: null },
         modes: null,
+        commands: null,
+        switchingTo: null,
         queue: Promise.resolve(),
         turn: null,
         turnEnded: Promise.resolve(),

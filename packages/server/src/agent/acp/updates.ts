@@ -4,10 +4,11 @@
  * turn, pushed to the host as unsolicited output.
  */
 import type * as acp from "@agentclientprotocol/sdk";
+import type { AgentCommandInfo, AgentModes } from "../port.js";
 import { stripMediaLines } from "./content.js";
 import { HERMES_NOTIFICATION_IDS_META, parseHermesNotification } from "./hermes.js";
 import { errorMessage } from "./process.js";
-import { setSettings } from "./session-settings.js";
+import { modesOf, setSettings, withDefault } from "./session-settings.js";
 import type { AcpState, SessionState } from "./state.js";
 
 /** Queue an update behind the session's earlier ones (the SDK dispatches handlers concurrently). */
@@ -34,11 +35,32 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       if (typeof update.title === "string" && update.title.trim())
         state.host.sessionTitle(session.id, update.title.trim());
       return;
-    case "config_option_update":
+    case "config_option_update": {
+      const before = modesOf(session);
       setSettings(state, session, { ...session.settings, configOptions: update.configOptions });
+      if (!session.modes) modesUpdated(state, session, before);
       return;
-    case "current_mode_update":
-      if (session.modes) session.modes.currentModeId = update.currentModeId;
+    }
+    case "current_mode_update": {
+      if (!session.modes) return;
+      const before = session.modes.currentModeId;
+      session.modes.currentModeId = update.currentModeId;
+      if (update.currentModeId !== before && update.currentModeId !== session.switchingTo)
+        state.host.modeChanged?.(session.id, update.currentModeId);
+      return;
+    }
+    case "available_commands_update":
+      session.commands = update.availableCommands.map(
+        (c): AgentCommandInfo => ({
+          name: c.name,
+          description: c.description ?? "",
+          hint: c.input && typeof c.input.hint === "string" ? c.input.hint : null,
+        }),
+      );
+      state.host.sessionCommands?.(session.id, session.commands);
+      return;
+    case "compaction_update":
+      if (update.status === "completed") state.host.compacted?.(session.id);
       return;
     case "notice": {
       // An agent's notice is its words about itself, often naming files: the server's paths go.
@@ -48,9 +70,23 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     }
     default:
-      // Thoughts, plans, usage, commands: not part of Pheby's answer text.
+      // Thoughts, plans, usage: not part of Pheby's answer text.
       return;
   }
+}
+
+/**
+ * The agent's modes as a config option changed: a new list is reported whole, a new current value the
+ * agent chose itself (not Pheby's switch echoed) as its own mode change.
+ */
+function modesUpdated(state: AcpState, session: SessionState, before: AgentModes | null): void {
+  const after = modesOf(session);
+  if (!after) return;
+  const ids = (m: AgentModes | null) => JSON.stringify(m?.available ?? null);
+  if (ids(before) !== ids(after)) state.host.sessionModes?.(session.id, withDefault(state, after));
+  const current = after.currentModeId;
+  if (current !== null && current !== before?.currentModeId && current !== session.switchingTo)
+    state.host.modeChanged?.(session.id, current);
 }
 
 function replayed(session: SessionState, update: acp.SessionUpdate): void {

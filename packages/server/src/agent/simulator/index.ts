@@ -1,8 +1,18 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
+import { askingModeOf, autoApproves } from "../modes.js";
 import { nearestChoice } from "../nearest.js";
-import type { AgentBackend, AgentHost, ProducedFile, TurnInput, TurnResult, TurnSink } from "../port.js";
+import type {
+  AgentBackend,
+  AgentCommandInfo,
+  AgentHost,
+  AgentModes,
+  ProducedFile,
+  TurnInput,
+  TurnResult,
+  TurnSink,
+} from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 import { pdfDocument, pngImage } from "./files.js";
 
@@ -50,7 +60,48 @@ export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
-  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt].";
+  "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
+  "/sim mode, /sim mode leave, /sim compact.";
+
+/**
+ * The simulator's modes (the `modes` extension), in its order; a session starts in `default`.
+ * `auto-edit` and `yolo` approve without asking (agent/modes.ts), and `yolo` is YOLO's mode.
+ */
+export const SIM_MODES: AgentModes["available"] = [
+  { id: "default", name: "Default", description: "Asks before running a tool" },
+  { id: "plan", name: "Plan", description: "Describes what it would do and changes nothing" },
+  { id: "auto-edit", name: "Auto-edit", description: "Edits files without asking" },
+  { id: "yolo", name: "YOLO", description: "Runs every tool without asking" },
+];
+/** The mode a simulator session starts in. */
+export const SIM_DEFAULT_MODE = "default";
+
+/**
+ * The simulator's slash commands: its scenarios, each as the command that selects it (`sim tools` is
+ * sent as `/sim tools`). Announced right after a session starts, as ACP agents do.
+ */
+export const SIM_COMMANDS: AgentCommandInfo[] = [
+  ["help", "List the simulator's scenarios", null],
+  ["tools", "Two tool calls: one completes, one fails", null],
+  ["slow", "A slow streamed answer (200 words)", null],
+  ["fail", "A run that fails", null],
+  ["crash", "The backend throws", null],
+  ["notice", "A notice, then an answer", null],
+  ["later", "An answer, then a message outside any run", null],
+  ["long", "An answer of exactly N characters", "N (1..1000000)"],
+  ["approval", "A shell tool that asks for approval", "[limited]"],
+  ["timeout", "An approval the agent gives up on", null],
+  ["clarify", "A question with choices", "[free | choices]"],
+  ["file", "Delivers a PDF document", null],
+  ["image", "Delivers a PNG image", null],
+  ["schedule", "Creates a schedule through Pheby's tools", "[prompt]"],
+  ["mode", "Says which mode the turn runs in", "[leave]"],
+  ["compact", "Compacts the conversation's context", null],
+].map(([name, description, hint]) => ({
+  name: `sim ${name}`,
+  description: description as string,
+  hint: hint as string | null,
+}));
 
 /** Resolves after `ms`, or early with `false` when `signal` aborts. */
 function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
@@ -124,6 +175,24 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
   // session, "always" for every session (in memory, for the backend's life).
   const sessionApproved = new Set<string>();
   let alwaysApproved = false;
+  // Each session's mode, for the backend's life (a restarted server's sessions start in default again).
+  const sessionModes = new Map<string, string>();
+  const modesOf = (sessionId: string): AgentModes => ({
+    available: SIM_MODES,
+    currentModeId: sessionModes.get(sessionId) ?? SIM_DEFAULT_MODE,
+    defaultModeId: SIM_DEFAULT_MODE,
+  });
+  /** Put the turn's session in the mode its settings want (never one that approves without asking when it must ask). */
+  const enterMode = (input: TurnInput) => {
+    const ids = SIM_MODES.map((m) => m.id);
+    let mode = sessionModes.get(input.sessionId) ?? SIM_DEFAULT_MODE;
+    if (input.settings.mode && ids.includes(input.settings.mode)) mode = input.settings.mode;
+    else if (input.settings.yolo && !input.settings.asking) mode = "yolo";
+    if (input.settings.asking && autoApproves(mode))
+      mode = askingModeOf(ids, SIM_DEFAULT_MODE) ?? SIM_DEFAULT_MODE;
+    sessionModes.set(input.sessionId, mode);
+    return mode;
+  };
 
   const done: TurnResult = { status: "completed" };
   const cancelled: TurnResult = { status: "cancelled" };
@@ -333,6 +402,24 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       }
       case "schedule":
         return schedule(args.slice(1).join(" "), sink, signal, input.sessionId);
+      case "mode": {
+        const mode = sessionModes.get(input.sessionId) ?? SIM_DEFAULT_MODE;
+        if (arg === "leave" && mode !== SIM_DEFAULT_MODE) {
+          // As an agent leaving plan mode once its plan was accepted: it switches by itself.
+          sessionModes.set(input.sessionId, SIM_DEFAULT_MODE);
+          host?.modeChanged?.(input.sessionId, SIM_DEFAULT_MODE);
+          return reply(
+            `I left the ${mode} mode by myself: this conversation is in the default mode now.`,
+            sink,
+            signal,
+          );
+        }
+        const name = SIM_MODES.find((m) => m.id === mode)?.name ?? mode;
+        return reply(`This turn runs in the ${mode} mode (${name}).`, sink, signal);
+      }
+      case "compact":
+        host?.compacted?.(input.sessionId);
+        return reply("I compacted this conversation's context.", sink, signal);
       default:
         return reply(HELP, sink, signal);
     }
@@ -355,9 +442,35 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       return SIM_CATALOGUE;
     },
     async createSession(conversationId) {
-      return { sessionId: `sim-${conversationId}` };
+      const sessionId = `sim-${conversationId}`;
+      sessionModes.set(sessionId, SIM_DEFAULT_MODE);
+      // As ACP agents do right after session/new, outside any turn.
+      const timer = setTimeout(() => {
+        timers.delete(timer);
+        host?.sessionModes?.(sessionId, modesOf(sessionId));
+        host?.sessionCommands?.(sessionId, SIM_COMMANDS);
+      }, 0);
+      timers.add(timer);
+      return { sessionId };
+    },
+    async setMode(sessionId, modeId) {
+      if (!sessionModes.has(sessionId)) return { outcome: "closed" };
+      if (!SIM_MODES.some((m) => m.id === modeId))
+        return { outcome: "refused", reason: `the simulator has no mode ${modeId}` };
+      sessionModes.set(sessionId, modeId);
+      return { outcome: "applied" };
+    },
+    sessionInfo(sessionId) {
+      return sessionModes.has(sessionId) ? { modes: modesOf(sessionId), commands: SIM_COMMANDS } : null;
     },
     async prompt(input, sink, signal) {
+      // A session this backend has not seen (after a restart) opens now and says what it offers.
+      const fresh = !sessionModes.has(input.sessionId);
+      enterMode(input);
+      if (fresh) {
+        host?.sessionModes?.(input.sessionId, modesOf(input.sessionId));
+        host?.sessionCommands?.(input.sessionId, SIM_COMMANDS);
+      }
       const text = input.text.trim();
       if (text === "/sim" || text.startsWith("/sim ")) {
         return scenario(text.split(/\s+/).slice(1), input, sink, signal);

@@ -67,6 +67,9 @@ sealed interface ClientMessage {
             PairCreate::class to PairCreate.serializer(),
             DeviceList::class to DeviceList.serializer(),
             DeviceRevoke::class to DeviceRevoke.serializer(),
+            ModesList::class to ModesList.serializer(),
+            ModeSet::class to ModeSet.serializer(),
+            CommandsList::class to CommandsList.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -554,4 +557,45 @@ data class DeviceList(
 data class DeviceRevoke(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `modes.list`: List the agent's modes for a conversation.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ */
+@Serializable
+@SerialName("modes.list")
+data class ModesList(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `mode.set`: Choose a conversation's mode.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property modeId `mode_id`
+ */
+@Serializable
+@SerialName("mode.set")
+data class ModeSet(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    @SerialName("mode_id") val modeId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `commands.list`: List the agent's slash commands for a conversation.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ */
+@Serializable
+@SerialName("commands.list")
+data class CommandsList(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
 ) : ClientMessage

@@ -18,6 +18,36 @@ typealias Hex32Id = String
 typealias OpaqueId = String
 
 /**
+ * An agent slash command.
+ *
+ * @property name `name`: The command's name without the leading slash: send it as a chat.send whose text starts with /name. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server).
+ * @property description `description`: What it does (may be empty). Schema: maxLength 1000 (checked by the server).
+ * @property hint `hint`: The agent's hint for the text after the name, or null when it takes none. Schema: maxLength 200 (checked by the server). Always present; may be null.
+ */
+@Serializable
+data class AgentCommand(
+    val name: String,
+    val description: String,
+    val hint: String?,
+)
+
+/**
+ * An agent mode.
+ *
+ * @property modeId `mode_id`: The agent's ID of the mode (what mode.set names). Schema: minLength 1, maxLength 256 (checked by the server).
+ * @property name `name`: Display name. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server).
+ * @property description `description`: What the mode does, or null when the agent does not say. Schema: maxLength 1000 (checked by the server). Always present; may be null.
+ * @property autoApproves `auto_approves`: true: in this mode the agent runs tools without asking Pheby (a bypass-permissions, auto-edit or YOLO-like mode).
+ */
+@Serializable
+data class AgentMode(
+    @SerialName("mode_id") val modeId: String,
+    val name: String,
+    val description: String?,
+    @SerialName("auto_approves") val autoApproves: StrictBoolean,
+)
+
+/**
  * Body of POST /approvals/{approval_id}.
  *
  * @property choice `choice`

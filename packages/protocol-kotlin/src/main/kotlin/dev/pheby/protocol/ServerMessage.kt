@@ -77,6 +77,9 @@ sealed interface ServerMessage {
             PairCreated::class to PairCreated.serializer(),
             DeviceSnapshot::class to DeviceSnapshot.serializer(),
             DeviceRevoked::class to DeviceRevoked.serializer(),
+            ModesSnapshot::class to ModesSnapshot.serializer(),
+            ModeChanged::class to ModeChanged.serializer(),
+            CommandsSnapshot::class to CommandsSnapshot.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -199,6 +202,7 @@ data class ConversationUpdated(
  * @property clarifications `clarifications`
  * @property resumed `resumed`: Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state. May be absent.
  * @property queue `queue`: Only with the queue feature: the queued runs, next first. Schema: maxItems 20 (checked by the server). May be absent.
+ * @property modeId `mode_id`: Only with the modes feature: the conversation's current mode, or null when none is known. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -215,6 +219,7 @@ data class ConversationHistory(
     val clarifications: List<PendingClarification>,
     val resumed: StrictBoolean? = null,
     val queue: List<QueuedRun>? = null,
+    @SerialName("mode_id") val modeId: OptionalNullable<String> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage {
     init {
@@ -851,4 +856,57 @@ data class DeviceSnapshot(
 data class DeviceRevoked(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("device_id") val deviceId: String,
+) : ServerMessage
+
+/**
+ * `modes.snapshot`: A conversation's modes.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property modes `modes`: The agent's modes, in its order; empty when it has none (or none is known yet). Schema: maxItems 50 (checked by the server).
+ * @property currentModeId `current_mode_id`: The conversation's mode, or null when none is known. Always present; may be null.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("modes.snapshot")
+data class ModesSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val modes: List<AgentMode>,
+    @SerialName("current_mode_id") val currentModeId: String?,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `mode.changed`: A conversation's mode changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property modeId `mode_id`
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("mode.changed")
+data class ModeChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("mode_id") val modeId: String,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `commands.snapshot`: A conversation's slash commands.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property commands `commands`: The agent's commands, in its order; empty when it has none (or none is known yet). Schema: maxItems 200 (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("commands.snapshot")
+data class CommandsSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val commands: List<AgentCommand>,
+    val seq: StrictLong? = null,
 ) : ServerMessage

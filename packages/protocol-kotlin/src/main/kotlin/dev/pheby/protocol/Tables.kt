@@ -29,15 +29,18 @@ const val FEATURE_EXPIRY: String = "expiry"
 /** The `devices` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_DEVICES: String = "devices"
 
+/** The `modes` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_MODES: String = "modes"
+
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_MODES)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_MODES)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -100,6 +103,9 @@ val REQUEST_REPLIES: Map<String, RequestReplies> = mapOf(
     "pair.create" to RequestReplies(PairCreate::class, Reply("pair.created", PairCreated::class, ReplyRule.REQUESTER)),
     "device.list" to RequestReplies(DeviceList::class, Reply("device.snapshot", DeviceSnapshot::class, ReplyRule.REQUESTER)),
     "device.revoke" to RequestReplies(DeviceRevoke::class, Reply("device.revoked", DeviceRevoked::class, ReplyRule.BROADCAST)),
+    "modes.list" to RequestReplies(ModesList::class, Reply("modes.snapshot", ModesSnapshot::class, ReplyRule.REQUESTER)),
+    "mode.set" to RequestReplies(ModeSet::class, Reply("mode.changed", ModeChanged::class, ReplyRule.BROADCAST)),
+    "commands.list" to RequestReplies(CommandsList::class, Reply("commands.snapshot", CommandsSnapshot::class, ReplyRule.REQUESTER)),
 )
 
 /** The client message types that get no reply on success (only an `error` on failure). */
@@ -120,7 +126,7 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     ),
     FEATURE_RESUME to FeatureTables(
         types = listOf("conversation.resumed"),
-        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id")),
+        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq")),
     ),
     FEATURE_QUEUE to FeatureTables(
         types = listOf("run.queued", "queue.changed"),
@@ -137,6 +143,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_DEVICES to FeatureTables(
         types = listOf("pair.create", "device.list", "device.revoke", "pair.created", "device.snapshot", "device.revoked"),
         fields = mapOf("hello" to listOf("pairing_code", "device_name"), "ready" to listOf("device")),
+    ),
+    FEATURE_MODES to FeatureTables(
+        types = listOf("modes.list", "mode.set", "commands.list", "modes.snapshot", "mode.changed", "commands.snapshot"),
+        fields = mapOf("conversation.history" to listOf("mode_id")),
     ),
 )
 
@@ -258,4 +268,25 @@ object Limits {
 
     /** `LIMITS.pairingCodeMaxChars`. */
     const val PAIRING_CODE_MAX_CHARS: Int = 128
+
+    /** `LIMITS.modes`. */
+    const val MODES: Int = 50
+
+    /** `LIMITS.modeNameChars`. */
+    const val MODE_NAME_CHARS: Int = 200
+
+    /** `LIMITS.modeDescriptionChars`. */
+    const val MODE_DESCRIPTION_CHARS: Int = 1000
+
+    /** `LIMITS.commands`. */
+    const val COMMANDS: Int = 200
+
+    /** `LIMITS.commandNameChars`. */
+    const val COMMAND_NAME_CHARS: Int = 200
+
+    /** `LIMITS.commandDescriptionChars`. */
+    const val COMMAND_DESCRIPTION_CHARS: Int = 1000
+
+    /** `LIMITS.commandHintChars`. */
+    const val COMMAND_HINT_CHARS: Int = 200
 }
