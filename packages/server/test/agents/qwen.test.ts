@@ -14,6 +14,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
@@ -87,4 +88,11 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
   });
 
   describePhebyTools({ fixture: agent });
+
+  describeModes({
+    fixture: agent,
+    command: "init",
+    modes: ["plan", "default", "auto-edit", "auto", "yolo"],
+    plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
+  });
 });
