@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("claude", "Claude Code over ACP", () => {
@@ -57,5 +58,12 @@ describeAgent("claude", "Claude Code over ACP", () => {
     toolName: "Bash",
     toolCommand: () => `echo pheby > ${join(agent.work, "note-approved.txt")}`,
     choices: ["once", "always", "deny"],
+  });
+
+  describeModes({
+    fixture: agent,
+    command: "compact",
+    modes: ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+    plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 });
