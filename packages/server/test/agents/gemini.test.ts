@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("gemini", "Gemini CLI over ACP", () => {
@@ -67,5 +68,19 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
     fixture: agent,
     toolName: "run_shell_command",
     choices: ["once", "session", "deny"],
+  });
+
+  describeModes({
+    fixture: agent,
+    command: "init",
+    modes: ["default", "autoEdit", "yolo", "plan"],
+    // In plan mode it offers the model exit_plan_mode and no shell, and its system prompt says so.
+    plan: {
+      modeId: "plan",
+      inPlan: (r) =>
+        r.tools.includes("exit_plan_mode") &&
+        !r.tools.includes("run_shell_command") &&
+        requestText(r).includes("Plan Mode"),
+    },
   });
 });
