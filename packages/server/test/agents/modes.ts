@@ -6,19 +6,27 @@
  */
 import { FEATURE_MODES } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import type { LlmRequest } from "../acp/fake-llm.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
-import { type AgentFixture, HELLO } from "./agents.js";
+import { type AgentFixture, HELLO, type LlmFixture } from "./agents.js";
 
 /** What the calling suite's agent announces. */
 export interface ModesSpec {
-  fixture: AgentFixture;
+  fixture: LlmFixture & Partial<Pick<AgentFixture, "options">>;
+  /** The agent's backend options, when not the fixture's. */
+  options?: () => AcpBackendOptions;
   /** A command the agent announces (its name, without the slash). */
   command: string;
   /** Its modes' IDs, as `modes.snapshot` lists them (in any order). */
   modes: string[];
   /** The plan-like mode, when it has one, and how the model's request shows a turn runs in it. */
-  plan?: { modeId: string; inPlan: (request: LlmRequest) => boolean };
+  plan?: {
+    modeId: string;
+    inPlan: (request: LlmRequest) => boolean;
+    /** A mode to choose first, when the agent may start in the plan-like one (Codex, in a workspace it does not trust). */
+    from?: string;
+  };
 }
 
 /** The text of every message of a model request, joined (system prompt included). */
@@ -37,7 +45,9 @@ export function describeModes(spec: ModesSpec): void {
     let conv: string;
 
     beforeAll(async () => {
-      p = await startPhebyAcp(spec.fixture.options, { features: [FEATURE_MODES] });
+      const options = spec.options?.() ?? spec.fixture.options;
+      if (!options) throw new Error("describeModes: no backend options");
+      p = await startPhebyAcp(options, { features: [FEATURE_MODES] });
       await p.backend.ensureReady();
       conv = await p.create("Modes");
       expect((await p.chat(conv, "say hello", 90_000)).complete.text).toContain(HELLO);
@@ -65,6 +75,9 @@ export function describeModes(spec: ModesSpec): void {
     if (spec.plan) {
       const plan = spec.plan;
       it(`mode.set ${plan.modeId} reaches the agent: the next turn runs in it`, async () => {
+        if (plan.from) {
+          await p.client.request({ type: "mode.set", conversation_id: conv, mode_id: plan.from });
+        }
         const before = spec.fixture.llm.requests.length;
         await p.chat(conv, "say hello", 90_000);
         const asked = spec.fixture.llm.requests.slice(before);
