@@ -64,6 +64,7 @@ describeAgent("claude", "Claude Code over ACP", () => {
     fixture: agent,
     command: "compact",
     modes: ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+    autoApproves: ["acceptEdits", "bypassPermissions"],
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 });

@@ -74,6 +74,7 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
     fixture: agent,
     command: "init",
     modes: ["default", "autoEdit", "yolo", "plan"],
+    autoApproves: ["autoEdit", "yolo"],
     // In plan mode it offers the model exit_plan_mode and no shell, and its system prompt says so.
     plan: {
       modeId: "plan",

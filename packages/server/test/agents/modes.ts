@@ -20,6 +20,8 @@ export interface ModesSpec {
   command: string;
   /** Its modes' IDs, as `modes.snapshot` lists them (in any order). */
   modes: string[];
+  /** The modes `modes.snapshot` marks `auto_approves` (docs/agents.md lists them), when checked. */
+  autoApproves?: string[];
   /** The plan-like mode, when it has one, and how the model's request shows a turn runs in it. */
   plan?: {
     modeId: string;
@@ -56,20 +58,27 @@ export function describeModes(spec: ModesSpec): void {
     afterAll(() => p?.close());
 
     it("its slash commands arrive in commands.snapshot, and its modes in modes.snapshot", async () => {
-      // Agents announce commands right after the session opens, outside any turn: the server
-      // broadcasts them; commands.list answers from what it kept.
-      const announced = await p.waitFor(
-        "commands.snapshot",
-        (m) => m.conversation_id === conv && m.request_id === undefined,
-        30_000,
-      );
-      expect(announced.commands.map((c) => c.name)).toContain(spec.command);
-      const listed = await p.client.request({ type: "commands.list", conversation_id: conv });
+      // Agents announce commands right after a session opens, often outside any turn and, for the
+      // session the catalogue probe opened, before it had a conversation: the server keeps them and
+      // broadcasts the later ones; commands.list answers from what it kept.
+      let listed = await p.client.request({ type: "commands.list", conversation_id: conv });
+      for (let i = 0; i < 60 && !listed.commands.some((c) => c.name === spec.command); i++) {
+        await new Promise((r) => setTimeout(r, 500));
+        listed = await p.client.request({ type: "commands.list", conversation_id: conv });
+      }
       expect(listed.commands.map((c) => c.name)).toContain(spec.command);
+      const announced = framesOf(p.frames, "commands.snapshot").filter(
+        (m) => m.conversation_id === conv && m.request_id === undefined,
+      );
+      for (const m of announced) expect(m.commands.map((c) => c.name)).toContain(spec.command);
       for (const c of listed.commands) expect(c.name.startsWith("/")).toBe(false);
       const modes = await p.client.request({ type: "modes.list", conversation_id: conv });
       expect(modes.modes.map((m) => m.mode_id).sort()).toEqual([...spec.modes].sort());
       expect(modes.current_mode_id).toEqual(expect.any(String));
+      if (spec.autoApproves) {
+        const approving = modes.modes.filter((m) => m.auto_approves).map((m) => m.mode_id);
+        expect(approving.sort()).toEqual([...spec.autoApproves].sort());
+      }
     });
 
     if (spec.plan) {

@@ -171,6 +171,7 @@ describeAgent("opencode", "OpenCode over ACP", () => {
     fixture: agent,
     command: "init",
     modes: ["build", "plan"],
+    autoApproves: [],
     // Its plan agent appends a plan-mode system reminder to the user's message.
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode ACTIVE") },
   });

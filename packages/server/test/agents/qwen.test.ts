@@ -93,6 +93,7 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
     fixture: agent,
     command: "init",
     modes: ["plan", "default", "auto-edit", "auto", "yolo"],
+    autoApproves: ["auto-edit", "yolo"],
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 });
