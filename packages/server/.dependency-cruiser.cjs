@@ -8,7 +8,7 @@
  */
 const LAYERS = [
   ["util", "errors.ts", "log.ts"],
-  ["auth", "files", "store", "agent-user"],
+  ["auth", "files", "store", "agent-user", "activity"],
   ["agent"],
   ["outbox"],
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],

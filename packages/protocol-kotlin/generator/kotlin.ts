@@ -60,6 +60,9 @@ const ENUM_NAMES: Record<string, string> = {
   "approval|clarify|run_finished|message": "PushEventKind",
   "active|background": "PresenceState",
   "user|agent": "ScheduleCreator",
+  "read|edit|delete|move|search|execute|think|fetch|switch_mode|other": "ToolKind",
+  "pending|in_progress|completed": "PlanEntryStatus",
+  "high|medium|low": "PlanEntryPriority",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects
@@ -183,6 +186,8 @@ class Generator {
   readonly enums = new Map<string, KotlinEnum>();
   readonly aliases = new Map<string, JsonSchema>();
   readonly models = new Map<string, Model>();
+  /** Shared definitions that are unions (`oneOf` + `discriminator`), each rendered as a sealed type of its own. */
+  readonly unions = new Map<string, JsonSchema>();
 
   constructor(bundles: SchemaBundles) {
     for (const bundle of [bundles.client, bundles.server, bundles.http]) {
@@ -213,6 +218,7 @@ class Generator {
       const def = this.definitions.get(name);
       if (!def) throw new Error(`unknown definition ${name}`);
       if (def.type === "string" && !def.enum) this.aliases.set(name, def);
+      else if (def.oneOf && def.discriminator) this.unions.set(name, def);
       else this.model(name);
       return { type: name };
     }
@@ -230,6 +236,7 @@ class Generator {
     if (s.type === "number" && typeof s.const === "number" && Number.isInteger(s.const)) {
       return { type: "StrictLong", constant: `${s.const}L` };
     }
+    if (s.type === "number" && s.const === undefined) return { type: "StrictDouble" };
     if (s.type === "boolean") {
       return typeof s.const === "boolean"
         ? { type: "StrictBoolean", constant: `${s.const}` }
@@ -556,6 +563,19 @@ export function generateKotlin(bundles: SchemaBundles): GeneratedFiles {
   for (const [name, def] of Object.entries(bundles.http.definitions ?? {})) {
     if (def.type === "object") gen.model(name);
   }
+  // Unions inside messages (a tool call's content blocks): a sealed type each, with an Unknown case.
+  const nested: GeneratedFiles = {};
+  for (let done = 0; done < gen.unions.size; done++) {
+    const [name, def] = [...gen.unions.entries()][done]!;
+    nested[`${name}.kt`] = renderUnion(gen, {
+      name,
+      description: def.description ?? name,
+      refs: def.oneOf ?? [],
+      discriminator: def.discriminator?.propertyName ?? "type",
+      noun: "block",
+      from: "a newer server",
+    });
+  }
   const models = [...gen.models.values()]
     .filter((m) => !m.parent)
     .sort((a, b) => a.name.localeCompare(b.name));
@@ -569,6 +589,7 @@ export function generateKotlin(bundles: SchemaBundles): GeneratedFiles {
     "ClientMessage.kt": client,
     "ServerMessage.kt": server,
     "PushPayload.kt": payload,
+    ...nested,
     "Models.kt": file(modelImports, [
       ...aliases.map(
         ([name, def]) =>

@@ -7,6 +7,7 @@ import {
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
+  ContextUsage,
   ConversationSummary,
   clientMessageSchemas,
   Device,
@@ -22,6 +23,7 @@ import {
   OpaqueId,
   PendingApproval,
   PendingClarification,
+  PlanEntry,
   PushKeys,
   PushServerInfo,
   PushSubscriptionInfo,
@@ -30,7 +32,13 @@ import {
   RunState,
   Schedule,
   serverMessageSchemas,
+  ToolContentBlock,
+  ToolDiffBlock,
+  ToolLocation,
+  ToolOtherBlock,
   ToolState,
+  ToolTextBlock,
+  UsageCost,
 } from "../src/index.js";
 import { buildMeta } from "./meta.js";
 
@@ -72,7 +80,23 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   RunState,
   Schedule,
   ToolState,
+  // activity
+  ContextUsage,
+  PlanEntry,
+  ToolContentBlock,
+  ToolDiffBlock,
+  ToolLocation,
+  ToolOtherBlock,
+  ToolTextBlock,
+  UsageCost,
 };
+
+/**
+ * Shared definitions that are unions of other definitions, by their discriminator. Emitted as
+ * `oneOf` + `discriminator`, the shape of the message unions, so code generators make them sealed
+ * types with an unknown case (a newer server's block type).
+ */
+const sharedUnions: Record<string, string> = { ToolContentBlock: "type" };
 
 /** A {@link FieldRule} in JSON Schema terms: combinations of `required`. */
 function ruleJson(rule: FieldRule): JsonObject {
@@ -123,6 +147,13 @@ function bundle(title: string, description: string, messages: Record<string, Zod
     },
   }) as JsonObject;
   const defs = inlinePathRefs(json.definitions as Record<string, JsonObject>);
+  for (const [name, key] of Object.entries(sharedUnions)) {
+    const def = defs[name];
+    if (!def) continue;
+    const { anyOf, ...rest } = def;
+    if (!Array.isArray(anyOf)) throw new Error(`${name}: expected anyOf from a discriminated union`);
+    defs[name] = { ...rest, oneOf: anyOf, discriminator: { propertyName: key } };
+  }
   // Only keep shared definitions this bundle uses.
   for (const name of Object.keys(sharedDefinitions)) {
     const usedElsewhere = Object.entries(defs).some(

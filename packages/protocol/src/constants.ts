@@ -114,6 +114,28 @@ export const LIMITS = {
   commandDescriptionChars: 1_000,
   /** `modes`: maximum slash command input hint length (the server shortens a longer one). */
   commandHintChars: 200,
+  /** `activity`: maximum length of a tool call's `title` (host paths scrubbed). */
+  toolTitleChars: 500,
+  /** `activity`: maximum number of `locations` of one tool call. */
+  toolLocations: 50,
+  /** `activity`: maximum length of a location's or a diff's `path` and `display`. */
+  toolPathChars: 4_096,
+  /** `activity`: maximum number of `content` blocks of one tool call (and of an approval's `preview`). */
+  toolContentBlocks: 20,
+  /** `activity`: maximum size of a diff block's `patch`, in UTF-8 bytes (64 KiB). */
+  toolPatchBytes: 64 * 1024,
+  /** `activity`: maximum length of a text block's `text`; the server keeps the last ones (the end of an output matters most). */
+  toolTextChars: 16_000,
+  /** `activity`: maximum length of an `other` block's `label`. */
+  toolLabelChars: 200,
+  /** `activity`: maximum size of one serialised `tool.event`, in UTF-8 bytes (256 KiB); the last blocks are cut first. */
+  toolEventBytes: 256 * 1024,
+  /** `activity`: maximum number of entries of a plan. */
+  planEntries: 100,
+  /** `activity`: maximum length of one plan entry's `content`. */
+  planEntryChars: 2_000,
+  /** `activity`: maximum length of a usage `cost.currency`, as the agent reports it. */
+  currencyChars: 16,
 } as const;
 
 /**
@@ -164,6 +186,14 @@ export const FEATURE_DEVICES = "devices" as const;
  */
 export const FEATURE_MODES = "modes" as const;
 
+/**
+ * Pheby extension of v1: the agent's work. `tool.event` carries the call's kind, title, locations and
+ * content (diffs, output; scrubbed, redacted, bounded), `approval.request` its call and a preview,
+ * `tool.get` fetches any recorded call, and `plan.updated` / `usage.updated` report the agent's plan
+ * and context usage.
+ */
+export const FEATURE_ACTIVITY = "activity" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -173,6 +203,7 @@ export const FEATURES = [
   FEATURE_SCHEDULES,
   FEATURE_EXPIRY,
   FEATURE_DEVICES,
+  FEATURE_ACTIVITY,
   FEATURE_MODES,
 ] as const;
 /** One feature name defined by this package. */
@@ -189,7 +220,8 @@ export type Feature = (typeof FEATURES)[number];
  * 5. `push`: notifications while the app is in the background; no frame on screen depends on it.
  * 6. `schedules`: a screen of its own, opened later.
  * 7. `devices`: settings (pairing, revoking); a pairing `hello` asks for it whatever else it drops.
- * 8. `modes`: the mode picker and the command palette; without them the agent still works.
+ * 8. `activity`: diffs, output, the plan and the context meter, detail around the answer.
+ * 9. `modes`: the mode picker and the command palette; without them the agent still works.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -202,6 +234,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_PUSH,
   FEATURE_SCHEDULES,
   FEATURE_DEVICES,
+  FEATURE_ACTIVITY,
   FEATURE_MODES,
 ] as const satisfies readonly Feature[];
 
@@ -259,6 +292,32 @@ export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 export const TOOL_STATUSES = ["running", "completed", "failed", "cancelled"] as const;
 /** One tool status. */
 export type ToolStatus = (typeof TOOL_STATUSES)[number];
+
+/** `activity`: the kind of a tool call, as ACP names it (`other` when the agent gives none). */
+export const TOOL_KINDS = [
+  "read",
+  "edit",
+  "delete",
+  "move",
+  "search",
+  "execute",
+  "think",
+  "fetch",
+  "switch_mode",
+  "other",
+] as const;
+/** One tool kind. */
+export type ToolKind = (typeof TOOL_KINDS)[number];
+
+/** `activity`: the status of one plan entry. */
+export const PLAN_ENTRY_STATUSES = ["pending", "in_progress", "completed"] as const;
+/** One plan entry status. */
+export type PlanEntryStatus = (typeof PLAN_ENTRY_STATUSES)[number];
+
+/** `activity`: the priority of one plan entry. */
+export const PLAN_ENTRY_PRIORITIES = ["high", "medium", "low"] as const;
+/** One plan entry priority. */
+export type PlanEntryPriority = (typeof PLAN_ENTRY_PRIORITIES)[number];
 
 /** Final statuses of a run (`run.finished.status`). */
 export const RUN_STATUSES = ["completed", "cancelled", "failed"] as const;

@@ -5,6 +5,7 @@
  * {@link decodeClientFrame} and {@link decodeServerFrame} enforce that from these tables.
  */
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
@@ -63,6 +64,10 @@ export const EXTENSION_TYPES = {
   "modes.snapshot": FEATURE_MODES,
   "mode.changed": FEATURE_MODES,
   "commands.snapshot": FEATURE_MODES,
+  // activity
+  "tool.get": FEATURE_ACTIVITY,
+  "plan.updated": FEATURE_ACTIVITY,
+  "usage.updated": FEATURE_ACTIVITY,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -71,6 +76,14 @@ export type ExtensionMessageType = keyof typeof EXTENSION_TYPES;
 // `resume` adds `seq` to every server message that has a `conversation_id` (conversationEvent).
 const seq = { seq: FEATURE_RESUME } as const;
 const expiry = { expires_at: FEATURE_EXPIRY } as const;
+// `activity` adds a tool call's detail wherever a tool call is, and an approval's call and preview.
+const toolDetail = {
+  kind: FEATURE_ACTIVITY,
+  title: FEATURE_ACTIVITY,
+  locations: FEATURE_ACTIVITY,
+  content: FEATURE_ACTIVITY,
+} as const;
+const approvalDetail = { tool_call_id: FEATURE_ACTIVITY, preview: FEATURE_ACTIVITY } as const;
 
 /**
  * The fields that exist only with a feature, per message type, by path: `a` is a top-level field,
@@ -98,6 +111,14 @@ export const EXTENSION_FIELDS = {
     "approvals[].expires_at": FEATURE_EXPIRY,
     "clarifications[].expires_at": FEATURE_EXPIRY,
     mode_id: FEATURE_MODES,
+    "tools[].kind": FEATURE_ACTIVITY,
+    "tools[].title": FEATURE_ACTIVITY,
+    "tools[].locations": FEATURE_ACTIVITY,
+    "tools[].content": FEATURE_ACTIVITY,
+    "approvals[].tool_call_id": FEATURE_ACTIVITY,
+    "approvals[].preview": FEATURE_ACTIVITY,
+    plan: FEATURE_ACTIVITY,
+    usage: FEATURE_ACTIVITY,
   },
   "conversation.renamed": seq,
   "conversation.deleted": seq,
@@ -106,8 +127,8 @@ export const EXTENSION_FIELDS = {
   "message.delta": { offset: FEATURE_DELTA_APPEND, ...seq },
   "message.complete": seq,
   "run.finished": seq,
-  "tool.event": seq,
-  "approval.request": { ...expiry, ...seq },
+  "tool.event": { ...toolDetail, ...seq },
+  "approval.request": { ...expiry, ...approvalDetail, ...seq },
   "approval.resolved": { conversation_id: FEATURE_RESUME, ...seq },
   "clarify.request": { ...expiry, ...seq },
   "clarify.resolved": { conversation_id: FEATURE_RESUME, ...seq },
@@ -123,6 +144,8 @@ export const EXTENSION_FIELDS = {
   "modes.snapshot": seq,
   "mode.changed": seq,
   "commands.snapshot": seq,
+  "plan.updated": seq,
+  "usage.updated": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

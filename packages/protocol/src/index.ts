@@ -23,6 +23,7 @@ export * from "./constants.js";
 export * from "./decode.js";
 export * from "./delta.js";
 export * from "./features.js";
+export * from "./messages/activity.js";
 export * from "./messages/approvals.js";
 export * from "./messages/attachments.js";
 export * from "./messages/chat.js";

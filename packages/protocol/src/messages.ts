@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { checkFieldRules, fieldRulesOf } from "./common.js";
 import { LIMITS } from "./constants.js";
+import { PlanUpdated, ToolGet, UsageUpdated } from "./messages/activity.js";
 import {
   ApprovalAnswer,
   ApprovalAnswerResponse,
@@ -133,6 +134,8 @@ export const clientMessageSchemas = {
   "modes.list": ModesList,
   "mode.set": ModeSet,
   "commands.list": CommandsList,
+  // activity
+  "tool.get": ToolGet,
 } as const;
 
 /**
@@ -189,6 +192,9 @@ export const serverMessageSchemas = {
   "modes.snapshot": ModesSnapshot,
   "mode.changed": ModeChanged,
   "commands.snapshot": CommandsSnapshot,
+  // activity
+  "plan.updated": PlanUpdated,
+  "usage.updated": UsageUpdated,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -319,6 +325,7 @@ export const REPLY_TYPES = {
   "modes.list": "modes.snapshot",
   "mode.set": "mode.changed",
   "commands.list": "commands.snapshot",
+  "tool.get": "tool.event",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -389,6 +396,7 @@ export const REPLY_RULES = {
   "modes.list": "requester",
   "mode.set": "broadcast",
   "commands.list": "requester",
+  "tool.get": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

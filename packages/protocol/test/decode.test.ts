@@ -169,7 +169,7 @@ describe("decodeServerFrame", () => {
 
 describe("REPLY_TYPES", () => {
   it("maps every request to a reply (all but presence; see limits.test.ts)", () => {
-    expect(Object.keys(REPLY_TYPES)).toHaveLength(18 + 11 + 3);
+    expect(Object.keys(REPLY_TYPES)).toHaveLength(18 + 11 + 3 + 1); // + modes' 3, activity's tool.get
     expect(REPLY_TYPES["conversation.open"]).toBe("conversation.history");
   });
 });

@@ -308,6 +308,111 @@ describe("extension limits", () => {
   });
 });
 
+describe("activity limits", () => {
+  const tool = (extra: Record<string, unknown>) => ({
+    type: "tool.event",
+    conversation_id: conv,
+    tool_call_id: "t1",
+    tool_name: "Read",
+    status: "completed",
+    ts,
+    ...extra,
+  });
+  const text = (n: number) => ({ type: "text", text: "é".repeat(n), truncated: n > 0 });
+  const other = { type: "other", label: "image" };
+  const diff = (patch: string) => ({
+    type: "diff",
+    path: "a.txt",
+    display: "a.txt",
+    outside: false,
+    patch,
+    additions: 0,
+    deletions: 0,
+    fragment: false,
+    truncated: false,
+  });
+
+  it("are the documented numbers", () => {
+    expect(LIMITS).toMatchObject({
+      toolTitleChars: 500,
+      toolLocations: 50,
+      toolContentBlocks: 20,
+      toolPatchBytes: 65_536,
+      toolTextChars: 16_000,
+      toolEventBytes: 262_144,
+      planEntries: 100,
+      planEntryChars: 2_000,
+    });
+  });
+
+  it("tool.event: titles of 500 characters, 50 locations, 20 blocks, texts of 16,000 characters", () => {
+    expect(boundary((n) => tool({ title: "é".repeat(n) }), LIMITS.toolTitleChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    const location = (i: number) => ({ path: `f${i}.ts`, line: i, outside: false });
+    const locations = (n: number) => tool({ locations: Array.from({ length: n }, (_, i) => location(i)) });
+    expect(boundary(locations, LIMITS.toolLocations, server)).toEqual(["ok", "bad_request"]);
+    const blocks = (n: number) => tool({ content: Array.from({ length: n }, () => other) });
+    expect(boundary(blocks, LIMITS.toolContentBlocks, server)).toEqual(["ok", "bad_request"]);
+    expect(boundary((n) => tool({ content: [text(n)] }), LIMITS.toolTextChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    const preview = (n: number) => ({
+      type: "approval.request",
+      approval_id: "a",
+      session_key: "s",
+      conversation_id: conv,
+      run_id: null,
+      command: "Edit a.txt",
+      description: "",
+      choices: ["once", "deny"],
+      ts,
+      tool_call_id: "t1",
+      preview: Array.from({ length: n }, () => other),
+    });
+    expect(boundary(preview, LIMITS.toolContentBlocks, server)).toEqual(["ok", "bad_request"]);
+  });
+
+  it("tool.event: a patch of 64 KiB of UTF-8, and 256 KiB of JSON in all", () => {
+    // "é" is 2 bytes: 32,768 of them are exactly 64 KiB; one ASCII byte more is over.
+    const half = "é".repeat(LIMITS.toolPatchBytes / 2);
+    expect([server(tool({ content: [diff(half)] })), server(tool({ content: [diff(`${half}x`)] }))]).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    // Four patches of 62,000 bytes, the last text block (under its own limit) sized to put the event at exactly the limit.
+    const patches = Array.from({ length: 4 }, () => diff("p".repeat(62_000)));
+    const sized = (bytes: number) => {
+      const content: Record<string, unknown>[] = [...patches, text(0)];
+      const size = () => Buffer.byteLength(JSON.stringify(tool({ content })));
+      const fill = bytes - size();
+      content[4] = { type: "text", text: "x".repeat(fill), truncated: false };
+      expect(size()).toBe(bytes);
+      return tool({ content });
+    };
+    expect([server(sized(LIMITS.toolEventBytes)), server(sized(LIMITS.toolEventBytes + 1))]).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+  });
+
+  it("plan.updated: 100 entries of 2,000 characters", () => {
+    const entry = (n: number) => ({ content: "é".repeat(n), status: "pending", priority: "low" });
+    const plan = (entries: unknown[]) => ({
+      type: "plan.updated",
+      conversation_id: conv,
+      run_id: null,
+      entries,
+      ts,
+    });
+    const many = (n: number) => plan(Array.from({ length: n }, () => entry(1)));
+    expect(boundary(many, LIMITS.planEntries, server)).toEqual(["ok", "bad_request"]);
+    expect(boundary((n) => plan([entry(n)]), LIMITS.planEntryChars, server)).toEqual(["ok", "bad_request"]);
+  });
+});
+
 const subscription = {
   subscription_id: "s",
   device_name: null,
@@ -320,8 +425,8 @@ const subscription = {
 
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3); // + modes.list, mode.set, commands.list
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3); // + modes.snapshot, mode.changed, commands.snapshot
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3 + 1); // + modes.list, mode.set, commands.list; tool.get
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3 + 2); // + modes.snapshot, mode.changed, commands.snapshot; plan.updated, usage.updated
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

@@ -74,6 +74,7 @@ describe("reply rules", () => {
     expect(replyRuleOf("mode.set", "mode.changed")).toBe("broadcast");
     expect(replyRuleOf("commands.list", "commands.snapshot")).toBe("requester");
     expect(replyRuleOf("conversation.open", "conversation.resumed")).toBe("requester");
+    expect(replyRuleOf("tool.get", "tool.event")).toBe("requester");
     expect(replyRuleOf("ping", "ready")).toBeUndefined();
     expect(replyRuleOf("presence", "pong")).toBeUndefined();
   });

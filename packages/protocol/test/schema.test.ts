@@ -14,10 +14,10 @@ type Def = { title?: string; properties?: { type?: { const?: string } } };
 describe("JSON Schema bundles", () => {
   const built = buildSchemas();
 
-  it("covers the 45 message types of the spec and the 31 of the extensions", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3); // + modes.list, mode.set, commands.list
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3); // + modes.snapshot, mode.changed, commands.snapshot
-    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 6);
+  it("covers the 45 message types of the spec and the 34 of the extensions", () => {
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 3 + 1); // + modes.list, mode.set, commands.list; tool.get
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 3 + 2); // + modes.snapshot, mode.changed, commands.snapshot; plan.updated, usage.updated
+    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 6 + 3);
   });
 
   it.each(Object.keys(built))(

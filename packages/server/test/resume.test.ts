@@ -35,14 +35,17 @@ function shared(frame: ServerMessage): ServerMessage {
   return rest as ServerMessage;
 }
 
-/** The events a resuming client may be sent for `frames`: consecutive deltas of one message collapsed to the last. */
+/** The events a resuming client may be sent for `frames`: consecutive deltas of one message, and consecutive events of one tool call, collapsed to the last. */
 function collapsed(frames: readonly ServerMessage[]): ServerMessage[] {
   const out: ServerMessage[] = [];
   for (const f of frames) {
     const last = out.at(-1);
-    if (f.type === "message.delta" && last?.type === "message.delta" && last.message_id === f.message_id) {
-      out[out.length - 1] = f;
-    } else out.push(f);
+    const sameDraft =
+      f.type === "message.delta" && last?.type === "message.delta" && last.message_id === f.message_id;
+    const sameCall =
+      f.type === "tool.event" && last?.type === "tool.event" && last.tool_call_id === f.tool_call_id;
+    if (sameDraft || sameCall) out[out.length - 1] = f;
+    else out.push(f);
   }
   return out;
 }

@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { boundedText, conversationEvent, OpaqueId, request, Timestamp } from "../common.js";
 import { APPROVAL_CHOICES, LIMITS } from "../constants.js";
+import { ToolContent } from "./activity.js";
 
 const approvalFields = {
   approval_id: z.string(),
@@ -14,6 +15,13 @@ const approvalFields = {
   expires_at: Timestamp.nullable()
     .optional()
     .describe("Only with the expiry feature: when the agent gives up on it (denies it); null when unknown"),
+  tool_call_id: z
+    .string()
+    .optional()
+    .describe("Only with the activity feature: the tool call the approval is about"),
+  preview: ToolContent.optional().describe(
+    "Only with the activity feature: that call's content blocks (an edit's diff, a command), or a plan's text",
+  ),
 };
 
 /** `approval.request`: the agent pauses for a human decision. */

@@ -10,6 +10,7 @@ import {
   withFieldRules,
 } from "../common.js";
 import { LIMITS, MESSAGE_ROLES } from "../constants.js";
+import { ContextUsage, PlanEntries } from "./activity.js";
 import { PendingApproval } from "./approvals.js";
 import { AttachmentDescriptor } from "./attachments.js";
 import { RunState } from "./chat.js";
@@ -136,6 +137,12 @@ export const ConversationHistory = conversationEvent(
       .nullable()
       .optional()
       .describe("Only with the modes feature: the conversation's current mode, or null when none is known"),
+    plan: PlanEntries.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest plan, or null when it has none"),
+    usage: ContextUsage.nullable()
+      .optional()
+      .describe("Only with the activity feature: the agent's latest context usage, or null"),
   },
   "History page and recoverable state",
 );

@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { conversationEvent, Timestamp } from "../common.js";
-import { TOOL_STATUSES } from "../constants.js";
+import { LIMITS, TOOL_STATUSES } from "../constants.js";
+import { toolActivityFields, utf8ByteLength } from "./activity.js";
 
 const toolFields = {
   conversation_id: z.string(),
@@ -21,10 +22,25 @@ const toolFields = {
     .describe("Only on completed/failed/cancelled; null when unknown"),
   error: z.string().optional().describe("Only on failed; truncated"),
   ts: Timestamp,
+  ...toolActivityFields,
 };
 
-/** `tool.event`: structured tool activity, never chat text. */
-export const ToolEvent = conversationEvent("tool.event", toolFields, "Structured tool activity");
+/**
+ * `tool.event`: structured tool activity, never chat text. With `activity` it may carry the call's
+ * detail, and then never exceeds {@link LIMITS}.toolEventBytes serialised (JSON Schema cannot say so).
+ */
+export const ToolEvent = conversationEvent("tool.event", toolFields, "Structured tool activity").superRefine(
+  (event, ctx) => {
+    // Only a frame with detail can come near the bound; v1 frames skip the serialisation.
+    if (event.content === undefined && event.locations === undefined) return;
+    if (utf8ByteLength(JSON.stringify(event)) > LIMITS.toolEventBytes) {
+      ctx.addIssue({
+        code: z.ZodIssueCode.custom,
+        message: `must be at most ${LIMITS.toolEventBytes} bytes of JSON`,
+      });
+    }
+  },
+);
 
 /** The latest state of one tool call, as listed in `conversation.history.tools`. */
 export const ToolState = z.object(toolFields).describe("Latest state of one tool call");

@@ -7,7 +7,10 @@
  * and attachment storage. A backend only drives the agent and reports what
  * happens through the {@link TurnSink} and {@link AgentHost} callbacks.
  */
-import type { ApprovalChoice, AttachmentKind, ReasoningEffort } from "@pheby/protocol";
+import type { ApprovalChoice, AttachmentKind, ReasoningEffort, ToolContentBlock } from "@pheby/protocol";
+import type { ToolDetail } from "../activity/tool-detail.js";
+
+export type { ToolDetail };
 
 /** What a backend can do; the server answers the rest with `not_implemented` or its own fallback. */
 export interface AgentCapabilities {
@@ -170,6 +173,12 @@ export type TurnResult =
 /** A permission question. `choices` lists only the choices the agent can honour. */
 export interface PermissionQuestion {
   toolCallId?: string;
+  /**
+   * What the question is about, as the `activity` extension shows it (an edit's diff, the command, a
+   * plan's text), built like {@link ToolDetail}'s content. Absent: the server shows the content last
+   * reported for `toolCallId`, if any.
+   */
+  preview?: ToolContentBlock[];
   command: string;
   description: string;
   choices: ApprovalChoice[];
@@ -218,10 +227,29 @@ export type ProducedFile =
 export interface TurnSink {
   /** Append a chunk of answer text (the server keeps the cumulative text). */
   text(chunk: string): void;
-  /** A tool call started (or was first seen). `args` is redacted by the server. */
-  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void;
-  /** A tool call ended. `duration_ms` is measured by the server. */
-  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void;
+  /**
+   * A tool call started (or was first seen). `args` is redacted by the server. `detail` is what the
+   * `activity` extension shows of it (build it with `ToolDetailBuilder`: paths placed, text scrubbed
+   * and redacted, bounded); only `activity` connections see it.
+   */
+  toolStart(call: {
+    toolCallId: string;
+    toolName: string;
+    args?: Record<string, unknown>;
+    detail?: ToolDetail;
+  }): void;
+  /** A tool call ended. `duration_ms` is measured by the server. `detail` as for {@link toolStart}. */
+  toolEnd(call: {
+    toolCallId: string;
+    status: "completed" | "failed" | "cancelled";
+    error?: string;
+    detail?: ToolDetail;
+  }): void;
+  /**
+   * A running tool call's detail changed and nothing else did (its content arrived, a diff grew):
+   * only `activity` connections are told. Optional for backends that report no detail.
+   */
+  toolDetail?(call: { toolCallId: string; detail: ToolDetail }): void;
   /**
    * Ask the user a permission question. Resolves once with the answer.
    * Aborting `withdraw` withdraws the question (agent timeout or cancellation);

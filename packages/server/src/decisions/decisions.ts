@@ -1,12 +1,14 @@
 import {
   APPROVAL_CHOICES,
   type ClientMessageOf,
+  FEATURE_ACTIVITY,
   FEATURE_EXPIRY,
   type PendingApproval,
   type PendingClarification,
   type ServerMessage,
 } from "@pheby/protocol";
 import type { Logger } from "pino";
+import { boundDetail } from "../activity/bound.js";
 import type { ClarifyAnswer, ClarifyQuestion, PermissionAnswer, PermissionQuestion } from "../agent/port.js";
 import { ProtocolError } from "../errors.js";
 import type { Origin, Outbox } from "../outbox/outbox.js";
@@ -33,6 +35,7 @@ export interface DecisionsDeps {
 }
 
 const CANCELLED = { outcome: "cancelled" } as const;
+const NO_FEATURES: ReadonlySet<string> = new Set();
 const EXPIRED = { outcome: "cancelled", expired: true } as const;
 
 interface Entry<W, A> {
@@ -40,6 +43,8 @@ interface Entry<W, A> {
   runId: string;
   /** When the agent gives up on it (epoch ms), or null when unknown. */
   expiresAt: number | null;
+  /** Fields only connections with an extension see, by extension (`activity`: the call and its preview). */
+  fields: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
   timer: NodeJS.Timeout | undefined;
   settle(answer: A): void;
 }
@@ -80,6 +85,7 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
     runId: string,
     withdraw: AbortSignal | undefined,
     expiresInMs?: number,
+    fields: Readonly<Record<string, Readonly<Record<string, unknown>>>> = {},
   ): Promise<A> {
     return new Promise<A>((resolve) => {
       const onAbort = () => this.withdraw(id);
@@ -89,6 +95,7 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
         wire,
         runId,
         expiresAt,
+        fields,
         timer: valid ? setTimeout(() => this.#expire(id), expiresInMs) : undefined,
         settle: (answer) => {
           clearTimeout(entry.timer);
@@ -102,7 +109,7 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
       this.outbox.publish({
         message: this.kind.requested(wire),
         conversationId: wire.conversation_id,
-        fields: { [FEATURE_EXPIRY]: { expires_at: expiresAt === null ? null : iso(expiresAt) } },
+        fields: { ...fields, [FEATURE_EXPIRY]: { expires_at: expiresAt === null ? null : iso(expiresAt) } },
       });
     });
   }
@@ -155,13 +162,21 @@ class Gate<W extends { conversation_id: string; ts: string }, A> {
     for (const [id, entry] of [...this.#entries]) if (entry.runId === runId) this.withdraw(id);
   }
 
-  /** The pending questions of a conversation; with `expiry`, each with its `expires_at`. */
-  list(conversationId: string, expiry = false): W[] {
+  /**
+   * The pending questions of a conversation, each with the fields of the `features` a connection
+   * enabled (`expiry`: `expires_at`; `activity`: an approval's call and preview).
+   */
+  list(conversationId: string, features: ReadonlySet<string>): W[] {
     return [...this.#entries.values()]
       .filter((e) => e.wire.conversation_id === conversationId)
-      .map((e) =>
-        expiry ? { ...e.wire, expires_at: e.expiresAt === null ? null : iso(e.expiresAt) } : e.wire,
-      );
+      .map((e) => {
+        let wire = e.wire;
+        if (features.has(FEATURE_EXPIRY))
+          wire = { ...wire, expires_at: e.expiresAt === null ? null : iso(e.expiresAt) };
+        for (const [feature, fields] of Object.entries(e.fields))
+          if (features.has(feature)) wire = { ...wire, ...fields };
+        return wire;
+      });
   }
 }
 
@@ -231,7 +246,15 @@ export class Decisions {
       choices,
       ts: iso(this.deps.clock.now()),
     };
-    return this.#approvals.ask(id, wire, asker.runId, withdraw, question.expiresInMs);
+    // `activity` connections see which call the approval is about, and what it would do.
+    const activity: Record<string, unknown> = {};
+    if (typeof question.toolCallId === "string") activity.tool_call_id = question.toolCallId;
+    // Bounded as a tool event is: the preview is that call's content.
+    if (Array.isArray(question.preview))
+      activity.preview = boundDetail(wire, { kind: "other", content: question.preview }).content;
+    const fields: Record<string, Record<string, unknown>> = {};
+    if (Object.keys(activity).length > 0) fields[FEATURE_ACTIVITY] = activity;
+    return this.#approvals.ask(id, wire, asker.runId, withdraw, question.expiresInMs, fields);
   }
 
   /**
@@ -321,14 +344,20 @@ export class Decisions {
     return this.#clarifications.peek(clarifyId);
   }
 
-  /** Pending approvals of a conversation, for `conversation.history.approvals` (`expiry`: with `expires_at`). */
-  approvals(conversationId: string, expiry = false): PendingApproval[] {
-    return this.#approvals.list(conversationId, expiry);
+  /**
+   * Pending approvals of a conversation, for `conversation.history.approvals`, with the fields of the
+   * `features` the connection enabled (`expiry`: `expires_at`; `activity`: `tool_call_id`, `preview`).
+   */
+  approvals(conversationId: string, features: ReadonlySet<string> = NO_FEATURES): PendingApproval[] {
+    return this.#approvals.list(conversationId, features);
   }
 
-  /** Pending clarifications of a conversation, for `conversation.history.clarifications`. */
-  clarifications(conversationId: string, expiry = false): PendingClarification[] {
-    return this.#clarifications.list(conversationId, expiry);
+  /** Pending clarifications of a conversation, for `conversation.history.clarifications` (`expiry`: with `expires_at`). */
+  clarifications(
+    conversationId: string,
+    features: ReadonlySet<string> = NO_FEATURES,
+  ): PendingClarification[] {
+    return this.#clarifications.list(conversationId, features);
   }
 }
 

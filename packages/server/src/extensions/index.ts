@@ -1,4 +1,5 @@
 import {
+  FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
   FEATURE_EXPIRY,
   FEATURE_MODES,
@@ -26,6 +27,7 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_SCHEDULES },
     { feature: FEATURE_EXPIRY },
     devicesExtension(ctx.devices),
+    { feature: FEATURE_ACTIVITY },
     { feature: FEATURE_MODES },
   ];
 }

@@ -1,6 +1,6 @@
 import {
   type ConversationSummary,
-  FEATURE_EXPIRY,
+  FEATURE_ACTIVITY,
   FEATURE_MODES,
   FEATURE_QUEUE,
   FEATURE_RESUME,
@@ -67,6 +67,8 @@ function parseCursor(ctx: ServerContext, conversationId: string, cursor: string)
  * `client_message_id` and the conversation's `seq` (and `resumed: false` when a `since_seq` reached
  * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`; with
  * `modes`, the conversation's mode.
+ * back too far); with `queue`, its queued follow-ups; with `expiry`, the questions' `expires_at`;
+ * with `activity`, the tools' detail and the approvals' call and preview.
  */
 function historyPage(
   ctx: ServerContext,
@@ -89,9 +91,9 @@ function historyPage(
     has_more: page.hasMore,
     attachments: ctx.attachments.list(id),
     run: ctx.runs.state(id),
-    tools: ctx.runs.tools(id),
-    approvals: ctx.decisions.approvals(id, features.has(FEATURE_EXPIRY)),
-    clarifications: ctx.decisions.clarifications(id, features.has(FEATURE_EXPIRY)),
+    tools: ctx.runs.tools(id, features.has(FEATURE_ACTIVITY)),
+    approvals: ctx.decisions.approvals(id, features),
+    clarifications: ctx.decisions.clarifications(id, features),
     ...(log ? { seq: log.position(id) } : {}),
     ...(log && opts.since_seq !== undefined ? { resumed: false as const } : {}),
     ...(features.has(FEATURE_QUEUE) ? { queue: ctx.queue.list(id, features) } : {}),

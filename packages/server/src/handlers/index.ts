@@ -1,6 +1,7 @@
 import type { ClientMessage, ClientMessageType, DecodeError, ErrorCode } from "@pheby/protocol";
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
+import { activityHandlers } from "./activity.js";
 import { chatHandlers } from "./chat.js";
 import type { Answer, Handler, HandlerTable, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
@@ -29,6 +30,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   pushHandlers,
   scheduleHandlers,
   modeHandlers,
+  activityHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */

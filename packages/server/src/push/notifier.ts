@@ -1,4 +1,4 @@
-import type { Schedule, ServerMessage } from "@pheby/protocol";
+import type { Schedule, ServerMessage, ToolContentBlock, ToolDiffBlock } from "@pheby/protocol";
 import type { Logger } from "pino";
 import type { Outbox, OutboxEvent } from "../outbox/outbox.js";
 import type { PushStore, PushSubscriptionRow } from "../store/push.js";
@@ -96,8 +96,12 @@ export class PushNotifier implements Outbox {
         return;
       case "approval.request": {
         const tool = msg.run_id === null ? undefined : this.#tools.get(msg.run_id);
+        const diffs = diffsOf(event);
         this.#ask(msg.approval_id, msg.conversation_id, event, (conversationName, expiry, now) =>
-          approvalPush({ ...msg, conversationName, ...(tool ? { tool } : {}), ...expiry }, now),
+          approvalPush(
+            { ...msg, conversationName, ...(tool ? { tool } : {}), ...(diffs ? { diffs } : {}), ...expiry },
+            now,
+          ),
         );
         return;
       }
@@ -229,6 +233,16 @@ export class PushNotifier implements Outbox {
   ): Promise<DeliveryResult> {
     return this.deps.delivery.enqueue(subscription, notification, this.deps.preview, options);
   }
+}
+
+/** The diff blocks of an approval's `activity` preview (an edit), if it has any. */
+function diffsOf(
+  event: OutboxEvent,
+): Array<{ display: string; additions: number; deletions: number }> | undefined {
+  const preview = event.fields?.activity?.preview;
+  if (!Array.isArray(preview)) return undefined;
+  const diffs = (preview as ToolContentBlock[]).filter((b): b is ToolDiffBlock => b.type === "diff");
+  return diffs.length > 0 ? diffs : undefined;
 }
 
 /** When the agent gives up on a question, if the `expiry` extension told (ms since the epoch). */

@@ -89,12 +89,29 @@ export interface ApprovalPushInput {
   tool?: string;
   /** When the backend will deny it by itself, if it says (ms since the epoch). */
   expiresAt?: number;
+  /** `activity`: the diff blocks of the approval's preview (an edit), whose file and counts the body names. */
+  diffs?: ReadonlyArray<{ display: string; additions: number; deletions: number }>;
 }
 
-/** `approval` (urgency high): the command preview is redacted like tool arguments. */
+/** An edit's file (and how many more) with its counts: `src/app.ts +12 −3`. */
+export function editSummary(diffs: NonNullable<ApprovalPushInput["diffs"]>): string {
+  const [first] = diffs;
+  if (!first) return "";
+  const additions = diffs.reduce((n, d) => n + d.additions, 0);
+  const deletions = diffs.reduce((n, d) => n + d.deletions, 0);
+  const more = diffs.length > 1 ? ` and ${diffs.length - 1} more file${diffs.length > 2 ? "s" : ""}` : "";
+  return `${first.display}${more} +${additions} \u2212${deletions}`;
+}
+
+/**
+ * `approval` (urgency high): the command preview is redacted like tool arguments; an edit's body
+ * names its file and its `+additions −deletions` instead.
+ */
 export function approvalPush(input: ApprovalPushInput, now: number): PushNotification {
   const command = clip(redactText(input.command, 10_000));
-  const preview = command !== "" ? command : clip(redactText(input.description, 10_000));
+  const edit =
+    input.diffs && input.diffs.length > 0 ? clip(redactText(editSummary(input.diffs), 10_000)) : "";
+  const preview = edit !== "" ? edit : command !== "" ? command : clip(redactText(input.description, 10_000));
   return {
     kind: "approval",
     event: "approval",

@@ -1,6 +1,15 @@
 import { performance } from "node:perf_hooks";
-import { LIMITS, type RunState, type RunStatus, type ServerMessage, type ToolState } from "@pheby/protocol";
+import {
+  FEATURE_ACTIVITY,
+  LIMITS,
+  type RunState,
+  type RunStatus,
+  type ServerMessage,
+  type ToolState,
+} from "@pheby/protocol";
 import type { Logger } from "pino";
+import { boundDetail } from "../activity/bound.js";
+import type { ToolDetail } from "../activity/tool-detail.js";
 import type {
   AgentBackend,
   ClarifyAnswer,
@@ -31,6 +40,10 @@ interface ToolCall {
   name: string;
   startedAt: number;
   status: ToolState["status"];
+  /** `activity`: its latest detail, as reported. */
+  detail?: ToolDetail;
+  /** `activity`: the content last published, serialised: events repeat it only when it changed. */
+  sentContent?: string;
 }
 
 /** One run: server-owned state of an assistant turn. */
@@ -204,9 +217,26 @@ export class RunEngine {
     };
   }
 
-  /** Latest tool states of the active or most recent run. */
-  tools(conversationId: string): ToolState[] {
-    return this.deps.store.latestRunTools(conversationId).map(toolState);
+  /**
+   * Latest tool states of the active or most recent run; with `activity`, each with its detail
+   * (`conversation.history` on an `activity` connection).
+   */
+  tools(conversationId: string, activity = false): ToolState[] {
+    return this.deps.store.latestRunTools(conversationId).map((row) => toolState(row, activity));
+  }
+
+  /**
+   * `tool.get`: the latest state of a recorded tool call of the conversation, with its detail, or
+   * undefined when the conversation has no such call.
+   */
+  tool(conversationId: string, toolCallId: string): ToolState | undefined {
+    const row = this.deps.store.toolCall(conversationId, toolCallId);
+    return row && toolState(row, true);
+  }
+
+  /** `activity`: the content last reported for a tool call of a conversation's active run (an approval's preview). */
+  toolContent(conversationId: string, toolCallId: string): ToolDetail["content"] {
+    return this.#active.get(conversationId)?.tools.get(toolCallId)?.detail?.content;
   }
 
   /**
@@ -559,11 +589,14 @@ export class RunEngine {
         this.#flushDelta(run);
         // A repeated start (fuller arguments) keeps the first start time.
         const known = run.tools.get(call.toolCallId);
-        run.tools.set(call.toolCallId, {
+        const tool: ToolCall = {
+          ...known,
           name: call.toolName,
           startedAt: known?.startedAt ?? performance.now(),
           status: "running",
-        });
+        };
+        if (call.detail) tool.detail = call.detail;
+        run.tools.set(call.toolCallId, tool);
         const args = call.args ? redactArgs(call.args) : undefined;
         this.#tool(run, call.toolCallId, call.toolName, "running", { args });
       },
@@ -573,8 +606,16 @@ export class RunEngine {
         const known = run.tools.get(call.toolCallId);
         const duration = known ? Math.round(performance.now() - known.startedAt) : null;
         if (known) known.status = call.status;
+        if (known && call.detail) known.detail = call.detail;
         const error = call.status === "failed" ? truncate(call.error ?? "Tool failed") : undefined;
         this.#tool(run, call.toolCallId, known?.name ?? "unknown", call.status, { duration, error });
+      },
+      toolDetail: (call) => {
+        const known = run.tools.get(call.toolCallId);
+        if (run.finished || !known) return;
+        known.detail = call.detail;
+        // Nothing a v1 connection sees changed: only activity connections get this event.
+        this.#tool(run, call.toolCallId, known.name, known.status, { detailOnly: true });
       },
       sessionReplaced: (sessionId) => {
         // Kept even if the run has just ended: the backend goes on using the new session.
@@ -613,7 +654,13 @@ export class RunEngine {
       askPermission: async (question, withdraw) => {
         if (this.#ending(run)) return { outcome: "cancelled" };
         this.#flushDelta(run);
-        return this.deps.decisions.askPermission(asker(run), question, withdraw);
+        // Without a preview of its own, the question shows what its call was last reported to do.
+        const content =
+          question?.preview === undefined && typeof question?.toolCallId === "string"
+            ? run.tools.get(question.toolCallId)?.detail?.content
+            : undefined;
+        const asked = content ? { ...question, preview: content } : question;
+        return this.deps.decisions.askPermission(asker(run), asked, withdraw);
       },
       askClarification: async (question, withdraw) => {
         if (this.#ending(run)) return { outcome: "cancelled" };
@@ -685,10 +732,14 @@ export class RunEngine {
       args?: Record<string, unknown> | undefined;
       duration?: number | null;
       error?: string | undefined;
+      /** Only the detail changed: the stored state is kept, and only `activity` peers are told. */
+      detailOnly?: boolean;
     },
   ): void {
     const now = this.deps.clock.now();
-    const row: ToolRow = {
+    const tool = run.tools.get(toolCallId);
+    const stored = extra.detailOnly ? this.deps.store.toolCall(run.conversationId, toolCallId) : undefined;
+    const row: ToolRow = stored ?? {
       run_id: run.runId,
       tool_call_id: toolCallId,
       conversation_id: run.conversationId,
@@ -699,8 +750,25 @@ export class RunEngine {
       error: extra.error ?? null,
       ts: now,
     };
+    const message: ServerMessage = { type: "tool.event", ...toolState(row) };
+    let fields: Record<string, Record<string, unknown>> | undefined;
+    if (tool?.detail) {
+      const detail = boundDetail(message, tool.detail);
+      row.detail_json = JSON.stringify(detail);
+      // Content travels again only when it changed; the rest of the detail is small.
+      const { content, ...rest } = detail;
+      const sent = content === undefined ? undefined : JSON.stringify(content);
+      const changed = sent !== undefined && sent !== tool.sentContent;
+      if (changed) tool.sentContent = sent;
+      if (extra.detailOnly && !changed && row.detail_json === stored?.detail_json) return;
+      fields = { [FEATURE_ACTIVITY]: changed ? { ...rest, content } : rest };
+    }
     this.deps.store.upsertTool(row);
-    this.#publish({ type: "tool.event", ...toolState(row) });
+    this.deps.outbox.publish({
+      ...eventOf(message),
+      ...(fields ? { fields } : {}),
+      ...(extra.detailOnly ? { feature: FEATURE_ACTIVITY } : {}),
+    });
   }
 
   /** End a run exactly once: close open tools, persist, message.complete, run.finished. */
@@ -837,8 +905,21 @@ function validStatus(result: TurnResult): RunStatus {
   return s === "completed" || s === "cancelled" || s === "failed" ? s : "failed";
 }
 
-/** Wire form of a stored tool state (`args_redacted` only while running, `error` only on failure). */
-function toolState(row: ToolRow): ToolState {
+/**
+ * Wire form of a stored tool state (`args_redacted` only while running, `error` only on failure);
+ * with `activity`, its detail too.
+ */
+function toolState(row: ToolRow, activity = false): ToolState {
+  const state = v1ToolState(row);
+  if (!activity || !row.detail_json) return state;
+  // Bounded again with this copy's own fields, as the event it was stored from was.
+  return {
+    ...state,
+    ...boundDetail({ type: "tool.event", ...state }, JSON.parse(row.detail_json) as ToolDetail),
+  };
+}
+
+function v1ToolState(row: ToolRow): ToolState {
   return {
     conversation_id: row.conversation_id,
     run_id: row.run_id,

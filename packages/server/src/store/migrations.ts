@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import { ACTIVITY_TOOLS_MIGRATION } from "./activity.js";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { MODES_MIGRATION } from "./modes.js";
@@ -114,6 +115,8 @@ export const MIGRATIONS: readonly string[] = [
   SENT_REQUESTS_PRINCIPAL_MIGRATION,
   // v11 (`modes` extension): each conversation's chosen mode, its agent's modes and commands (store/modes.ts).
   MODES_MIGRATION,
+  // v11 (`activity` extension): each tool call's detail (store/activity.ts).
+  ACTIVITY_TOOLS_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -105,11 +105,14 @@ export class ResumeLog {
   readonly #db: Database.Database;
   readonly #counter: Database.Statement<[string], Counter>;
   readonly #saveCounter: Database.Statement<[Counter & { conversation_id: string }]>;
-  readonly #lastRow: Database.Statement<[string], { id: number; draft_of: string | null; bytes: number }>;
+  readonly #lastRow: Database.Statement<
+    [string],
+    { id: number; draft_of: string | null; bytes: number; feature: string | null; fields: string | null }
+  >;
   readonly #insert: Database.Statement<
     [string, number, string | null, string | null, string, string | null, number]
   >;
-  readonly #rewrite: Database.Statement<[number, string, string | null, number, number]>;
+  readonly #rewrite: Database.Statement<[number, string, string | null, string | null, number, number]>;
   readonly #oldest: Database.Statement<[string], { seq: number; bytes: number }>;
   readonly #evict: Database.Statement<[string, number]>;
   readonly #from: Database.Statement<
@@ -145,13 +148,13 @@ export class ResumeLog {
          evicted_through = excluded.evicted_through, events = excluded.events, bytes = excluded.bytes`,
     );
     this.#lastRow = db.prepare(
-      "SELECT id, draft_of, bytes FROM replay_events WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
+      "SELECT id, draft_of, bytes, feature, fields FROM replay_events WHERE conversation_id = ? ORDER BY seq DESC LIMIT 1",
     );
     this.#insert = db.prepare(
       "INSERT INTO replay_events (conversation_id, seq, draft_of, feature, event, fields, bytes) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
     this.#rewrite = db.prepare(
-      "UPDATE replay_events SET seq = ?, event = ?, fields = ?, bytes = ? WHERE id = ?",
+      "UPDATE replay_events SET seq = ?, event = ?, fields = ?, feature = ?, bytes = ? WHERE id = ?",
     );
     this.#oldest = db.prepare("SELECT seq, bytes FROM replay_events WHERE conversation_id = ? ORDER BY seq");
     this.#evict = db.prepare("DELETE FROM replay_events WHERE conversation_id = ? AND seq <= ?");
@@ -174,7 +177,7 @@ export class ResumeLog {
       request_id?: unknown;
       seq?: unknown;
     };
-    const draftOf = event.type === "message.delta" ? event.message_id : null;
+    const draftOf = collapseKey(event);
     const fields = options.fields && Object.keys(options.fields).length > 0 ? options.fields : null;
     const row: NewRow = {
       event: JSON.stringify(shared),
@@ -182,7 +185,8 @@ export class ResumeLog {
       draftOf,
       feature: options.feature ?? null,
     };
-    if (!this.#deferFsync(conversationId, draftOf !== null)) return this.#append(conversationId, row);
+    if (!this.#deferFsync(conversationId, event.type === "message.delta"))
+      return this.#append(conversationId, row);
     this.#db.pragma("synchronous = NORMAL");
     try {
       return this.#append(conversationId, row);
@@ -282,11 +286,14 @@ export class ResumeLog {
     const seq = counter.last_seq + 1;
     const bytes = Buffer.byteLength(row.event) + (row.fields === null ? 0 : Buffer.byteLength(row.fields));
     const last = row.draftOf === null ? undefined : this.#lastRow.get(conversationId);
-    // The previous event of the conversation was this message's draft: the new draft supersedes it.
-    // (The newest row is always the newest event: eviction takes the oldest first.)
+    // The previous event of the conversation was this message's draft (or this tool call's event):
+    // the new one supersedes it. (The newest row is always the newest event: eviction takes the oldest first.)
     if (last !== undefined && last.draft_of === row.draftOf) {
-      this.#rewrite.run(seq, row.event, row.fields, bytes, last.id);
-      counter.bytes += bytes - last.bytes;
+      const merged = mergeRows(last, row);
+      const size =
+        Buffer.byteLength(row.event) + (merged.fields === null ? 0 : Buffer.byteLength(merged.fields));
+      this.#rewrite.run(seq, row.event, merged.fields, merged.feature, size, last.id);
+      counter.bytes += size - last.bytes;
     } else {
       this.#insert.run(conversationId, seq, row.draftOf, row.feature, row.event, row.fields, bytes);
       counter.events += 1;
@@ -312,4 +319,39 @@ export class ResumeLog {
     this.#evict.run(conversationId, cut);
     counter.evicted_through = cut;
   }
+}
+
+/**
+ * What a stored event collapses with when it directly follows it: a message's cumulative deltas
+ * (the latest holds the whole draft), and one tool call's `tool.event`s (the latest holds its state).
+ * Null for every other event.
+ */
+function collapseKey(event: ServerMessage): string | null {
+  if (event.type === "message.delta") return event.message_id;
+  if (event.type === "tool.event") return `tool:${event.tool_call_id}`;
+  return null;
+}
+
+/**
+ * The feature and fields of a row that supersedes `last`. A tool call's event for one extension
+ * only (`activity`'s detail) that collapses with one every peer gets stays every peer's; each
+ * extension's fields are the latest, on top of the earlier ones (an event repeats a call's content
+ * only when it changed, so the earlier content stands until then).
+ */
+function mergeRows(
+  last: { feature: string | null; fields: string | null },
+  row: NewRow,
+): { feature: string | null; fields: string | null } {
+  if (row.draftOf !== null && !row.draftOf.startsWith("tool:"))
+    return { feature: row.feature, fields: row.fields };
+  const feature = last.feature === null || row.feature === null ? null : row.feature;
+  if (last.fields === null) return { feature, fields: row.fields };
+  const before = JSON.parse(last.fields) as Record<string, Record<string, unknown>>;
+  const after =
+    row.fields === null ? {} : (JSON.parse(row.fields) as Record<string, Record<string, unknown>>);
+  const fields: Record<string, Record<string, unknown>> = {};
+  for (const name of new Set([...Object.keys(before), ...Object.keys(after)])) {
+    fields[name] = { ...before[name], ...after[name] };
+  }
+  return { feature, fields: JSON.stringify(fields) };
 }

@@ -53,6 +53,8 @@ export interface ToolRow {
   duration_ms: number | null;
   error: string | null;
   ts: number;
+  /** `activity`: the call's detail as JSON (a ToolDetail), the latest reported; null when none. */
+  detail_json?: string | null;
 }
 
 /** File name of the database inside the data directory. */
@@ -401,13 +403,24 @@ export class Store {
   upsertTool(row: ToolRow): void {
     this.db
       .prepare(
-        `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts)
-         VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts)
+        `INSERT INTO tool_calls (run_id, tool_call_id, conversation_id, tool_name, status, args_json, duration_ms, error, ts, detail_json)
+         VALUES (@run_id, @tool_call_id, @conversation_id, @tool_name, @status, @args_json, @duration_ms, @error, @ts, @detail_json)
          ON CONFLICT (run_id, tool_call_id) DO UPDATE SET
            tool_name = excluded.tool_name, args_json = COALESCE(excluded.args_json, tool_calls.args_json),
-           status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts`,
+           status = excluded.status, duration_ms = excluded.duration_ms, error = excluded.error, ts = excluded.ts,
+           detail_json = COALESCE(excluded.detail_json, tool_calls.detail_json)`,
       )
-      .run(row);
+      .run({ ...row, detail_json: row.detail_json ?? null });
+  }
+
+  /** `activity`: the latest state of one tool call of a conversation, whichever run it was in. */
+  toolCall(conversationId: string, toolCallId: string): ToolRow | undefined {
+    return this.db
+      .prepare(
+        `SELECT * FROM tool_calls WHERE conversation_id = ? AND tool_call_id = ?
+         ORDER BY ts DESC, rowid DESC LIMIT 1`,
+      )
+      .get(conversationId, toolCallId) as ToolRow | undefined;
   }
 
   /** Tool states of the conversation's most recent run. */

@@ -14,21 +14,29 @@ const MAX_DEPTH = 10;
  * Errs on the side of redacting (`author` matches `auth`).
  */
 export function redactArgs(args: Record<string, unknown>): Record<string, unknown> {
-  return redactValue(args, 0) as Record<string, unknown>;
+  return redactValue(args, 0, MAX_STRING) as Record<string, unknown>;
 }
 
-function redactValue(value: unknown, depth: number): unknown {
+/**
+ * Redact any JSON-like value by key as {@link redactArgs} does, without cutting its strings (a
+ * tool's output is bounded by its caller, which keeps its end).
+ */
+export function redactKeys(value: unknown): unknown {
+  return redactValue(value, 0, Number.POSITIVE_INFINITY);
+}
+
+function redactValue(value: unknown, depth: number, maxString: number): unknown {
   if (typeof value === "string") {
-    return value.length > MAX_STRING ? `${value.slice(0, MAX_STRING)}…` : value;
+    return value.length > maxString ? `${value.slice(0, maxString)}…` : value;
   }
   if (value === null || typeof value !== "object") {
     return typeof value === "bigint" ? value.toString() : value;
   }
   if (depth >= MAX_DEPTH) return "[TRUNCATED]";
-  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1));
+  if (Array.isArray(value)) return value.map((v) => redactValue(v, depth + 1, maxString));
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(value)) {
-    out[key] = SECRET_KEY.test(key) ? REDACTED : redactValue(v, depth + 1);
+    out[key] = SECRET_KEY.test(key) ? REDACTED : redactValue(v, depth + 1, maxString);
   }
   return out;
 }
@@ -38,19 +46,51 @@ export function truncate(text: string, max = 500): string {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
-/** Secret-looking spans of free text: bearer tokens, `sk-…` style keys, `key=value` for secret-looking keys. */
+/**
+ * Secret-looking spans of free text. Each keeps its first group (the words naming the secret) and
+ * loses the rest: PEM private keys whole, bearer tokens, well-known key formats (`sk-…`, GitHub,
+ * Slack, AWS access keys, Google API keys, JWTs), a URL's password, `NAME=value` lines of a
+ * credential-looking name (what an `.env` file holds), and `key: value` for secret-looking keys.
+ */
 const SECRET_SPANS = [
+  /(-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----)[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|$)/g,
   /\b(bearer\s+)[\w.~+/=-]{8,}/gi,
-  /\b(?:sk|pk|rk|ghp|gho|xox[abp])[-_][\w-]{8,}/gi,
+  /\b(?:sk|pk|rk|ghp|gho|ghs|ghu|ghr|github_pat|xox[abprs]|glpat)[-_][\w-]{8,}/gi,
+  /\b(?:AKIA|ASIA)[0-9A-Z]{16}\b/g,
+  /\bAIza[\w-]{35}\b/g,
+  /\beyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]{8,}/g,
+  /\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+:)[^\s@/]+(?=@)/gi,
+  /^([ \t]*(?:export[ \t]+)?[A-Za-z_][\w.-]*(?:key|token|secret|passw(?:or)?d|pass|pwd|auth|credential|cookie|session|private|dsn|salt|signature|cert)[\w.-]*[ \t]*[:=][ \t]*)\S.*$/gim,
   /\b((?:[\w-]*(?:token|secret|passw(?:or)?d|api[-_ ]?key|auth|cookie|credential))["']?\s*[:=]\s*["']?)[^\s"',;]{4,}/gi,
 ];
+
+/**
+ * Redact the secret-looking spans of a free text (see {@link SECRET_SPANS}), keeping the words
+ * around them so the text stays useful. Never cuts.
+ */
+export function redactSecrets(text: string): string {
+  let out = text;
+  // A pattern without a group gets the match's offset as its second argument, not words to keep.
+  for (const re of SECRET_SPANS)
+    out = out.replace(re, (_m, keep: unknown) => `${typeof keep === "string" ? keep : ""}${REDACTED}`);
+  return out;
+}
+
+/** `NAME=value` (or `NAME: value`) lines: the value of each, whatever the name. */
+const ASSIGNMENT_LINE = /^([ \t]*(?:export[ \t]+)?[A-Za-z_][\w.-]*[ \t]*=[ \t]*)\S.*$/gm;
+
+/**
+ * Redact every assignment's value: for the text of a file that holds nothing but settings and
+ * secrets (an `.env` file), where even a harmless-looking name may carry one.
+ */
+export function redactAssignments(text: string): string {
+  return redactSecrets(text).replace(ASSIGNMENT_LINE, (_m, keep: string) => `${keep}${REDACTED}`);
+}
 
 /**
  * Redact secret-looking spans of a free text (an agent's error message) and cut it to `max`
  * characters. Keeps the words around them, so the message stays useful.
  */
 export function redactText(text: string, max = 500): string {
-  let out = text;
-  for (const re of SECRET_SPANS) out = out.replace(re, (_m, keep?: string) => `${keep ?? ""}${REDACTED}`);
-  return truncate(out, max);
+  return truncate(redactSecrets(text), max);
 }

@@ -440,7 +440,37 @@ async function mcpClient(server: acp.McpServer): Promise<Client> {
 const mcpClients = new Map<string, Promise<Client>>();
 const SHARED = "shared";
 
+/** One step of the `replay` script. */
+type ReplayStep =
+  | { update: acp.SessionUpdate }
+  | { permission: acp.ToolCallUpdate }
+  | { write: { path: string; text: string } }
+  | { say: string };
+
 const SCRIPTS: Record<string, Script> = {
+  /**
+   * `replay <file>`: the steps of a JSON file, in order: `{ update }` is sent as a session update,
+   * `{ permission }` asked as `session/request_permission` about that tool call (Hermes's options;
+   * the outcome is said as text), `{ write }` writes a file (an edit applied), `{ say }` says text.
+   */
+  async replay({ args, update, client, params, say }) {
+    const steps = JSON.parse(readFileSync(args[0]!, "utf8")) as ReplayStep[];
+    for (const step of steps) {
+      if ("update" in step) await update(step.update);
+      else if ("write" in step) writeFileSync(step.write.path, step.write.text);
+      else if ("say" in step) await say(step.say);
+      else {
+        const res = await client.request("session/request_permission", {
+          sessionId: params.sessionId,
+          toolCall: step.permission,
+          options: HERMES_OPTIONS,
+        });
+        const outcome = res.outcome as { outcome: string; optionId?: string };
+        await say(outcome.outcome === "selected" ? `chose ${outcome.optionId} ` : `${outcome.outcome} `);
+      }
+    }
+    return done();
+  },
   /**
    * `mcp <tool> <json arguments>`: call one of the session's MCP server's tools (announced first
    * as a tool call, as agents do) and answer with its result: `<tool> -> <text>` (`error:` when

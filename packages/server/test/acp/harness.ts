@@ -7,6 +7,7 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import type { ToolContentBlock } from "@pheby/protocol";
 import { inject } from "vitest";
 import type {
   AgentHost,
@@ -15,6 +16,7 @@ import type {
   PermissionAnswer,
   PermissionQuestion,
   ProducedFile,
+  ToolDetail,
   TurnInput,
   TurnSink,
 } from "../../src/agent/port.js";
@@ -71,6 +73,10 @@ export type SinkEvent =
 export class RecordingSink implements TurnSink {
   readonly events: SinkEvent[] = [];
   readonly withdrawn: string[] = [];
+  /** `activity`: every detail reported, in order (with toolStart, toolEnd or toolDetail). */
+  readonly details: Array<{ toolCallId: string; detail: ToolDetail }> = [];
+  /** `activity`: the preview of each permission question that had one. */
+  readonly previews: Array<{ toolCallId: string | undefined; preview: ToolContentBlock[] }> = [];
 
   constructor(
     private readonly answers: {
@@ -89,14 +95,22 @@ export class RecordingSink implements TurnSink {
   of<T extends SinkEvent["type"]>(type: T): Extract<SinkEvent, { type: T }>[] {
     return this.events.filter((e): e is Extract<SinkEvent, { type: T }> => e.type === type);
   }
-  toolStart(call: { toolCallId: string; toolName: string; args?: Record<string, unknown> }): void {
+  toolStart({ detail, ...call }: Parameters<TurnSink["toolStart"]>[0]): void {
     this.events.push({ type: "toolStart", ...call });
+    if (detail) this.details.push({ toolCallId: call.toolCallId, detail });
   }
-  toolEnd(call: { toolCallId: string; status: "completed" | "failed" | "cancelled"; error?: string }): void {
+  toolEnd({ detail, ...call }: Parameters<TurnSink["toolEnd"]>[0]): void {
     this.events.push({ type: "toolEnd", ...call });
+    if (detail) this.details.push({ toolCallId: call.toolCallId, detail });
+  }
+  toolDetail(call: { toolCallId: string; detail: ToolDetail }): void {
+    this.details.push(call);
   }
   askPermission(question: PermissionQuestion, withdraw?: AbortSignal): Promise<PermissionAnswer> {
-    this.events.push({ type: "permission", question });
+    // The activity preview is recorded apart (`previews`), so the question reads as before.
+    const { preview, ...asked } = question;
+    this.events.push({ type: "permission", question: asked });
+    if (preview) this.previews.push({ toolCallId: question.toolCallId, preview });
     return this.reply(question, withdraw!, this.answers.permission, "permission");
   }
   askClarification(question: ClarifyQuestion, withdraw?: AbortSignal): Promise<ClarifyAnswer> {

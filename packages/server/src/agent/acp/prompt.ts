@@ -6,7 +6,9 @@
  * time). Files the agent delivers by path are root-checked here before they
  * reach the sink.
  */
+
 import * as acp from "@agentclientprotocol/sdk";
+import { ToolDetailBuilder } from "../../activity/tool-detail.js";
 import type { TurnInput, TurnResult, TurnSink } from "../port.js";
 import { type FoundFile, promptBlocks } from "./content.js";
 import { type AgentProcess, agentErrorText, errorMessage } from "./process.js";
@@ -59,6 +61,11 @@ export async function prompt(
     sink,
     (file) => deliver(state, sink, file),
     (text, max) => state.paths.clientText(text, max),
+    new ToolDetailBuilder({
+      cwd: state.options.cwd,
+      base: state.pathBases.of(state.options.cwd),
+      scrub: (text) => state.paths.scrub(text),
+    }),
   );
   supervisor.track(turn, proc);
   // A session a given-up turn still holds is lost to the conversation: the turn runs in a new one.

@@ -35,6 +35,7 @@ export async function permission(
     return { outcome: { outcome: "selected", optionId: optionFor.get("once")! } };
   }
   const input = (call.rawInput ?? {}) as { command?: unknown; description?: unknown };
+  const preview = await turn.preview(call);
   const answer = await turn.ask(signal, (withdraw) =>
     turn.sink.askPermission(
       {
@@ -43,6 +44,7 @@ export async function permission(
         description:
           typeof input.description === "string" ? input.description : (call.title ?? call.kind ?? ""),
         choices,
+        ...(preview.length > 0 ? { preview } : {}),
         // Hermes denies by itself after 60 s, without telling us: the phone should know.
         ...(isHermes(state.init) ? { expiresInMs: HERMES_APPROVAL_EXPIRES_MS } : {}),
       },

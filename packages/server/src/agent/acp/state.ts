@@ -5,6 +5,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import type { ReasoningEffort } from "@pheby/protocol";
+import { PathBases } from "../../activity/path-base.js";
 import type { FileRoots } from "../../files/roots.js";
 import type { HostPaths } from "../../util/host-paths.js";
 import type { AgentCommandInfo, AgentHistoryEntry, AgentHost, McpServerSpec } from "../port.js";
@@ -50,6 +51,8 @@ export class AcpState {
   /** The host's paths to keep out of agent text that reaches a client, known from `start()`. */
   paths!: HostPaths;
   readonly requestTimeoutMs: number;
+  /** Each working directory's path base, computed once (paths a client sees are relative to it). */
+  readonly pathBases = new PathBases();
   readonly sessions = new Map<string, SessionState>();
   /** The mode the latest fresh session opened in, before Pheby switched it: the agent's default mode. */
   defaultModeId: string | null = null;

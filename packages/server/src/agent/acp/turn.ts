@@ -2,8 +2,10 @@
  * The state of one running prompt turn: its sink, open tool calls, pending
  * questions and the MEDIA-line filter. Updates reach it already serialized.
  */
-import type { ContentBlock, ToolCall, ToolCallUpdate } from "@agentclientprotocol/sdk";
-import type { TurnResult, TurnSink } from "../port.js";
+import type { ContentBlock, ToolCall, ToolCallContent, ToolCallUpdate } from "@agentclientprotocol/sdk";
+import type { ToolContentBlock } from "@pheby/protocol";
+import type { RawToolCall, RawToolContent, ToolDetailBuilder } from "../../activity/tool-detail.js";
+import type { ToolDetail, TurnResult, TurnSink } from "../port.js";
 import { type FoundFile, filesInBlock, MediaLineFilter } from "./content.js";
 
 /** Longest tool failure text passed on (tool output can be huge and contain host paths). */
@@ -48,6 +50,8 @@ export class Turn {
     private readonly deliver: (file: FoundFile) => Promise<void>,
     /** Makes agent text fit for a client: the host's paths replaced, secrets redacted, cut to `max`. */
     private readonly clientText: (text: string, max: number) => string,
+    /** Turns what the agent reports of each call into the detail `activity` connections see. */
+    private readonly details: ToolDetailBuilder,
   ) {
     this.released = new Promise((resolve) => (this.#release = resolve));
   }
@@ -75,24 +79,31 @@ export class Turn {
   }
 
   /**
-   * `tool_call` / `tool_call_update` → toolStart/toolEnd. Results are never relayed.
+   * `tool_call` / `tool_call_update` → toolStart/toolEnd, with the call's detail (kind, title,
+   * locations, content, raw output) as `activity` connections see it: paths placed, text scrubbed and
+   * redacted, diffs computed, bounded (ToolDetailBuilder).
    *
    * Agents fill a call in over several updates (OpenCode sends `{cwd}` first and the command
    * later; Claude Code repeats `tool_call` with the input and names the tool in `_meta`), so
    * arguments are merged and an explicit name beats a title. While the call runs, each update
-   * that makes the name or arguments fuller is reported as another `toolStart` of the same ID.
+   * that makes the name or arguments fuller is reported as another `toolStart` of the same ID; one
+   * that changes only the detail as `toolDetail`.
    */
-  tool(update: ToolUpdate): void {
+  async tool(update: ToolUpdate): Promise<void> {
     const id = update.toolCallId;
+    // Computed first (it may read the file an edit is about): the events below carry it.
+    const detail = await this.details.update(id, rawToolCall(update));
     let tool = this.tools.get(id);
     const explicit = explicitName(update);
     const raw = update.rawInput;
     const args =
       raw && typeof raw === "object" && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+    let told = false;
     if (!tool) {
       tool = { ended: false, name: explicit ?? titleName(update), named: explicit !== null, args };
       this.tools.set(id, tool);
-      this.start(id, tool);
+      this.start(id, tool, detail);
+      told = true;
     } else if (!tool.ended) {
       const before = JSON.stringify([tool.name, tool.args]);
       if (explicit && !tool.named) {
@@ -100,12 +111,37 @@ export class Turn {
         tool.named = true;
       }
       if (args) tool.args = { ...tool.args, ...args };
-      if (JSON.stringify([tool.name, tool.args]) !== before) this.start(id, tool);
+      if (JSON.stringify([tool.name, tool.args]) !== before) {
+        this.start(id, tool, detail);
+        told = true;
+      }
     }
-    if (tool.ended || (update.status !== "completed" && update.status !== "failed")) return;
+    if (tool.ended || (update.status !== "completed" && update.status !== "failed")) {
+      if (detail && !told && !tool.ended) this.sink.toolDetail?.({ toolCallId: id, detail });
+      return;
+    }
     tool.ended = true;
-    if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed" });
-    else this.sink.toolEnd({ toolCallId: id, status: "failed", error: this.#failureText(update) });
+    const with_ = told || !detail ? {} : { detail };
+    if (update.status === "completed") this.sink.toolEnd({ toolCallId: id, status: "completed", ...with_ });
+    else this.sink.toolEnd({ toolCallId: id, status: "failed", error: this.#failureText(update), ...with_ });
+  }
+
+  /**
+   * What a permission question about `call` shows `activity` connections: a plan-mode exit's plan
+   * (Claude Code's `ExitPlanMode`), else the call's content (an edit's diff), else the command it runs.
+   */
+  async preview(call: ToolCallUpdate): Promise<ToolContentBlock[]> {
+    const input =
+      call.rawInput && typeof call.rawInput === "object" && !Array.isArray(call.rawInput)
+        ? (call.rawInput as Record<string, unknown>)
+        : {};
+    const name = explicitName({ ...call, sessionUpdate: "tool_call_update" });
+    if (typeof input.plan === "string" && (name === "ExitPlanMode" || call.kind === "switch_mode"))
+      return [this.details.text(input.plan)];
+    const blocks = await this.details.preview(call.toolCallId, rawToolCall(call));
+    if (blocks.length === 0 && typeof input.command === "string" && input.command.trim())
+      return [this.details.text(`$ ${input.command}`)];
+    return blocks;
   }
 
   /** The tool calls this turn has shown so far, for telling apart which turn an MCP call came from. */
@@ -121,8 +157,8 @@ export class Turn {
     this.phebyCalls.push({ name, args });
   }
 
-  private start(toolCallId: string, tool: ToolState): void {
-    this.sink.toolStart({ toolCallId, toolName: tool.name, args: tool.args });
+  private start(toolCallId: string, tool: ToolState, detail: ToolDetail | undefined): void {
+    this.sink.toolStart({ toolCallId, toolName: tool.name, args: tool.args, ...(detail ? { detail } : {}) });
   }
 
   /** Ask the user through the sink; withdrawn when the turn ends, is cancelled, or the agent withdraws. */
@@ -171,6 +207,34 @@ export class Turn {
   private async deliverMedia(): Promise<void> {
     for (const path of this.media.splice(0)) await this.deliver({ source: "path", path });
   }
+}
+
+/** What an ACP tool call update reports, in the terms of the activity module (absent: not reported). */
+function rawToolCall(update: ToolCall | ToolCallUpdate): RawToolCall {
+  const status = (update as { status?: unknown }).status;
+  return {
+    ...(update.kind ? { kind: update.kind } : {}),
+    ...(typeof update.title === "string" ? { title: update.title } : {}),
+    ...(Array.isArray(update.locations)
+      ? { locations: update.locations.map((l) => ({ path: l.path, line: l.line ?? null })) }
+      : {}),
+    ...(Array.isArray(update.content) ? { content: update.content.map(rawContent) } : {}),
+    ...(update.rawOutput !== undefined ? { rawOutput: update.rawOutput } : {}),
+    ...(status === "completed" || status === "failed" ? { finished: true } : {}),
+  };
+}
+
+/** One piece of ACP tool content: diffs and text pass, the rest is named by a label. */
+function rawContent(item: ToolCallContent): RawToolContent {
+  if (item.type === "diff")
+    return { type: "diff", path: item.path, oldText: item.oldText ?? null, newText: item.newText };
+  if (item.type === "terminal") return { type: "other", label: "terminal" };
+  const block = item.content;
+  if (block.type === "text") return { type: "text", text: block.text };
+  if (block.type === "resource" && "text" in block.resource)
+    return { type: "text", text: block.resource.text };
+  if (block.type === "resource_link") return { type: "other", label: "resource link" };
+  return { type: "other", label: block.type };
 }
 
 /**

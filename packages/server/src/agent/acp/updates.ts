@@ -29,7 +29,7 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
       return;
     case "tool_call":
     case "tool_call_update":
-      turn?.tool(update);
+      await turn?.tool(update);
       return;
     case "session_info_update":
       if (typeof update.title === "string" && update.title.trim())

@@ -1,6 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { APPROVAL_CHOICES, type ApprovalChoice } from "@pheby/protocol";
+import { unifiedDiff } from "../../activity/diff.js";
+import type { PlaceContext } from "../../activity/place.js";
+import { outputText } from "../../activity/redact-output.js";
+import type { ToolDetail } from "../../activity/tool-detail.js";
 import { askingModeOf, autoApproves } from "../modes.js";
 import { nearestChoice } from "../nearest.js";
 import type {
@@ -58,10 +62,44 @@ export const SIM_CLARIFY_FREE = "What should the release be called?";
 /** What `/sim approval limited` offers: an agent without session or persistent approvals. */
 export const SIM_LIMITED_CHOICES: readonly ApprovalChoice[] = ["once", "deny"];
 
+/**
+ * The edit `/sim diff` asks to make: a whole file, old and new, diffed in memory (the simulator
+ * never writes into a workspace). Its path is relative, as in a conversation's path base.
+ */
+export const SIM_DIFF = {
+  path: "src/greeting.ts",
+  oldText:
+    'export function greet(name: string) {\n  return "Hello " + name;\n}\n\nexport const version = 1;\n',
+  newText:
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the simulated file's source holds a template literal
+    "export function greet(name: string) {\n  return `Hello, ${name}!`;\n}\n\nexport const version = 2;\n",
+} as const;
+
+/** The command `/sim output` runs, and what it prints: a secret among the lines, which must arrive redacted. */
+export const SIM_OUTPUT = {
+  command: "npm test",
+  secret: "sk-simulated-0123456789abcdef",
+  text: [
+    "> pheby-sim@1.0.0 test",
+    "> vitest run",
+    "",
+    "loaded .env: OPENAI_API_KEY=sk-simulated-0123456789abcdef",
+    " ✓ test/greeting.test.ts (3 tests)",
+    "Test Files  1 passed (1)",
+    "     Tests  3 passed (3)",
+  ].join("\n"),
+} as const;
+
+/**
+ * Where the simulator's paths live: nowhere on disk. Its paths are already relative, so nothing is
+ * placed or scrubbed, but output goes through the same redaction as a real agent's.
+ */
+const SIM_PLACE: PlaceContext = { cwd: "/pheby-sim", base: "/pheby-sim", scrub: (text) => text };
+
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
   "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], " +
-  "/sim mode, /sim mode leave, /sim compact.";
+  "/sim diff, /sim output, /sim mode, /sim mode leave, /sim compact.";
 
 /**
  * The simulator's modes (the `modes` extension), in its order; a session starts in `default`.
@@ -252,6 +290,63 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
   }
 
   /**
+   * `/sim diff`: an edit of {@link SIM_DIFF} behind an approval. `activity` clients see its diff on the
+   * tool event and as the approval's preview; once/session/always "apply" it (in memory), deny fails it.
+   */
+  async function diff(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { path, oldText, newText } = SIM_DIFF;
+    const detail: ToolDetail = {
+      kind: "edit",
+      title: `Edit ${path}`,
+      locations: [{ path, line: 2, outside: false }],
+      content: [
+        {
+          type: "diff",
+          path,
+          display: path,
+          outside: false,
+          fragment: false,
+          ...unifiedDiff({ name: path, oldText, newText, fragment: false }),
+        },
+      ],
+    };
+    sink.toolStart({ toolCallId, toolName: "edit", args: { file_path: path }, detail });
+    const answer = await sink.askPermission({
+      toolCallId,
+      command: `Edit ${path}`,
+      description: "Edit a file (simulated, nothing is written)",
+      choices: [...APPROVAL_CHOICES],
+    });
+    if (signal.aborted) return cancelled;
+    if (answer.outcome === "cancelled" || answer.choice === "deny") {
+      sink.toolEnd({ toolCallId, status: "failed", error: "Denied by the user" });
+      return reply(`I left ${path} as it was.`, sink, signal);
+    }
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({ toolCallId, status: "completed" });
+    return reply(`I edited ${path}: the greeting has a comma now, and the version is 2.`, sink, signal);
+  }
+
+  /**
+   * `/sim output`: a command whose output holds a secret ({@link SIM_OUTPUT}); `activity` clients get
+   * the output with the secret redacted, once the command has finished.
+   */
+  async function output(sink: TurnSink, signal: AbortSignal) {
+    const toolCallId = `sim-tool-${++toolCounter}`;
+    const { command, text } = SIM_OUTPUT;
+    const detail: ToolDetail = { kind: "execute", title: command, locations: [] };
+    sink.toolStart({ toolCallId, toolName: "shell", args: { command }, detail });
+    if (!(await sleep(delay, signal))) return cancelled;
+    sink.toolEnd({
+      toolCallId,
+      status: "completed",
+      detail: { ...detail, content: [{ type: "text", ...outputText(text, SIM_PLACE) }] },
+    });
+    return reply("The tests passed: 3 of 3.", sink, signal);
+  }
+
+  /**
    * `/sim clarify` (choices and free text), `/sim clarify free` (free text only) and `/sim clarify
    * choices` (choices only, `allowFreeText: false`): the answer is echoed. Free text reaches the agent
    * even for the choices-only question (clients always offer "Other"), and is said to be one.
@@ -420,6 +515,10 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       case "compact":
         host?.compacted?.(input.sessionId);
         return reply("I compacted this conversation's context.", sink, signal);
+      case "diff":
+        return diff(sink, signal);
+      case "output":
+        return output(sink, signal);
       default:
         return reply(HELP, sink, signal);
     }

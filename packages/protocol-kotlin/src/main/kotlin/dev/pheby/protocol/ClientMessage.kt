@@ -70,6 +70,7 @@ sealed interface ClientMessage {
             ModesList::class to ModesList.serializer(),
             ModeSet::class to ModeSet.serializer(),
             CommandsList::class to CommandsList.serializer(),
+            ToolGet::class to ToolGet.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -598,4 +599,19 @@ data class ModeSet(
 data class CommandsList(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `tool.get`: Get one tool call's latest state and detail.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property toolCallId `tool_call_id`
+ */
+@Serializable
+@SerialName("tool.get")
+data class ToolGet(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    @SerialName("tool_call_id") val toolCallId: OpaqueId,
 ) : ClientMessage

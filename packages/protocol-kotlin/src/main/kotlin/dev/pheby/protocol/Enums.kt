@@ -137,6 +137,46 @@ sealed class MessageRole(value: String) : OpenEnum(value) {
 }
 
 /**
+ * Known values: `high`, `medium`, `low`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = PlanEntryPriority.Serializer::class)
+sealed class PlanEntryPriority(value: String) : OpenEnum(value) {
+    object HIGH : PlanEntryPriority("high")
+    object MEDIUM : PlanEntryPriority("medium")
+    object LOW : PlanEntryPriority("low")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : PlanEntryPriority(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<PlanEntryPriority>({ listOf(HIGH, MEDIUM, LOW) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<PlanEntryPriority>("dev.pheby.protocol.PlanEntryPriority", { of(it) })
+}
+
+/**
+ * Known values: `pending`, `in_progress`, `completed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = PlanEntryStatus.Serializer::class)
+sealed class PlanEntryStatus(value: String) : OpenEnum(value) {
+    object PENDING : PlanEntryStatus("pending")
+    object IN_PROGRESS : PlanEntryStatus("in_progress")
+    object COMPLETED : PlanEntryStatus("completed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : PlanEntryStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<PlanEntryStatus>({ listOf(PENDING, IN_PROGRESS, COMPLETED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<PlanEntryStatus>("dev.pheby.protocol.PlanEntryStatus", { of(it) })
+}
+
+/**
  * Known values: `active`, `background`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
@@ -275,6 +315,33 @@ sealed class SettingScope(value: String) : OpenEnum(value) {
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<SettingScope>("dev.pheby.protocol.SettingScope", { of(it) })
+}
+
+/**
+ * Known values: `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch`, `switch_mode`, `other`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ToolKind.Serializer::class)
+sealed class ToolKind(value: String) : OpenEnum(value) {
+    object READ : ToolKind("read")
+    object EDIT : ToolKind("edit")
+    object DELETE : ToolKind("delete")
+    object MOVE : ToolKind("move")
+    object SEARCH : ToolKind("search")
+    object EXECUTE : ToolKind("execute")
+    object THINK : ToolKind("think")
+    object FETCH : ToolKind("fetch")
+    object SWITCH_MODE : ToolKind("switch_mode")
+    object OTHER : ToolKind("other")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ToolKind(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ToolKind>({ listOf(READ, EDIT, DELETE, MOVE, SEARCH, EXECUTE, THINK, FETCH, SWITCH_MODE, OTHER) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ToolKind>("dev.pheby.protocol.ToolKind", { of(it) })
 }
 
 /**

@@ -140,6 +140,20 @@ data class ClarifyAnswerResponse(
 }
 
 /**
+ * The agent's context usage.
+ *
+ * @property used `used`: Tokens in the agent's context. Schema: minimum 0 (checked by the server).
+ * @property size `size`: The context window, in tokens. Schema: minimum 0 (checked by the server).
+ * @property cost `cost`: Cumulative per agent session (starts again when the session is replaced), or null when not reported. Always present; may be null.
+ */
+@Serializable
+data class ContextUsage(
+    val used: StrictLong,
+    val size: StrictLong,
+    val cost: UsageCost?,
+)
+
+/**
  * A conversation.
  *
  * @property conversationId `conversation_id`
@@ -255,6 +269,8 @@ data class ModelProvider(
  * @property choices `choices`: Only the choices the agent can honour. Schema: minItems 1 (checked by the server).
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it (denies it); null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
+ * @property toolCallId `tool_call_id`: Only with the activity feature: the tool call the approval is about. May be absent.
+ * @property preview `preview`: Only with the activity feature: that call's content blocks (an edit's diff, a command), or a plan's text. Schema: maxItems 20 (checked by the server). May be absent.
  */
 @Serializable
 data class PendingApproval(
@@ -267,6 +283,8 @@ data class PendingApproval(
     val choices: List<ApprovalChoice>,
     val ts: String,
     @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+    @SerialName("tool_call_id") val toolCallId: String? = null,
+    val preview: List<ToolContentBlock>? = null,
 )
 
 /**
@@ -293,6 +311,20 @@ data class PendingClarification(
     @SerialName("allow_free_text") val allowFreeText: StrictBoolean,
     val ts: String,
     @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+)
+
+/**
+ * One entry of the agent's plan.
+ *
+ * @property content `content`: Schema: maxLength 2000 (checked by the server).
+ * @property status `status`
+ * @property priority `priority`
+ */
+@Serializable
+data class PlanEntry(
+    val content: String,
+    val status: PlanEntryStatus,
+    val priority: PlanEntryPriority,
 )
 
 /**
@@ -412,6 +444,22 @@ data class Schedule(
 )
 
 /**
+ * A location a tool call reads or changes.
+ *
+ * @property path `path`: Relative to the conversation's path base, /-separated, no ..; null when outside it. Schema: maxLength 4096 (checked by the server). Always present; may be null.
+ * @property line `line`: The line, when the agent names one. Schema: minimum 0 (checked by the server). Always present; may be null.
+ * @property outside `outside`: true when the location is outside the path base (path is then null).
+ * @property display `display`: Only when outside: the location as shown, with the server's own directories scrubbed. Schema: maxLength 4096 (checked by the server). May be absent.
+ */
+@Serializable
+data class ToolLocation(
+    val path: String?,
+    val line: StrictLong?,
+    val outside: StrictBoolean,
+    val display: String? = null,
+)
+
+/**
  * Latest state of one tool call.
  *
  * @property conversationId `conversation_id`
@@ -423,6 +471,10 @@ data class Schedule(
  * @property durationMs `duration_ms`: Only on completed/failed/cancelled; null when unknown. Schema: minimum 0 (checked by the server). May be absent or null; both are kept apart.
  * @property error `error`: Only on failed; truncated. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property kind `kind`: Only with the activity feature: the ACP tool kind (other when the agent gives none). May be absent.
+ * @property title `title`: Only with the activity feature: the agent's title for the call, host paths scrubbed. Schema: maxLength 500 (checked by the server). May be absent.
+ * @property locations `locations`: Only with the activity feature: the files the call touches. Schema: maxItems 50 (checked by the server). May be absent.
+ * @property content `content`: Only with the activity feature: the call's content as it stands; replaces any earlier list. Schema: maxItems 20 (checked by the server). May be absent.
  */
 @Serializable
 data class ToolState(
@@ -435,6 +487,10 @@ data class ToolState(
     @SerialName("duration_ms") val durationMs: OptionalNullable<StrictLong> = OptionalNullable.Absent,
     val error: String? = null,
     val ts: String,
+    val kind: ToolKind? = null,
+    val title: String? = null,
+    val locations: List<ToolLocation>? = null,
+    val content: List<ToolContentBlock>? = null,
 )
 
 /**
@@ -445,4 +501,16 @@ data class ToolState(
 @Serializable
 data class UploadResponse(
     val attachment: AttachmentDescriptor,
+)
+
+/**
+ * Cumulative cost of the agent session.
+ *
+ * @property amount `amount`: Schema: minimum 0 (checked by the server).
+ * @property currency `currency`: As the agent reports it, e.g. USD. Schema: maxLength 16 (checked by the server).
+ */
+@Serializable
+data class UsageCost(
+    val amount: StrictDouble,
+    val currency: String,
 )

@@ -80,6 +80,8 @@ sealed interface ServerMessage {
             ModesSnapshot::class to ModesSnapshot.serializer(),
             ModeChanged::class to ModeChanged.serializer(),
             CommandsSnapshot::class to CommandsSnapshot.serializer(),
+            PlanUpdated::class to PlanUpdated.serializer(),
+            UsageUpdated::class to UsageUpdated.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -203,6 +205,8 @@ data class ConversationUpdated(
  * @property resumed `resumed`: Only with the resume feature, when since_seq was asked for and cannot be replayed: replace local state. May be absent.
  * @property queue `queue`: Only with the queue feature: the queued runs, next first. Schema: maxItems 20 (checked by the server). May be absent.
  * @property modeId `mode_id`: Only with the modes feature: the conversation's current mode, or null when none is known. May be absent or null; both are kept apart.
+ * @property plan `plan`: Only with the activity feature: the agent's latest plan, or null when it has none. Schema: maxItems 100 (checked by the server). May be absent or null; both are kept apart.
+ * @property usage `usage`: Only with the activity feature: the agent's latest context usage, or null. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -220,6 +224,8 @@ data class ConversationHistory(
     val resumed: StrictBoolean? = null,
     val queue: List<QueuedRun>? = null,
     @SerialName("mode_id") val modeId: OptionalNullable<String> = OptionalNullable.Absent,
+    val plan: OptionalNullable<List<PlanEntry>> = OptionalNullable.Absent,
+    val usage: OptionalNullable<ContextUsage> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage {
     init {
@@ -375,6 +381,10 @@ data class RunFinished(
  * @property durationMs `duration_ms`: Only on completed/failed/cancelled; null when unknown. Schema: minimum 0 (checked by the server). May be absent or null; both are kept apart.
  * @property error `error`: Only on failed; truncated. May be absent.
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property kind `kind`: Only with the activity feature: the ACP tool kind (other when the agent gives none). May be absent.
+ * @property title `title`: Only with the activity feature: the agent's title for the call, host paths scrubbed. Schema: maxLength 500 (checked by the server). May be absent.
+ * @property locations `locations`: Only with the activity feature: the files the call touches. Schema: maxItems 50 (checked by the server). May be absent.
+ * @property content `content`: Only with the activity feature: the call's content as it stands; replaces any earlier list. Schema: maxItems 20 (checked by the server). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -390,6 +400,10 @@ data class ToolEvent(
     @SerialName("duration_ms") val durationMs: OptionalNullable<StrictLong> = OptionalNullable.Absent,
     val error: String? = null,
     val ts: String,
+    val kind: ToolKind? = null,
+    val title: String? = null,
+    val locations: List<ToolLocation>? = null,
+    val content: List<ToolContentBlock>? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -406,6 +420,8 @@ data class ToolEvent(
  * @property choices `choices`: Only the choices the agent can honour. Schema: minItems 1 (checked by the server).
  * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
  * @property expiresAt `expires_at`: Only with the expiry feature: when the agent gives up on it (denies it); null when unknown. Schema: format date-time (checked by the server). May be absent or null; both are kept apart.
+ * @property toolCallId `tool_call_id`: Only with the activity feature: the tool call the approval is about. May be absent.
+ * @property preview `preview`: Only with the activity feature: that call's content blocks (an edit's diff, a command), or a plan's text. Schema: maxItems 20 (checked by the server). May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -421,6 +437,8 @@ data class ApprovalRequest(
     val choices: List<ApprovalChoice>,
     val ts: String,
     @SerialName("expires_at") val expiresAt: OptionalNullable<String> = OptionalNullable.Absent,
+    @SerialName("tool_call_id") val toolCallId: String? = null,
+    val preview: List<ToolContentBlock>? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -908,5 +926,49 @@ data class CommandsSnapshot(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: String,
     val commands: List<AgentCommand>,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `plan.updated`: The agent's plan changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`: The run it belongs to, or null outside a run. Always present; may be null.
+ * @property entries `entries`: Schema: maxItems 100 (checked by the server).
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("plan.updated")
+data class PlanUpdated(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String?,
+    val entries: List<PlanEntry>,
+    val ts: String,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `usage.updated`: The agent's context usage changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property used `used`: Tokens in the agent's context. Schema: minimum 0 (checked by the server).
+ * @property size `size`: The context window, in tokens. Schema: minimum 0 (checked by the server).
+ * @property cost `cost`: Cumulative per agent session (starts again when the session is replaced), or null when not reported. Always present; may be null.
+ * @property ts `ts`: ISO-8601 UTC timestamp. Schema: format date-time (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("usage.updated")
+data class UsageUpdated(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val used: StrictLong,
+    val size: StrictLong,
+    val cost: UsageCost?,
+    val ts: String,
     val seq: StrictLong? = null,
 ) : ServerMessage

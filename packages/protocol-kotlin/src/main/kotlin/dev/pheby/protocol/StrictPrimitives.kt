@@ -11,6 +11,7 @@ import kotlinx.serialization.encoding.Encoder
 import kotlinx.serialization.json.JsonDecoder
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.booleanOrNull
+import kotlinx.serialization.json.doubleOrNull
 import kotlinx.serialization.json.longOrNull
 
 // kotlinx.serialization's Json reads quoted primitives ("true", "5") into Boolean and Long fields even
@@ -22,6 +23,9 @@ typealias StrictBoolean = @Serializable(with = StrictBooleanSerializer::class) B
 
 /** A `Long` that decodes only from a JSON integer, never from a string or a fraction. */
 typealias StrictLong = @Serializable(with = StrictLongSerializer::class) Long
+
+/** A `Double` that decodes only from a JSON number, never from a string. */
+typealias StrictDouble = @Serializable(with = StrictDoubleSerializer::class) Double
 
 private fun Decoder.unquotedPrimitive(kind: String): JsonPrimitive? {
     val json = this as? JsonDecoder ?: return null
@@ -52,4 +56,16 @@ object StrictLongSerializer : KSerializer<Long> {
     }
 
     override fun serialize(encoder: Encoder, value: Long) = encoder.encodeLong(value)
+}
+
+/** Serializer behind [StrictDouble]. */
+object StrictDoubleSerializer : KSerializer<Double> {
+    override val descriptor: SerialDescriptor = PrimitiveSerialDescriptor("dev.pheby.protocol.StrictDouble", PrimitiveKind.DOUBLE)
+
+    override fun deserialize(decoder: Decoder): Double {
+        val primitive = decoder.unquotedPrimitive("number") ?: return decoder.decodeDouble()
+        return primitive.doubleOrNull ?: throw SerializationException("expected a JSON number, got $primitive")
+    }
+
+    override fun serialize(encoder: Encoder, value: Double) = encoder.encodeDouble(value)
 }

@@ -29,18 +29,21 @@ const val FEATURE_EXPIRY: String = "expiry"
 /** The `devices` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_DEVICES: String = "devices"
 
+/** The `activity` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_ACTIVITY: String = "activity"
+
 /** The `modes` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_MODES: String = "modes"
 
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_MODES)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_MODES)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -106,6 +109,7 @@ val REQUEST_REPLIES: Map<String, RequestReplies> = mapOf(
     "modes.list" to RequestReplies(ModesList::class, Reply("modes.snapshot", ModesSnapshot::class, ReplyRule.REQUESTER)),
     "mode.set" to RequestReplies(ModeSet::class, Reply("mode.changed", ModeChanged::class, ReplyRule.BROADCAST)),
     "commands.list" to RequestReplies(CommandsList::class, Reply("commands.snapshot", CommandsSnapshot::class, ReplyRule.REQUESTER)),
+    "tool.get" to RequestReplies(ToolGet::class, Reply("tool.event", ToolEvent::class, ReplyRule.REQUESTER)),
 )
 
 /** The client message types that get no reply on success (only an `error` on failure). */
@@ -126,7 +130,7 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     ),
     FEATURE_RESUME to FeatureTables(
         types = listOf("conversation.resumed"),
-        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq")),
+        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq"), "plan.updated" to listOf("seq"), "usage.updated" to listOf("seq")),
     ),
     FEATURE_QUEUE to FeatureTables(
         types = listOf("run.queued", "queue.changed"),
@@ -143,6 +147,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_DEVICES to FeatureTables(
         types = listOf("pair.create", "device.list", "device.revoke", "pair.created", "device.snapshot", "device.revoked"),
         fields = mapOf("hello" to listOf("pairing_code", "device_name"), "ready" to listOf("device")),
+    ),
+    FEATURE_ACTIVITY to FeatureTables(
+        types = listOf("tool.get", "plan.updated", "usage.updated"),
+        fields = mapOf("conversation.history" to listOf("tools[].kind", "tools[].title", "tools[].locations", "tools[].content", "approvals[].tool_call_id", "approvals[].preview", "plan", "usage"), "tool.event" to listOf("kind", "title", "locations", "content"), "approval.request" to listOf("tool_call_id", "preview")),
     ),
     FEATURE_MODES to FeatureTables(
         types = listOf("modes.list", "mode.set", "commands.list", "modes.snapshot", "mode.changed", "commands.snapshot"),
@@ -289,4 +297,37 @@ object Limits {
 
     /** `LIMITS.commandHintChars`. */
     const val COMMAND_HINT_CHARS: Int = 200
+
+    /** `LIMITS.toolTitleChars`. */
+    const val TOOL_TITLE_CHARS: Int = 500
+
+    /** `LIMITS.toolLocations`. */
+    const val TOOL_LOCATIONS: Int = 50
+
+    /** `LIMITS.toolPathChars`. */
+    const val TOOL_PATH_CHARS: Int = 4096
+
+    /** `LIMITS.toolContentBlocks`. */
+    const val TOOL_CONTENT_BLOCKS: Int = 20
+
+    /** `LIMITS.toolPatchBytes`. */
+    const val TOOL_PATCH_BYTES: Int = 65536
+
+    /** `LIMITS.toolTextChars`. */
+    const val TOOL_TEXT_CHARS: Int = 16000
+
+    /** `LIMITS.toolLabelChars`. */
+    const val TOOL_LABEL_CHARS: Int = 200
+
+    /** `LIMITS.toolEventBytes`. */
+    const val TOOL_EVENT_BYTES: Int = 262144
+
+    /** `LIMITS.planEntries`. */
+    const val PLAN_ENTRIES: Int = 100
+
+    /** `LIMITS.planEntryChars`. */
+    const val PLAN_ENTRY_CHARS: Int = 2000
+
+    /** `LIMITS.currencyChars`. */
+    const val CURRENCY_CHARS: Int = 16
 }
