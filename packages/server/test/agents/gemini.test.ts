@@ -6,6 +6,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
+import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
 import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
@@ -14,6 +15,10 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
   const agent = useAgent(
     "gemini",
     (user, tools, work) => {
+      if (user.includes(EDIT_PROMPT) && tools.includes("write_file")) {
+        const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
+        return { toolCalls: [{ name: "write_file", arguments: args }] };
+      }
       const file = /(?:approve the note|make the file|append again)/.exec(user)?.[0];
       if (!file || !tools.includes("run_shell_command")) return undefined;
       const target = file === "approve the note" ? "note-approved.txt" : "made-by-gemini.txt";
@@ -84,4 +89,6 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
         requestText(r).includes("Plan Mode"),
     },
   });
+
+  describeActivity({ fixture: agent });
 });
