@@ -173,6 +173,8 @@ interface GeminiPart {
 }
 interface GeminiRequest {
   contents: Array<{ role?: string; parts?: GeminiPart[] }>;
+  /** Gemini CLI's system prompt (it states the approval mode, e.g. plan mode's policies). */
+  systemInstruction?: { parts?: GeminiPart[] };
   tools?: Array<{ functionDeclarations?: Array<{ name: string }> }>;
 }
 
@@ -184,12 +186,16 @@ async function gemini(
   requests: LlmRequest[],
   res: import("node:http").ServerResponse,
 ): Promise<void> {
-  const messages: ChatMessage[] = payload.contents.map((c) => {
-    const parts = c.parts ?? [];
-    const text = parts.map((p) => p.text ?? "").join("");
-    if (parts.some((p) => p.functionResponse)) return { role: "tool", content: text };
-    return { role: c.role === "model" ? "assistant" : "user", content: text };
-  });
+  const system = (payload.systemInstruction?.parts ?? []).map((p) => p.text ?? "").join("");
+  const messages: ChatMessage[] = [
+    ...(system ? [{ role: "system", content: system }] : []),
+    ...payload.contents.map((c): ChatMessage => {
+      const parts = c.parts ?? [];
+      const text = parts.map((p) => p.text ?? "").join("");
+      if (parts.some((p) => p.functionResponse)) return { role: "tool", content: text };
+      return { role: c.role === "model" ? "assistant" : "user", content: text };
+    }),
+  ];
   const call: LlmRequest = {
     messages,
     tools: (payload.tools ?? []).flatMap((t) => (t.functionDeclarations ?? []).map((f) => f.name)),

@@ -6,13 +6,19 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
+import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("claude", "Claude Code over ACP", () => {
   const agent = useAgent(
     "claude",
     (user, tools, work) => {
+      if (user.includes(EDIT_PROMPT) && tools.includes("Write")) {
+        const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
+        return { toolCalls: [{ name: "Write", arguments: args }] };
+      }
       const file = /(?:approve the note|make the file)/.exec(user)?.[0];
       if (!file || !tools.includes("Bash")) return undefined;
       const target = file === "approve the note" ? "note-approved.txt" : "made-by-claude.txt";
@@ -58,4 +64,14 @@ describeAgent("claude", "Claude Code over ACP", () => {
     toolCommand: () => `echo pheby > ${join(agent.work, "note-approved.txt")}`,
     choices: ["once", "always", "deny"],
   });
+
+  describeModes({
+    fixture: agent,
+    command: "compact",
+    modes: ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+    autoApproves: ["acceptEdits", "bypassPermissions"],
+    plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
+  });
+
+  describeActivity({ fixture: agent });
 });

@@ -10,6 +10,7 @@ import { expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
 import { RecordingHost, RecordingSink } from "../acp/harness.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useFakeLlm } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 /** PIDs of the running children of `pid` (zombies excluded). */
@@ -132,5 +133,23 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
     toolName: () => write("note.txt"),
     toolFile: "note.txt",
     choices: ["once", "always", "deny"],
+  });
+
+  describeModes({
+    fixture: fake,
+    options,
+    command: "review",
+    modes: ["read-only", "auto", "full-access"],
+    autoApproves: ["full-access"],
+    // No plan mode: read-only is the nearest. Codex states its sandbox in the model's instructions
+    // (again when it changes); in a workspace it does not trust it starts read-only, so the turn
+    // before runs in `auto`.
+    plan: {
+      modeId: "read-only",
+      from: "auto",
+      // The request carries the whole thread: the newest statement counts.
+      inPlan: (r) =>
+        [...requestText(r).matchAll(/`sandbox_mode` is `([\w-]+)`/g)].at(-1)?.[1] === "read-only",
+    },
   });
 });

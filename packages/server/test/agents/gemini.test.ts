@@ -6,13 +6,19 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
+import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
 describeAgent("gemini", "Gemini CLI over ACP", () => {
   const agent = useAgent(
     "gemini",
     (user, tools, work) => {
+      if (user.includes(EDIT_PROMPT) && tools.includes("write_file")) {
+        const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
+        return { toolCalls: [{ name: "write_file", arguments: args }] };
+      }
       const file = /(?:approve the note|make the file|append again)/.exec(user)?.[0];
       if (!file || !tools.includes("run_shell_command")) return undefined;
       const target = file === "approve the note" ? "note-approved.txt" : "made-by-gemini.txt";
@@ -68,4 +74,21 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
     toolName: "run_shell_command",
     choices: ["once", "session", "deny"],
   });
+
+  describeModes({
+    fixture: agent,
+    command: "init",
+    modes: ["default", "autoEdit", "yolo", "plan"],
+    autoApproves: ["autoEdit", "yolo"],
+    // In plan mode it offers the model exit_plan_mode and no shell, and its system prompt says so.
+    plan: {
+      modeId: "plan",
+      inPlan: (r) =>
+        r.tools.includes("exit_plan_mode") &&
+        !r.tools.includes("run_shell_command") &&
+        requestText(r).includes("Plan Mode"),
+    },
+  });
+
+  describeActivity({ fixture: agent });
 });

@@ -18,6 +18,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describeModes } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
@@ -190,4 +191,7 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
       }
     });
   });
+
+  // No plan-like mode: its modes only decide which edits it approves by itself.
+  describeModes({ fixture: agent, command: "help", modes: ["default", "accept_edits", "dont_ask"] });
 });

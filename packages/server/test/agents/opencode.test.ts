@@ -21,6 +21,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
@@ -165,4 +166,13 @@ describeAgent("opencode", "OpenCode over ACP", () => {
   });
 
   describePhebyTools({ fixture: agent });
+
+  describeModes({
+    fixture: agent,
+    command: "init",
+    modes: ["build", "plan"],
+    autoApproves: [],
+    // Its plan agent appends a plan-mode system reminder to the user's message.
+    plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode ACTIVE") },
+  });
 });

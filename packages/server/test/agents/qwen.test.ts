@@ -5,6 +5,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
+import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
 import {
   AGENT_BINS,
   cancelledTurn,
@@ -14,6 +15,7 @@ import {
   tempHome,
   useAgent,
 } from "./agents.js";
+import { describeModes, requestText } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
@@ -21,6 +23,10 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
   const agent = useAgent(
     "qwen",
     (user, _tools, work) => {
+      if (user.includes(EDIT_PROMPT)) {
+        const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
+        return { toolCalls: [{ name: "write_file", arguments: args }] };
+      }
       const file = /approve the note|make the file/.exec(user)?.[0];
       if (!file) return undefined;
       const target = file === "approve the note" ? "note-approved.txt" : "made-by-qwen.txt";
@@ -87,4 +93,14 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
   });
 
   describePhebyTools({ fixture: agent });
+
+  describeModes({
+    fixture: agent,
+    command: "init",
+    modes: ["plan", "default", "auto-edit", "auto", "yolo"],
+    autoApproves: ["auto-edit", "yolo"],
+    plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
+  });
+
+  describeActivity({ fixture: agent });
 });
