@@ -2,12 +2,19 @@
 // (`PhebyClientOptions.features`), the same names and defaults as the Kotlin client's `Features`.
 // What a hello carries of it (at most 16 names, in FEATURE_PRIORITY order) is @pheby/protocol's
 // helloFeatureNames, shared with the Kotlin client through meta.json.
-import { FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_QUEUE, FEATURE_RESUME } from "@pheby/protocol";
+import {
+  FEATURE_DELTA_APPEND,
+  FEATURE_INBOX,
+  FEATURE_PUSH,
+  FEATURE_QUEUE,
+  FEATURE_RESUME,
+} from "@pheby/protocol";
 
 /**
  * What {@link PhebyClientOptions.features} asks for by default: `delta.append` (either way
  * `message.delta` handlers get the whole draft), `push` (adds no events), `resume` (`seq`, replay after
- * a drop, retry-safe sends) and `queue` (`queue.changed` events). Add to it for the others:
+ * a drop, retry-safe sends), `queue` (`queue.changed` events) and `inbox` (status, unread and a
+ * preview on each list entry, `conversation.status` events, read marks, archive, search). Add to it for the others:
  * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `features: []` asks for none (plain v1).
  */
 export const DEFAULT_FEATURES: readonly string[] = [
@@ -15,4 +22,5 @@ export const DEFAULT_FEATURES: readonly string[] = [
   FEATURE_PUSH,
   FEATURE_RESUME,
   FEATURE_QUEUE,
+  FEATURE_INBOX,
 ];
