@@ -10,6 +10,7 @@ import { attachments, download, upload } from "./commands/files.js";
 import { history } from "./commands/history.js";
 import { push } from "./commands/push.js";
 import { schedule } from "./commands/schedule.js";
+import { search } from "./commands/search.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { describeError, EXIT, exitCodeFor, UsageError } from "./exit.js";
@@ -20,6 +21,7 @@ export const COMMANDS: readonly Command[] = [
   conversations,
   chat,
   history,
+  search,
   tail,
   upload,
   download,
