@@ -1,6 +1,7 @@
 import { DEFAULT_FEATURES, type PhebyClientOptions, PhebyError } from "@pheby/client";
 import {
   FEATURE_DELTA_APPEND,
+  FEATURE_INBOX,
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
@@ -83,7 +84,13 @@ describe("@pheby/client and append deltas (delta.append)", () => {
   it("negotiates by default and hands handlers exactly the cumulative deltas a v1 connection gets (plus resume's seq)", async () => {
     const { deltas, cumulative, features } = await deltasOf({});
     // In the order asked: the client's FEATURE_PRIORITY.
-    expect(features).toEqual([FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_PUSH]);
+    expect(features).toEqual([
+      FEATURE_DELTA_APPEND,
+      FEATURE_RESUME,
+      FEATURE_QUEUE,
+      FEATURE_PUSH,
+      FEATURE_INBOX,
+    ]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
     expect(deltas.every((d) => typeof d.seq === "number")).toBe(true);
@@ -101,7 +108,14 @@ describe("@pheby/client and append deltas (delta.append)", () => {
     });
     const other = await phebyClient(streaming, { features: ["schedules"] });
     try {
-      expect(client.features).toEqual([FEATURE_DELTA_APPEND, "resume", "queue", "push", "schedules"]);
+      expect(client.features).toEqual([
+        FEATURE_DELTA_APPEND,
+        "resume",
+        "queue",
+        "push",
+        "schedules",
+        "inbox",
+      ]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });
       const heard = other.next("schedule.changed");

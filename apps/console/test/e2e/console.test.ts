@@ -175,8 +175,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.length).toBeGreaterThanOrEqual(3);
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
-    // The console asked for append deltas (and resume, queue, expiry, push, schedules and devices, for
-    // its panels and reconnects, in the client's FEATURE_PRIORITY order) and got them: the bubble texts
+    // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices and inbox,
+    // for its panels, list and reconnects, in the client's FEATURE_PRIORITY order) and got them: the bubble texts
     // above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
@@ -189,6 +189,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "push",
       "schedules",
       "devices",
+      "inbox",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");
