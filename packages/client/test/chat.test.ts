@@ -314,9 +314,15 @@ describe("hello.features", () => {
     expect(hello.features).toEqual([...FEATURE_PRIORITY, ...unknown].slice(0, 16));
   });
 
-  it("the default asks for delta.append, resume, queue and push", async () => {
+  it("the default asks for delta.append, resume, queue, push and inbox", async () => {
     const c = client();
     await c.connect();
-    expect(peer.connections[0]!.received[0]!.features).toEqual(["delta.append", "resume", "queue", "push"]);
+    expect(peer.connections[0]!.received[0]!.features).toEqual([
+      "delta.append",
+      "resume",
+      "queue",
+      "push",
+      "inbox",
+    ]);
   });
 });
