@@ -1,6 +1,7 @@
 // The conversation list: create, rename, delete, and live updates from other
 // clients (conversation.updated / renamed / deleted broadcasts).
 import { confirmOnSecondClick, h, replace } from "./dom.js";
+import { type InboxState, type InboxView, inboxDetails, inView } from "./inbox.js";
 
 /** What the list asks the app to do. */
 export interface ConversationActions {
@@ -8,12 +9,17 @@ export interface ConversationActions {
   create(): Promise<void>;
   rename(conversationId: string, name: string): Promise<void>;
   remove(conversationId: string): Promise<void>;
+  /** Archive or unarchive (the `inbox` extension; offered only when rows carry its state). */
+  archive(conversationId: string, archived: boolean): Promise<void>;
 }
 
 export class ConversationList {
   readonly el = h("nav", { class: "conversations", "aria-label": "Conversations" });
   private readonly list = h("ul", { "data-testid": "conversation-list" });
   private readonly names = new Map<string, string>();
+  /** `inbox`: each conversation's list state, when the server sends it. */
+  private readonly states = new Map<string, InboxState>();
+  private view: InboxView = "all";
   private selected: string | null = null;
 
   constructor(private readonly actions: ConversationActions) {
@@ -33,20 +39,38 @@ export class ConversationList {
   }
 
   /** Replace the list (conversation.snapshot). */
-  setAll(conversations: { conversation_id: string; name: string }[]): void {
+  setAll(conversations: { conversation_id: string; name: string }[], states?: Map<string, InboxState>): void {
     this.names.clear();
+    this.states.clear();
     for (const c of conversations) this.names.set(c.conversation_id, c.name);
+    for (const [id, state] of states ?? []) this.states.set(id, state);
     this.render();
   }
 
-  /** Add or rename one (created / updated / renamed). */
-  upsert(conversationId: string, name: string): void {
+  /** Add or rename one (created / updated / renamed), with its `inbox` state when it carries one. */
+  upsert(conversationId: string, name: string, state?: InboxState): void {
     this.names.set(conversationId, name);
+    if (state) this.states.set(conversationId, state);
+    this.render();
+  }
+
+  /** `inbox`: a conversation's list state changed (`conversation.status`). False: not in the list. */
+  setState(conversationId: string, state: InboxState): boolean {
+    if (!this.names.has(conversationId)) return false;
+    this.states.set(conversationId, state);
+    this.render();
+    return true;
+  }
+
+  /** `inbox`: which rows to show (the list itself holds archived or unarchived ones, as listed). */
+  setView(view: InboxView): void {
+    this.view = view;
     this.render();
   }
 
   remove(conversationId: string): void {
     this.names.delete(conversationId);
+    this.states.delete(conversationId);
     if (this.selected === conversationId) this.selected = null;
     this.render();
   }
@@ -65,12 +89,24 @@ export class ConversationList {
   }
 
   private render(): void {
-    replace(this.list, ...[...this.names].map(([id, name]) => this.row(id, name)));
+    replace(
+      this.list,
+      ...[...this.names]
+        .filter(([id]) => id === this.selected || inView(this.states.get(id), this.view))
+        .map(([id, name]) => this.row(id, name)),
+    );
   }
 
   private row(id: string, name: string): HTMLElement {
     const li = h("li", { "data-conversation-id": id, class: id === this.selected ? "selected" : "" });
-    const open = h("button", { type: "button", class: "open", onclick: () => this.actions.open(id) }, name);
+    const state = this.states.get(id);
+    const inbox = inboxDetails(state);
+    const open = h(
+      "button",
+      { type: "button", class: "open", onclick: () => this.actions.open(id) },
+      inbox ? h("span", { class: "row-head" }, h("span", { class: "name" }, name), inbox.badges) : name,
+      inbox?.preview,
+    );
     const rename = h(
       "button",
       { type: "button", class: "icon", title: "Rename", "aria-label": "Rename" },
@@ -92,7 +128,22 @@ export class ConversationList {
       input.select();
     });
     confirmOnSecondClick(del, "Delete?", () => void this.actions.remove(id));
-    li.append(open, rename, del);
+    const archived = state?.archived === true;
+    const archive =
+      state &&
+      h(
+        "button",
+        {
+          type: "button",
+          class: "icon",
+          title: archived ? "Unarchive" : "Archive",
+          "aria-label": archived ? "Unarchive" : "Archive",
+          "data-testid": archived ? "unarchive" : "archive",
+          onclick: () => void this.actions.archive(id, !archived),
+        },
+        archived ? "↥" : "↧",
+      );
+    li.append(open, rename, ...(archive ? [archive] : []), del);
     return li;
   }
 }

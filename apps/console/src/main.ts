@@ -4,6 +4,7 @@ import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from 
 import {
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
+  FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_SCHEDULES,
   FEATURE_THOUGHTS,
@@ -13,6 +14,7 @@ import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
 import { DevicesPanel } from "./devices.js";
 import { h, replace } from "./dom.js";
+import { InboxBar, type InboxState, inboxStateOf } from "./inbox.js";
 import { ModePicker } from "./modes.js";
 import { NotificationsPanel } from "./notifications.js";
 import { QueueView } from "./queue.js";
@@ -110,9 +112,10 @@ async function connect(url: string, secret: string): Promise<void> {
     url,
     secret,
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
-    // The client's defaults (tool detail, plan and usage, the agent's modes and commands among them),
-    // then pairing and devices, scheduled prompts, when questions expire and the agent's thinking,
-    // where the server offers them (modes is named so the console keeps it if the defaults change).
+    // The client's defaults (tool detail, plan and usage, the agent's modes and commands, the list as an
+    // inbox among them), then pairing and devices, scheduled prompts, when questions expire and the
+    // agent's thinking, where the server offers them (modes and inbox are named so the console keeps
+    // them if the defaults change).
     features: [
       ...new Set([
         ...DEFAULT_FEATURES,
@@ -121,6 +124,7 @@ async function connect(url: string, secret: string): Promise<void> {
         FEATURE_EXPIRY,
         FEATURE_MODES,
         FEATURE_THOUGHTS,
+        FEATURE_INBOX,
       ]),
     ],
   });
@@ -167,8 +171,27 @@ function startApp(client: PhebyClient): void {
         report(`Delete failed: ${(err as Error).message}`);
       }
     },
+    async archive(id, archived) {
+      try {
+        await client.archive(id, archived);
+        // The conversation.status that answers moves the row; the list of this view is listed again.
+        await refreshList();
+      } catch (err) {
+        report(`${archived ? "Archive" : "Unarchive"} failed: ${(err as Error).message}`);
+      }
+    },
   });
   const modes = new ModePicker(client, report);
+  const inbox = new InboxBar(client, {
+    view: (view) => {
+      conversations.setView(view);
+      void refreshList();
+    },
+    open: (id) => void openConversation(id),
+    name: (id) => conversations.name(id),
+    report,
+  });
+  conversations.el.insertBefore(inbox.el, conversations.el.children[1] ?? null);
   const composer: Composer = new Composer({
     client,
     conversationId: () => current,
@@ -301,7 +324,13 @@ function startApp(client: PhebyClient): void {
       if (current !== id) return;
       chat.reset(snapshot);
       queue.set(snapshot.queue ?? []);
-      await Promise.all([settings.load(id), schedules.load(id), modes.load(id), loadCommands(id)]);
+      await Promise.all([
+        settings.load(id),
+        schedules.load(id),
+        modes.load(id),
+        loadCommands(id),
+        markRead(id),
+      ]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
     }
@@ -316,6 +345,17 @@ function startApp(client: PhebyClient): void {
       if (current === id) composer.setCommands(commands);
     } catch (err) {
       report(`Could not list the agent's commands: ${(err as Error).message}`);
+    }
+  }
+
+  /** `inbox`: what the open conversation shows is read (only conversation.read marks it so). */
+  async function markRead(id: string): Promise<void> {
+    if (!client.features.includes(FEATURE_INBOX)) return;
+    try {
+      const state = await client.markRead(id);
+      conversations.setState(id, inboxStateOf(state)!);
+    } catch (err) {
+      report(`Could not mark the conversation read: ${(err as Error).message}`);
     }
   }
 
@@ -336,8 +376,17 @@ function startApp(client: PhebyClient): void {
 
   async function refreshList(): Promise<void> {
     try {
-      const snapshot = await client.request({ type: "conversation.list" });
-      conversations.setAll(snapshot.conversations);
+      const enabled = client.features.includes(FEATURE_INBOX);
+      inbox.setEnabled(enabled);
+      const view = enabled ? inbox.view : "all";
+      conversations.setView(view);
+      const list = await client.listConversations({ archived: view === "archived" });
+      const states = new Map<string, InboxState>();
+      for (const c of list) {
+        const state = inboxStateOf(c);
+        if (state) states.set(c.conversation_id, state);
+      }
+      conversations.setAll(list, states);
       conversations.select(current);
       if (current) title.textContent = conversations.name(current);
     } catch (err) {
@@ -350,8 +399,31 @@ function startApp(client: PhebyClient): void {
     (m: T) => {
       if (m.conversation_id === current) handler(m);
     };
-  client.on("conversation.updated", (m) => conversations.upsert(m.conversation_id, m.name));
-  client.on("conversation.created", (m) => conversations.upsert(m.conversation_id, m.name));
+  // With `inbox` the list holds one side of the archive (as listed): a conversation of the other side
+  // stays out of it.
+  const listed = (state: InboxState | undefined) =>
+    state === undefined || state.archived === (inbox.view === "archived");
+  const upsertEntry = (m: { conversation_id: string; name: string } & InboxState) => {
+    const state = inboxStateOf(m);
+    if (listed(state)) conversations.upsert(m.conversation_id, m.name, state);
+  };
+  client.on("conversation.updated", upsertEntry);
+  client.on("conversation.created", upsertEntry);
+  client.on("conversation.status", (m) => {
+    const state = inboxStateOf(m)!;
+    if (!listed(state)) {
+      // The open conversation keeps its row until another is opened.
+      if (m.conversation_id === current) conversations.setState(m.conversation_id, state);
+      else conversations.remove(m.conversation_id);
+      return;
+    }
+    // An answer arrived in the conversation on screen: it is read as it arrives.
+    if (m.conversation_id === current && (m.unread ?? 0) > 0 && document.visibilityState === "visible") {
+      void markRead(m.conversation_id);
+    }
+    // A row of this side the list does not hold (unarchived elsewhere): list again for its name.
+    if (!conversations.setState(m.conversation_id, state)) void refreshList();
+  });
   client.on("conversation.renamed", (m) => {
     conversations.upsert(m.conversation_id, m.name);
     if (m.conversation_id === current) title.textContent = m.name;

@@ -11,6 +11,7 @@ import { history } from "./commands/history.js";
 import { commands, modes } from "./commands/modes.js";
 import { push } from "./commands/push.js";
 import { schedule } from "./commands/schedule.js";
+import { search } from "./commands/search.js";
 import { model, models, reasoning, yolo } from "./commands/settings.js";
 import { tail } from "./commands/tail.js";
 import { tool } from "./commands/tool.js";
@@ -22,6 +23,7 @@ export const COMMANDS: readonly Command[] = [
   conversations,
   chat,
   history,
+  search,
   tail,
   tool,
   upload,

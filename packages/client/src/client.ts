@@ -1,6 +1,7 @@
 import {
   CLOSE_CODES,
   type ClientMessageInput,
+  type ConversationStatusValue,
   decodeServerFrame,
   FEATURE_DELTA_APPEND,
   FEATURE_PUSH,
@@ -40,7 +41,7 @@ export interface PhebyClientOptions {
   secret: string;
   /**
    * The Pheby extensions to ask for in `hello.features` (default {@link DEFAULT_FEATURES}: `delta.append`,
-   * `push`, `resume`, `queue`, `activity`, `modes`); {@link PhebyClient.features} says which the server enabled. The one
+   * `push`, `resume`, `queue`, `activity`, `modes`, `inbox`); {@link PhebyClient.features} says which the server enabled. The one
    * switch for every extension: add to the defaults for the others
    * (`[...DEFAULT_FEATURES, FEATURE_SCHEDULES]`), leave one out to go without it (`[]`: plain v1).
    * The client's own behaviour follows the list: only with `resume` in it does a send carry a
@@ -111,6 +112,19 @@ export type ReplyTo<M extends { type: RequestType }> = M extends { type: "chat.s
         : ServerMessageOf<"conversation.history"> | ServerMessageOf<"conversation.resumed">
       : ServerMessageOf<"conversation.history">
     : ReplyOf<M["type"]>;
+
+/**
+ * A conversation's list state (the `inbox` extension's `conversation.status`): the reply to
+ * {@link PhebyClient.markRead} and {@link PhebyClient.archive}, and an event (`on("conversation.status")`)
+ * whenever it changes, with this reader's own `unread`.
+ */
+export type InboxStatus = ServerMessageOf<"conversation.status">;
+/** One entry of `conversation.snapshot`; with `inbox` it also carries `status`, `unread`, `preview`, … */
+export type ConversationEntry = ServerMessageOf<"conversation.snapshot">["conversations"][number];
+/** A conversation status as the list shows it: `waiting`, `running`, `failed` or `idle`. */
+export type ConversationStatus = ConversationStatusValue;
+/** One result of {@link PhebyClient.search}. */
+export type SearchHit = ServerMessageOf<"conversation.results">["results"][number];
 
 /** Frame types and `"*"` (every frame), as {@link PhebyClient.on} takes them. */
 export type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
@@ -484,6 +498,57 @@ export class PhebyClient {
    */
   async listCommands(conversationId: string): Promise<ServerMessageOf<"commands.snapshot">["commands"]> {
     return (await this.request({ type: "commands.list", conversation_id: conversationId })).commands;
+  }
+
+  /**
+   * `conversation.list`: the conversations, with the `inbox` extension's `status`, `pending`, `unread`,
+   * `preview` and `archived` on each entry when it is enabled. On an `inbox` connection the list holds
+   * the unarchived conversations, or only the archived ones with `archived: true`; without `inbox`
+   * every conversation (and `archived` is ignored).
+   */
+  async listConversations(
+    options: { archived?: boolean } = {},
+  ): Promise<ServerMessageOf<"conversation.snapshot">["conversations"]> {
+    return (
+      await this.request({ type: "conversation.list", ...(options.archived ? { archived: true } : {}) })
+    ).conversations;
+  }
+
+  /**
+   * `conversation.read` (the `inbox` extension): mark the conversation read for this reader (this
+   * secret: the master secret or one paired device) up to `messageId` (an `m<n>` ID of its history;
+   * default: the latest). Resolves with its new list state; the reader's other connections get the
+   * same `conversation.status`.
+   */
+  markRead(conversationId: string, messageId?: string): Promise<InboxStatus> {
+    return this.request({
+      type: "conversation.read",
+      conversation_id: conversationId,
+      ...(messageId === undefined ? {} : { message_id: messageId }),
+    });
+  }
+
+  /**
+   * `conversation.archive` (the `inbox` extension): archive (`true`) or unarchive a conversation, for
+   * every reader. Resolves with its new list state; every other `inbox` connection gets it too.
+   */
+  archive(conversationId: string, archived: boolean): Promise<InboxStatus> {
+    return this.request({ type: "conversation.archive", conversation_id: conversationId, archived });
+  }
+
+  /**
+   * `conversation.search` (the `inbox` extension): full-text search over every message of every
+   * conversation, archived ones too, newest first. `query` is 1..200 characters in SQLite FTS5's
+   * language (a query it cannot parse is searched as plain words); `limit` 1..50, default 20.
+   */
+  async search(query: string, options: { limit?: number } = {}): Promise<SearchHit[]> {
+    return (
+      await this.request({
+        type: "conversation.search",
+        query,
+        ...(options.limit === undefined ? {} : { limit: options.limit }),
+      })
+    ).results;
   }
 
   /** Subscribe to server frames of one type (`"*"` for all). Returns the unsubscribe function. */

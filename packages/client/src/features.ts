@@ -5,6 +5,7 @@
 import {
   FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
+  FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_PUSH,
   FEATURE_QUEUE,
@@ -15,9 +16,10 @@ import {
  * What {@link PhebyClientOptions.features} asks for by default: `delta.append` (either way
  * `message.delta` handlers get the whole draft), `push` (adds no events), `resume` (`seq`, replay after
  * a drop, retry-safe sends), `queue` (`queue.changed` events), `activity` (tool detail: diffs and
- * output, approval previews, `tool.get`, `plan.updated`, `usage.updated`) and `modes` (the agent's modes
+ * output, approval previews, `tool.get`, `plan.updated`, `usage.updated`), `modes` (the agent's modes
  * and slash commands: `listModes`, `setMode`, `listCommands`, `mode.changed` and `commands.snapshot`
- * events, `conversation.history.mode_id`). Add to it for the others:
+ * events, `conversation.history.mode_id`) and `inbox` (status, unread and a preview on each list entry,
+ * `conversation.status` events, read marks, archive, search). Add to it for the others:
  * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `thoughts` (the agent's thinking, often the
  * bulk of a run's bytes) is asked for only by apps that show it. `features: []` asks for none (plain v1).
  */
@@ -28,4 +30,5 @@ export const DEFAULT_FEATURES: readonly string[] = [
   FEATURE_QUEUE,
   FEATURE_ACTIVITY,
   FEATURE_MODES,
+  FEATURE_INBOX,
 ];

@@ -11,13 +11,17 @@ export { type BackoffOptions, backoffDelay } from "./backoff.js";
 export {
   type ChatOptions,
   type ConnectionState,
+  type ConversationEntry,
+  type ConversationStatus,
   type FrameEvents,
+  type InboxStatus,
   type InvalidFrame,
   PhebyClient,
   type PhebyClientOptions,
   type PushSubscriptionKeys,
   type ReplyTo,
   type ResyncResult,
+  type SearchHit,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
 export { DEFAULT_FEATURES } from "./features.js";

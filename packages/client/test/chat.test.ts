@@ -314,7 +314,7 @@ describe("hello.features", () => {
     expect(hello.features).toEqual([...FEATURE_PRIORITY, ...unknown].slice(0, 16));
   });
 
-  it("the default asks for delta.append, resume, queue, push, activity and modes", async () => {
+  it("the default asks for delta.append, resume, queue, push, activity, modes and inbox", async () => {
     const c = client();
     await c.connect();
     expect(peer.connections[0]!.received[0]!.features).toEqual([
@@ -324,6 +324,7 @@ describe("hello.features", () => {
       "push",
       "activity",
       "modes",
+      "inbox",
     ]);
   });
 });

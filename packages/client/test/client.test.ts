@@ -488,7 +488,7 @@ describe("PhebyClient with resume", () => {
     await c.connect();
     // In FEATURE_PRIORITY order.
     expect(peer.connections[0]!.received[0]).toMatchObject({
-      features: ["delta.append", "resume", "queue", "push", "activity", "modes"],
+      features: ["delta.append", "resume", "queue", "push", "activity", "modes", "inbox"],
     });
     await c.request({ type: "conversation.create" });
     await c.request({ type: "chat.send", conversation_id: "c1", text: "x" });

@@ -2,6 +2,7 @@ import { DEFAULT_FEATURES, type PhebyClientOptions, PhebyError } from "@pheby/cl
 import {
   FEATURE_ACTIVITY,
   FEATURE_DELTA_APPEND,
+  FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_PUSH,
   FEATURE_QUEUE,
@@ -92,6 +93,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
       FEATURE_PUSH,
       FEATURE_ACTIVITY,
       FEATURE_MODES,
+      FEATURE_INBOX,
     ]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
@@ -118,6 +120,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
         "schedules",
         "activity",
         "modes",
+        "inbox",
       ]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });

@@ -176,7 +176,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
     // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices, activity,
-    // modes and thoughts, for its panels, reconnects and the agent's work, in the client's
+    // modes, thoughts and inbox, for its panels, list, reconnects and the agent's work, in the client's
     // FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
@@ -192,6 +192,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "activity",
       "modes",
       "thoughts",
+      "inbox",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");

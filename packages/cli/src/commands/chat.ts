@@ -193,6 +193,8 @@ class ChatSession {
   }
 
   private mine(m: ServerMessage): boolean {
+    // `inbox`'s conversation.status is about the conversation list, not the conversation's stream.
+    if (m.type === "conversation.status") return false;
     return (m as { conversation_id?: string }).conversation_id === this.conversationId;
   }
 

@@ -1,7 +1,6 @@
 import {
   type ConversationSummary,
   FEATURE_ACTIVITY,
-  FEATURE_EXPIRY,
   FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_QUEUE,
