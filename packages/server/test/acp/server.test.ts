@@ -8,9 +8,9 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { messageIdOf } from "@pheby/testkit";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
-import { captureLogs, tempDir } from "../helpers.js";
+import { captureLogs, phebyClient, tempDir } from "../helpers.js";
 import { FAKE_AGENT_COMMAND, fakeAgentDir } from "./harness.js";
 import { framesOf, type PhebyAcp, startPhebyAcp as startPheby } from "./pheby.js";
 
@@ -106,8 +106,13 @@ describe("ACP through Pheby: conversations and runs", () => {
     expect(env.fake.calls("session/load")).toEqual([]); // a conversation made here is never replayed
   });
 
-  it("relays tool events with redacted args, durations and truncated failures, never results", async () => {
+  it("relays tool events with redacted args, durations and truncated failures; results only on activity connections", async () => {
+    // A plain v1 connection watches the same run: tool results never reach it.
+    const v1 = await phebyClient(env.p.ts, { features: [] });
+    const v1Frames: unknown[] = [];
+    v1.on("*", (m) => v1Frames.push(m));
     const id = await env.p.create();
+    await v1.request({ type: "conversation.open", conversation_id: id });
     const run = await env.p.chat(id, "tools");
     expect(run.finished.status).toBe("completed");
     const tools = framesOf(run.frames, "tool.event");
@@ -129,7 +134,16 @@ describe("ACP through Pheby: conversations and runs", () => {
     expect(tools[3]?.error).toHaveLength(300); // the limit exactly, ellipsis included
     const wire = JSON.stringify(env.p.frames);
     expect(wire).not.toContain("sk-123");
-    expect(wire).not.toContain("/home/secret"); // tool results stay on the server
+    // The default client asks for activity: the result is relayed to it, as the call's text content.
+    expect(JSON.stringify(tools)).toContain("/home/secret/file.txt");
+    await vi.waitFor(() =>
+      expect(v1Frames.some((f) => (f as { type: string }).type === "run.finished")).toBe(true),
+    );
+    v1.close();
+    const v1Wire = JSON.stringify(v1Frames);
+    expect(v1Wire).toContain('"tool.event"');
+    expect(v1Wire).not.toContain("sk-123");
+    expect(v1Wire).not.toContain("/home/secret"); // tool results stay on the server for v1
   });
 
   it.each([
