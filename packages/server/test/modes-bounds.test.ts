@@ -4,7 +4,7 @@
  */
 import { LIMITS } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
-import { askingModeOf, autoApproves, yoloModeOf } from "../src/agent/modes.js";
+import { askingModeOf, autoApproves, modeRulesOf, yoloModeOf } from "../src/agent/modes.js";
 import { boundedCommands, boundedModes } from "../src/settings/modes.js";
 
 const mode = (id: string, name = id, description: string | null = null) => ({ id, name, description });
@@ -59,27 +59,84 @@ describe("the agent's modes and commands, bounded", () => {
 });
 
 describe("modes that approve without asking", () => {
-  it("are the table's, whatever the case or separator", () => {
+  /** Each agent's modes as docs/agents.md lists them, and the ones it approves without asking in. */
+  const agents: [agent: string, modes: string[], approving: string[], yolo: string | undefined][] = [
+    [
+      "@zed-industries/claude-code-acp",
+      ["default", "acceptEdits", "plan", "dontAsk", "bypassPermissions"],
+      ["acceptEdits", "bypassPermissions"],
+      "bypassPermissions",
+    ],
+    ["qwen-code", ["plan", "default", "auto-edit", "auto", "yolo"], ["auto-edit", "auto", "yolo"], "yolo"],
+    ["gemini-cli", ["default", "autoEdit", "yolo", "plan"], ["autoEdit", "yolo"], "yolo"],
+    ["codex-acp", ["read-only", "auto", "full-access"], ["auto", "full-access"], "full-access"],
+    ["OpenCode", ["build", "plan"], [], undefined],
+    ["hermes-agent", ["default", "accept_edits", "dont_ask"], ["accept_edits", "dont_ask"], undefined],
+    ["pheby-simulator", ["default", "plan", "auto-edit", "yolo"], ["auto-edit", "yolo"], "yolo"],
+  ];
+
+  it("are decided per agent, by the table", () => {
+    for (const [agent, modes, approving, yolo] of agents) {
+      expect(
+        modes.filter((id) => autoApproves(id, agent)),
+        agent,
+      ).toEqual(modes.filter((id) => approving.includes(id)));
+      expect(yoloModeOf(modes, agent), agent).toBe(yolo);
+    }
+  });
+
+  it("the same mode ID means what its agent means by it", () => {
+    // Claude Code's `dontAsk` denies what is not pre-approved; Hermes's `dont_ask` approves edits.
+    expect(autoApproves("dontAsk", "@zed-industries/claude-code-acp")).toBe(false);
+    expect(autoApproves("dont_ask", "hermes-agent")).toBe(true);
+    // Hermes's `accept_edits` is its own, not Claude Code's `acceptEdits` by a shared name.
+    expect(autoApproves("accept_edits", "hermes-agent")).toBe(true);
+    expect(autoApproves("auto", "qwen-code")).toBe(true);
+    expect(autoApproves("auto", "gemini-cli")).toBe(false);
+  });
+
+  it("an agent is found by its agentInfo name or title, or its command's basename, whatever the case", () => {
+    for (const agent of ["qwen-code", "Qwen Code", "qwen", "QWEN_CODE"])
+      expect(modeRulesOf(agent)?.yolo).toBe("yolo");
+    for (const agent of ["Claude Code", "claude-code-acp"])
+      expect(modeRulesOf(agent)?.yolo).toBe("bypassPermissions");
+    expect(modeRulesOf("hermes")?.autoApproving).toContain("dont_ask");
+    expect(modeRulesOf("codex")?.asking).toBe("read-only");
+    for (const agent of ["node", "npx", "", null, undefined]) expect(modeRulesOf(agent)).toBeUndefined();
+  });
+
+  it("an unknown agent's modes approve when their names say they might", () => {
     for (const id of [
       "bypassPermissions",
       "acceptEdits",
+      "accept_edits",
       "yolo",
       "auto-edit",
       "auto_edit",
       "autoEdit",
       "full-access",
+      "dont_ask",
+      "dontAsk",
+      "auto",
     ])
-      expect(autoApproves(id), id).toBe(true);
-    for (const id of ["default", "plan", "ask", "read-only", "auto"])
-      expect(autoApproves(id), id).toBe(false);
+      expect(autoApproves(id, "some-agent"), id).toBe(true);
+    for (const id of ["default", "plan", "ask", "read-only", "build", "automatic-review"])
+      expect(autoApproves(id, null), id).toBe(false);
+    expect(yoloModeOf(["default", "acceptEdits", "bypassPermissions"], null)).toBe("bypassPermissions");
+    expect(yoloModeOf(["default", "auto-edit"], null)).toBeUndefined();
+    expect(yoloModeOf(["read-only", "auto", "full-access"], "node")).toBe("full-access");
   });
 
-  it("YOLO's mode approves everything; the asking mode is the preferred one when it asks", () => {
-    expect(yoloModeOf(["default", "acceptEdits", "bypassPermissions"])).toBe("bypassPermissions");
-    expect(yoloModeOf(["default", "auto-edit"])).toBeUndefined();
-    expect(yoloModeOf(["read-only", "auto", "full-access"])).toBe("full-access");
-    expect(askingModeOf(["default", "plan", "yolo"], "plan")).toBe("plan");
-    expect(askingModeOf(["default", "plan", "yolo"], "yolo")).toBe("default");
-    expect(askingModeOf(["yolo"])).toBeUndefined();
+  it("the asking mode is the preferred one when it asks, else the agent's asking mode, else the first that asks", () => {
+    expect(askingModeOf(["default", "plan", "yolo"], "plan", null)).toBe("plan");
+    expect(askingModeOf(["default", "plan", "yolo"], "yolo", null)).toBe("default");
+    expect(askingModeOf(["yolo"], null, null)).toBeUndefined();
+    // Qwen Code's default `auto` approves by itself: back to `default`, not the first that asks (`plan`).
+    expect(askingModeOf(["plan", "default", "auto-edit", "auto", "yolo"], "auto", "qwen-code")).toBe(
+      "default",
+    );
+    expect(askingModeOf(["read-only", "auto", "full-access"], "auto", "codex-acp")).toBe("read-only");
+    // An agent whose asking mode is not offered: the first that asks.
+    expect(askingModeOf(["plan", "build"], null, "qwen-code")).toBe("plan");
   });
 });

@@ -443,6 +443,12 @@ export interface AgentBackend {
    */
   setMode?(sessionId: string, modeId: string): Promise<SetModeResult>;
   /**
+   * Which agent the mode table (`AGENT_MODE_RULES` in agent/modes.ts) applies to: its `initialize`
+   * `agentInfo.name`, else the basename of its command; null (or absent) when unknown, and then the
+   * table's rule for unknown agents decides which modes approve without asking.
+   */
+  modesAgent?(): string | null;
+  /**
    * What the backend knows of a session's modes and commands right now (in memory; null when it knows
    * nothing), for the server to catch up with what it announced before the session had a conversation.
    */

@@ -98,12 +98,13 @@ export class Modes {
   /** `modes.snapshot`'s content: the last known modes, and the conversation's mode. */
   snapshot(conversationId: string): { modes: AgentMode[]; current_mode_id: string | null } {
     const row = this.deps.store.modes.get(conversationId);
+    const agent = this.#agent();
     return {
       modes: (row.modes ?? []).map((m) => ({
         mode_id: m.id,
         name: m.name,
         description: m.description,
-        auto_approves: autoApproves(m.id),
+        auto_approves: autoApproves(m.id, agent),
       })),
       current_mode_id: this.current(conversationId),
     };
@@ -131,13 +132,15 @@ export class Modes {
   #resolve(conversationId: string, asking: boolean): string | null {
     const row = this.deps.store.modes.get(conversationId);
     const ids = (row.modes ?? []).map((m) => m.id);
-    const yoloMode = yoloModeOf(ids);
+    const agent = this.#agent();
+    const yoloMode = yoloModeOf(ids, agent);
     let mode: string | null = null;
     if (!asking && yoloMode && this.deps.settings.yolo(conversationId)) mode = yoloMode;
     else if (row.chosenModeId !== null) mode = row.chosenModeId;
     else if (row.agentModeId !== null && row.agentModeId !== yoloMode) mode = row.agentModeId;
-    else if (ids.length > 0) mode = askingModeOf(ids) ?? null;
-    if (asking && mode !== null && autoApproves(mode)) mode = askingModeOf(ids, row.agentModeId) ?? null;
+    else if (ids.length > 0) mode = askingModeOf(ids, null, agent) ?? null;
+    if (asking && mode !== null && autoApproves(mode, agent))
+      mode = askingModeOf(ids, row.agentModeId, agent) ?? null;
     return mode;
   }
 
@@ -163,7 +166,8 @@ export class Modes {
     const reason = await this.#apply(conv, modeId);
     stillAuthorized();
     if (reason !== undefined) throw new ProtocolError("bad_request", `the agent refused the mode: ${reason}`);
-    const isYolo = modeId === yoloModeOf(ids);
+    const agent = this.#agent();
+    const isYolo = modeId === yoloModeOf(ids, agent);
     const yolo = settings.yolo(conv.id);
     if (isYolo !== yolo) {
       settings.setYolo(conv.id, isYolo, deviceId);
@@ -171,7 +175,7 @@ export class Modes {
         eventOf({ type: "yolo.changed", enabled: isYolo, scope: "conversation", conversation_id: conv.id }),
       );
     }
-    if (!isYolo) store.modes.choose(conv.id, modeId, deviceId, autoApproves(modeId));
+    if (!isYolo) store.modes.choose(conv.id, modeId, deviceId, autoApproves(modeId, agent));
     return { type: "mode.changed", conversation_id: conv.id, mode_id: modeId };
   }
 
@@ -198,7 +202,7 @@ export class Modes {
       // YOLO's mode before, when the agent has one and YOLO was the device's.
       const row = this.deps.store.modes.get(conversationId);
       const ids = (row.modes ?? []).map((m) => m.id);
-      const before = yoloOff.includes(conversationId) ? (yoloModeOf(ids) ?? null) : undefined;
+      const before = yoloOff.includes(conversationId) ? (yoloModeOf(ids, this.#agent()) ?? null) : undefined;
       this.#announce(conversationId, undone.includes(conversationId) ? undefined : before, true);
     }
     return undone.length;
@@ -229,7 +233,8 @@ export class Modes {
     const conv = this.deps.store.conversationBySession(sessionId);
     if (!conv) return;
     const ids = (this.deps.store.modes.get(conv.id).modes ?? []).map((m) => m.id);
-    if (!ids.includes(modeId) || modeId === yoloModeOf(ids)) {
+    const agent = this.#agent();
+    if (!ids.includes(modeId) || modeId === yoloModeOf(ids, agent)) {
       this.deps.log.info({ conversation: conv.id }, "the agent's own switch to a mode not adopted");
       return;
     }
@@ -240,7 +245,7 @@ export class Modes {
         eventOf({ type: "yolo.changed", enabled: false, scope: "conversation", conversation_id: conv.id }),
       );
     }
-    this.deps.store.modes.choose(conv.id, modeId, null, autoApproves(modeId));
+    this.deps.store.modes.choose(conv.id, modeId, null, autoApproves(modeId, agent));
     this.#announce(conv.id, before, false);
   }
 
@@ -293,6 +298,11 @@ export class Modes {
 
   // ---- internals --------------------------------------------------------------------------------
 
+  /** Which agent the mode table applies to (agent/modes.ts); null: the rule for unknown agents. */
+  #agent(): string | null {
+    return this.deps.backend.modesAgent?.() ?? null;
+  }
+
   /**
    * Put the conversation's open session in `modeId` now. Resolves with the agent's refusal, or
    * undefined (applied, or the session is not open: its next turn takes the mode). A mode that
@@ -301,7 +311,7 @@ export class Modes {
   async #apply(conv: ConversationRow, modeId: string): Promise<string | undefined> {
     const { backend } = this.deps;
     if (!conv.session_id || !backend.setMode) return undefined;
-    if (autoApproves(modeId) && this.deps.askingRun?.(conv.id)) return undefined;
+    if (autoApproves(modeId, this.#agent()) && this.deps.askingRun?.(conv.id)) return undefined;
     const result = await backend.setMode(conv.session_id, modeId);
     return result.outcome === "refused" ? result.reason : undefined;
   }

@@ -26,7 +26,9 @@
  * - `FAKE_MODELS=hermes`: Hermes 0.19's legacy models (`provider:model` IDs).
  * - `FAKE_MODES`: `claude` (session modes `default`, `plan`, `acceptEdits`, `bypassPermissions` and
  *   `locked`, which it refuses to enter, naming its cwd), `config` (no session modes: a config option
- *   of category `mode` with `default`, `plan`, `yolo`), or unset (session modes `default`, `auto`, `yolo`).
+ *   of category `mode` with `default`, `plan`, `yolo`), `names` (session modes `default`, `auto`,
+ *   `dont_ask`, `dontAsk`, `accept_edits`: IDs different agents mean different things by), or unset
+ *   (session modes `default`, `auto`, `yolo`).
  * - `FAKE_COMMANDS`: announce slash commands (`available_commands_update`) shortly after `session/new`.
  * Started with `sessions delete -y <id>` it deletes that session from its state and exits, as
  * `hermes sessions delete` does.
@@ -92,6 +94,7 @@ const MODE_IDS: Record<string, string[]> = {
   session: ["default", "auto", "yolo"],
   claude: ["default", "plan", "acceptEdits", "bypassPermissions", "locked"],
   config: ["default", "plan", "yolo"],
+  names: ["default", "auto", "dont_ask", "dontAsk", "accept_edits"],
 };
 /** The config option of category `mode` (`FAKE_MODES=config`). */
 function modeOptionOf(s: Session): acp.SessionConfigOption {

@@ -123,6 +123,32 @@ describe("modes and commands of an ACP agent", () => {
     expect(v1.frames.map((f) => f.type)).not.toContain("mode.changed");
   }, 60_000);
 
+  it("which modes approve without asking is decided per agent, by its agentInfo name (else the rule for unknown agents)", async () => {
+    const approving = async (name: string) => {
+      const fake = fakeAgentDir();
+      const server = await serve(fake, { FAKE_MODES: "names", FAKE_NAME: name });
+      const a = await connect(server, MODES);
+      const conv = await createConversation(a);
+      const listed = await a.ok({ type: "modes.list", conversation_id: conv }, "modes.snapshot");
+      expect(listed.modes.map((m) => m.mode_id)).toEqual([
+        "default",
+        "auto",
+        "dont_ask",
+        "dontAsk",
+        "accept_edits",
+      ]);
+      return listed.modes.filter((m) => m.auto_approves).map((m) => m.mode_id);
+    };
+    // Hermes approves edits in `dont_ask` and `accept_edits` (the same key as `dontAsk`).
+    expect(await approving("hermes-agent")).toEqual(["dont_ask", "dontAsk", "accept_edits"]);
+    // Claude Code's `dontAsk` denies what is not pre-approved; `accept_edits` is `acceptEdits`.
+    expect(await approving("@zed-industries/claude-code-acp")).toEqual(["accept_edits"]);
+    // Qwen Code's `auto` approves what its classifier deems safe.
+    expect(await approving("qwen-code")).toEqual(["auto"]);
+    // An agent not in the table: every mode whose name says it might approve.
+    expect(await approving("fake")).toEqual(["auto", "dont_ask", "dontAsk", "accept_edits"]);
+  }, 60_000);
+
   it("modes from a config option of category mode, switched with the config option; YOLO's mode among them", async () => {
     const fake = fakeAgentDir();
     const server = await serve(fake, { FAKE_MODES: "config" });

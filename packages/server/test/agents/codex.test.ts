@@ -140,7 +140,7 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
     options,
     command: "review",
     modes: ["read-only", "auto", "full-access"],
-    autoApproves: ["full-access"],
+    autoApproves: ["auto", "full-access"],
     // No plan mode: read-only is the nearest. Codex states its sandbox in the model's instructions
     // (again when it changes); in a workspace it does not trust it starts read-only, so the turn
     // before runs in `auto`.

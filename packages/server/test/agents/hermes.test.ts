@@ -193,5 +193,10 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
   });
 
   // No plan-like mode: its modes only decide which edits it approves by itself.
-  describeModes({ fixture: agent, command: "help", modes: ["default", "accept_edits", "dont_ask"] });
+  describeModes({
+    fixture: agent,
+    command: "help",
+    modes: ["default", "accept_edits", "dont_ask"],
+    autoApproves: ["accept_edits", "dont_ask"],
+  });
 });

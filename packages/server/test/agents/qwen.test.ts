@@ -98,7 +98,7 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
     fixture: agent,
     command: "init",
     modes: ["plan", "default", "auto-edit", "auto", "yolo"],
-    autoApproves: ["auto-edit", "yolo"],
+    autoApproves: ["auto", "auto-edit", "yolo"],
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 

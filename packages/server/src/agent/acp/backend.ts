@@ -31,7 +31,7 @@ import type { AcpBackendOptions } from "./options.js";
 import { AgentGoneError, type AgentProcess, errorMessage } from "./process.js";
 import { prompt } from "./prompt.js";
 import { elicitation, permission } from "./questions.js";
-import { modesOf, switchMode, withDefault } from "./session-settings.js";
+import { modesAgentOf, modesOf, switchMode, withDefault } from "./session-settings.js";
 import { load, newSession, takeSpare } from "./sessions.js";
 import { catalogueOf, hasModels, hasReasoning } from "./settings.js";
 import { AcpState } from "./state.js";
@@ -202,6 +202,10 @@ class AcpBackend implements AgentBackend {
       if (err instanceof AgentGoneError) return { outcome: "closed" };
       return { outcome: "refused", reason: this.#state.paths.scrub(errorMessage(err)) };
     }
+  }
+
+  modesAgent(): string | null {
+    return modesAgentOf(this.#state);
   }
 
   sessionInfo(sessionId: string) {

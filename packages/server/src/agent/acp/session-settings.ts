@@ -2,6 +2,7 @@
  * Putting an ACP session in the mode, model and reasoning effort a turn
  * wants, and recording what the agent says its settings are.
  */
+import { basename } from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import { askingModeOf, autoApproves, yoloModeOf } from "../modes.js";
 import type { AgentModes, TurnSettings, TurnSink } from "../port.js";
@@ -114,6 +115,14 @@ export async function setMode(
 }
 
 /**
+ * Which agent the mode table (agent/modes.ts) applies to: the name it gave at `initialize`, else,
+ * before it first ran, the basename of the command that starts it.
+ */
+export function modesAgentOf(state: AcpState): string | null {
+  return state.init?.agentInfo?.name ?? (basename(state.options.command[0] ?? "") || null);
+}
+
+/**
  * The mode a turn's settings want the session in: the server's resolved mode when the agent offers
  * it, else YOLO's mode while YOLO is on; else, out of YOLO's mode when YOLO is off, and out of any
  * mode that approves without asking when the turn must ask ({@link TurnSettings.asking}), back to the
@@ -127,14 +136,15 @@ export function wantedMode(
   const modes = modesOf(session);
   if (!modes) return undefined;
   const ids = modes.available.map((m) => m.id);
-  const yoloMode = yoloModeOf(ids);
+  const agent = modesAgentOf(state);
+  const yoloMode = yoloModeOf(ids, agent);
   const asking = settings.asking === true;
   let target: string | undefined;
   if (settings.mode && ids.includes(settings.mode)) target = settings.mode;
   else if (settings.yolo && !asking && yoloMode) target = yoloMode;
   const current = target ?? modes.currentModeId;
-  if (current && ((current === yoloMode && !settings.yolo) || (asking && autoApproves(current)))) {
-    return askingModeOf(ids, state.options.mode);
+  if (current && ((current === yoloMode && !settings.yolo) || (asking && autoApproves(current, agent)))) {
+    return askingModeOf(ids, state.options.mode, agent);
   }
   return target;
 }

@@ -11,7 +11,7 @@ import { unifiedDiff } from "../../activity/diff.js";
 import type { PlaceContext } from "../../activity/place.js";
 import { outputText } from "../../activity/redact-output.js";
 import type { ToolDetail } from "../../activity/tool-detail.js";
-import { askingModeOf, autoApproves } from "../modes.js";
+import { askingModeOf, autoApproves, SIMULATOR_AGENT } from "../modes.js";
 import { nearestChoice } from "../nearest.js";
 import type {
   AgentBackend,
@@ -290,8 +290,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     let mode = sessionModes.get(input.sessionId) ?? SIM_DEFAULT_MODE;
     if (input.settings.mode && ids.includes(input.settings.mode)) mode = input.settings.mode;
     else if (input.settings.yolo && !input.settings.asking) mode = "yolo";
-    if (input.settings.asking && autoApproves(mode))
-      mode = askingModeOf(ids, SIM_DEFAULT_MODE) ?? SIM_DEFAULT_MODE;
+    if (input.settings.asking && autoApproves(mode, SIMULATOR_AGENT))
+      mode = askingModeOf(ids, SIM_DEFAULT_MODE, SIMULATOR_AGENT) ?? SIM_DEFAULT_MODE;
     sessionModes.set(input.sessionId, mode);
     return mode;
   };
@@ -650,6 +650,7 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       sessionModes.set(sessionId, modeId);
       return { outcome: "applied" };
     },
+    modesAgent: () => SIMULATOR_AGENT,
     sessionInfo(sessionId) {
       return sessionModes.has(sessionId) ? { modes: modesOf(sessionId), commands: SIM_COMMANDS } : null;
     },
