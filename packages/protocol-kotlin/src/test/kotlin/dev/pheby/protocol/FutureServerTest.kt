@@ -195,6 +195,7 @@ class FutureServerTest {
         is ModesSnapshot, is ModeChanged, is CommandsSnapshot -> "modes"
         is ThoughtDelta, is ThoughtComplete -> "thoughts"
         is PlanUpdated, is UsageUpdated -> "activity"
+        is ConversationStatus, is ConversationResults -> "inbox"
         is ServerMessage.Unknown -> "unknown ${message.type}"
     }
 
