@@ -5,6 +5,7 @@ import dev.pheby.protocol.FEATURE_ACTIVITY
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.FEATURE_DEVICES
 import dev.pheby.protocol.FEATURE_EXPIRY
+import dev.pheby.protocol.FEATURE_INBOX
 import dev.pheby.protocol.FEATURE_MODES
 import dev.pheby.protocol.FEATURE_PRIORITY
 import dev.pheby.protocol.FEATURE_PUSH
@@ -59,11 +60,18 @@ object Features {
     const val THOUGHTS: String = FEATURE_THOUGHTS
 
     /**
+     * The conversation list as an inbox: each entry's `status`, `pending`, `unread` (per reader), `preview`
+     * and `archived`, `conversation.status` events, `conversation.read`, `conversation.archive`,
+     * `conversation.search`, and lists without the archived conversations (asked for by default).
+     */
+    const val INBOX: String = FEATURE_INBOX
+
+    /**
      * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES]. Add to it for the others:
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX]. Add to it for the others:
      * `features = Features.DEFAULTS + Features.THOUGHTS`.
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES)
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES

@@ -305,8 +305,13 @@ class PhebyClient(
     /** `ping` → `pong`. */
     suspend fun ping(): Pong = request(Ping())
 
-    /** `conversation.list`: every conversation. */
-    suspend fun listConversations(): ConversationSnapshot = request(ConversationList())
+    /**
+     * `conversation.list`: every conversation. On an `inbox` connection ([Features.INBOX]) the unarchived
+     * ones, or with [archived] the archived ones only. Without `inbox` the server ignores [archived] (a v1
+     * list is every conversation); false is not sent, so the request stays v1's.
+     */
+    suspend fun listConversations(archived: Boolean = false): ConversationSnapshot =
+        request(ConversationList(archived = archived.takeIf { it }))
 
     /**
      * `conversation.create`; every client also gets `conversation.updated`. With `resume` it carries

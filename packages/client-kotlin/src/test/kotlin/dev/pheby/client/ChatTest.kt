@@ -43,7 +43,7 @@ class ChatTest : ServerTest() {
     @Test
     fun `hello asks for the default extensions and the server enables them, a client that asks for nothing gets v1`() = blocking {
         val state = client.state.value as ConnectionState.Open
-        val defaults = setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES)
+        val defaults = setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES, Features.INBOX)
         assertEquals(defaults, state.features)
         assertEquals(defaults, state.ready.features.orEmpty().toSet())
         server.client { copy(features = emptySet()) }.use { v1 ->
