@@ -130,6 +130,11 @@ export class ToolDetailBuilder {
     return { type: "text", ...outputText(text, this.ctx) };
   }
 
+  /** Text with the server's own directories replaced by placeholders (for v1 fields, which keep the agent's words otherwise). */
+  scrub(text: string): string {
+    return this.ctx.scrub(text);
+  }
+
   /** A title fit for a client: paths placed, secrets redacted, at most 500 characters. */
   title(title: string): string {
     return truncate(redactSecrets(placeText(title.trim(), this.ctx)), LIMITS.toolTitleChars);
