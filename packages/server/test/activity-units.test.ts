@@ -2,7 +2,7 @@
  * The activity module's parts on their own: the path base (with and without git), placing paths and
  * text, the redaction of output, and the 256 KiB bound of one tool event.
  */
-import { mkdirSync, mkdtempSync, realpathSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LIMITS, type ToolContentBlock } from "@pheby/protocol";
@@ -12,6 +12,8 @@ import { cutBytes, unifiedDiff } from "../src/activity/diff.js";
 import { pathBaseOf } from "../src/activity/path-base.js";
 import { placePath, placeText } from "../src/activity/place.js";
 import { outputText } from "../src/activity/redact-output.js";
+import { ToolDetailBuilder } from "../src/activity/tool-detail.js";
+import { HostPaths } from "../src/util/host-paths.js";
 
 const temp = () => realpathSync(mkdtempSync(join(tmpdir(), "pheby-activity-")));
 
@@ -56,6 +58,26 @@ describe("placing paths and text", () => {
     expect(placeText("edit /srv/repo/src/a.ts in /srv/repo", ctx)).toBe("edit src/a.ts in .");
     expect(placeText("/srv/repository/x and /x/srv/repo/y", ctx)).toBe("/srv/repository/x and /x/srv/repo/y");
   });
+
+  it("knows the base and the server's directories named relative to / (OpenCode's titles outside git)", () => {
+    // As OpenCode titles a completed write when its worktree root is `/`: the path without its leading `/`.
+    const dir = temp();
+    const work = join(dir, "pheby-opencode-x");
+    mkdirSync(work);
+    const home = join(dir, "home");
+    const scrubber = new HostPaths({ workdirs: [work], homes: [home] });
+    const real = { cwd: work, base: work, scrub: (t: string) => scrubber.scrub(t) };
+    const rootless = (path: string) => path.slice(1);
+    expect(placeText(rootless(join(work, "activity.txt")), real)).toBe("activity.txt");
+    expect(placeText(`Write ${rootless(join(work, "src", "a.ts"))}`, real)).toBe("Write src/a.ts");
+    expect(placeText(rootless(work), real)).toBe(".");
+    expect(placeText(rootless(join(home, ".config", "x")), real)).toBe("~/.config/x");
+    // Never inside a longer name or as the tail of another path; a one-segment base stays as given.
+    expect(placeText(`x${rootless(join(work, "a"))} /y/${rootless(join(work, "a"))}`, real)).toBe(
+      `x${rootless(join(work, "a"))} /y/${rootless(join(work, "a"))}`,
+    );
+    expect(placeText("w/a.txt", { cwd: "/w", base: "/w", scrub: (t: string) => t })).toBe("w/a.txt");
+  });
 });
 
 describe("output", () => {
@@ -76,6 +98,35 @@ describe("output", () => {
 });
 
 describe("diffs and the event bound", () => {
+  it("an empty old text for a file that does not exist (Qwen Code's new file) is a new file, not a fragment", async () => {
+    const dir = temp();
+    const tools = new ToolDetailBuilder({ cwd: dir, base: dir, scrub: (t) => t });
+    const diffOf = async (id: string, path: string) =>
+      (
+        await tools.update(id, {
+          kind: "edit",
+          content: [{ type: "diff", path, oldText: "", newText: "a\nb\n" }],
+        })
+      )?.content?.[0];
+    expect(await diffOf("new", join(dir, "new.txt"))).toEqual({
+      type: "diff",
+      path: "new.txt",
+      display: "new.txt",
+      outside: false,
+      patch: "--- /dev/null\n+++ new.txt\n@@ -0,0 +1,2 @@\n+a\n+b\n",
+      additions: 2,
+      deletions: 0,
+      fragment: false,
+      truncated: false,
+    });
+    // An empty file: a true file diff of it.
+    writeFileSync(join(dir, "empty.txt"), "");
+    expect(await diffOf("empty", join(dir, "empty.txt"))).toMatchObject({ fragment: false, additions: 2 });
+    // A file with text: `""` is then a fragment (an insertion).
+    writeFileSync(join(dir, "full.txt"), "x\n");
+    expect(await diffOf("full", join(dir, "full.txt"))).toMatchObject({ fragment: true, additions: 2 });
+  });
+
   it("cuts a patch to 64 KiB at a line end", () => {
     const lines = Array.from({ length: 5_000 }, (_, i) => `line ${i} ${"é".repeat(10)}`).join("\n");
     const diff = unifiedDiff({ name: "a.txt", oldText: null, newText: lines, fragment: false });

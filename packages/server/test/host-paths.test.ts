@@ -65,6 +65,19 @@ describe("HostPaths", () => {
     );
   });
 
+  it("knows a directory of two or more segments named without its leading / (a path relative to /)", () => {
+    const h = host();
+    const paths = new HostPaths({ workdirs: [h.work], homes: [h.home, "/root"] });
+    const rootless = (path: string) => path.slice(1);
+    expect(paths.scrub(`Write ${rootless(h.work)}/activity.txt`)).toBe("Write <workdir>/activity.txt");
+    expect(paths.scrub(`${rootless(h.home)}/.config`)).toBe("~/.config");
+    // Not as the tail of another path, not inside a longer name, and a one-segment directory (`root`) never.
+    expect(paths.scrub(`/mnt/${rootless(h.work)}/a x${rootless(h.work)}/a ${rootless(h.work)}2/a`)).toBe(
+      `/mnt/${rootless(h.work)}/a x${rootless(h.work)}/a ${rootless(h.work)}2/a`,
+    );
+    expect(paths.scrub("root/x and the root")).toBe("root/x and the root");
+  });
+
   it("knows a directory by its real path too (a symlinked working directory)", () => {
     const h = host();
     const link = join(h.root, "work-link");

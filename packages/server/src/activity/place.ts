@@ -56,7 +56,12 @@ export function placePath(path: string, ctx: PlaceContext): Placed {
  */
 export function placeText(text: string, ctx: PlaceContext): string {
   if (ctx.base === sep) return ctx.scrub(text);
-  const base = escapeRegExp(ctx.base);
+  // An agent may name a path relative to `/` (OpenCode's titles outside a git repository:
+  // `tmp/work/a.txt`): the base counts in that form too when it has two or more segments (one alone,
+  // `work`, is too likely a relative path of its own).
+  const rootless = ctx.base.slice(1);
+  const forms = rootless.split(sep).filter(Boolean).length >= 2 ? [ctx.base, rootless] : [ctx.base];
+  const base = `(?:${forms.map(escapeRegExp).join("|")})`;
   const out = text
     .replace(new RegExp(`(?<![\\w.~/-])${base}${escapeRegExp(sep)}(?=[^\\s])`, "g"), "")
     .replace(new RegExp(`(?<![\\w.~/-])${base}(?![\\w.-])`, "g"), ".");

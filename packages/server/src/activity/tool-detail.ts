@@ -67,8 +67,8 @@ export function isEnvFile(path: string): boolean {
 /** One call's state in a {@link ToolDetailBuilder}. */
 interface CallState {
   raw: RawToolCall;
-  /** Each file's text before the call, by absolute path, as first read (null: no such file). */
-  before: Map<string, string | null>;
+  /** Each file's text before the call, by absolute path, as first read (null: no such file; false: not comparable). */
+  before: Map<string, string | null | false>;
   /** The last detail returned, serialised, to tell a change. */
   last: string | undefined;
 }
@@ -130,6 +130,11 @@ export class ToolDetailBuilder {
     return { type: "text", ...outputText(text, this.ctx) };
   }
 
+  /** Text with the server's own directories replaced by placeholders (for v1 fields, which keep the agent's words otherwise). */
+  scrub(text: string): string {
+    return this.ctx.scrub(text);
+  }
+
   /** A title fit for a client: paths placed, secrets redacted, at most 500 characters. */
   title(title: string): string {
     return truncate(redactSecrets(placeText(title.trim(), this.ctx)), LIMITS.toolTitleChars);
@@ -169,15 +174,18 @@ export class ToolDetailBuilder {
 
   async #diff(call: CallState, item: Extract<RawToolContent, { type: "diff" }>): Promise<ToolContentBlock> {
     const placed = placePath(item.path, this.ctx);
-    const oldText = typeof item.oldText === "string" ? item.oldText : null;
+    let oldText = typeof item.oldText === "string" ? item.oldText : null;
     let fragment = false;
     if (oldText !== null) {
       const abs = resolve(this.ctx.cwd, item.path);
       if (!call.before.has(abs)) call.before.set(abs, await readText(abs));
       const before = call.before.get(abs);
+      // An empty old text for a file that did not exist stands for no file (Qwen Code sends `""`
+      // for a new file rather than leaving it out): a new file, not a fragment.
+      if (oldText === "" && before === null) oldText = null;
       // The old text is the whole file when it is what the file held; a file that already holds the
       // new text was written before we looked, and its old text stood for all of it.
-      fragment = before !== oldText && before !== item.newText;
+      else fragment = before !== oldText && before !== item.newText;
     }
     // The texts are redacted before they are diffed, so the patch shows no secret (and an .env file
     // none of its values) while its lines still line up.
@@ -214,13 +222,16 @@ function definedOf(report: RawToolCall): RawToolCall {
   return Object.fromEntries(Object.entries(report).filter(([, v]) => v !== undefined)) as RawToolCall;
 }
 
-/** A file's UTF-8 text, or null when it does not exist, is not a file or is too big to compare. */
-async function readText(path: string): Promise<string | null> {
+/**
+ * A file's UTF-8 text; null when nothing is there (a new file), false when it is there but not a
+ * file, too big to compare or unreadable.
+ */
+async function readText(path: string): Promise<string | null | false> {
   try {
     const info = await stat(path);
-    if (!info.isFile() || info.size > MAX_READ_BYTES) return null;
+    if (!info.isFile() || info.size > MAX_READ_BYTES) return false;
     return await readFile(path, "utf8");
-  } catch {
-    return null;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "ENOENT" ? null : false;
   }
 }

@@ -43,7 +43,10 @@ const TOO_GENERAL = new Set(["/usr/local", "/usr/lib", "/usr/local/lib", "/usr/s
  */
 export class HostPaths {
   readonly #pattern: RegExp | null;
+  readonly #rootlessPattern: RegExp | null;
   readonly #placeholder = new Map<string, string>();
+  /** Placeholders by path without its leading `/` (paths of two or more segments only). */
+  readonly #rootless = new Map<string, string>();
 
   constructor(layout: HostLayout) {
     const named: Array<[string, string]> = [];
@@ -59,20 +62,37 @@ export class HostPaths {
     for (const [path, placeholder] of named) {
       if (!this.#placeholder.has(path) && path !== sep) this.#placeholder.set(path, placeholder);
     }
+    // An agent may name a path relative to `/` (OpenCode's titles outside a git repository:
+    // `tmp/x/a.txt`), so each path of two or more segments also counts without its leading `/`
+    // (one segment alone, `work` or `root`, is too likely an ordinary word or relative path).
+    for (const path of [...this.#placeholder.keys()]) {
+      const rootless = path.slice(1);
+      if (rootless.split(sep).filter(Boolean).length >= 2 && !this.#placeholder.has(rootless))
+        this.#rootless.set(rootless, this.#placeholder.get(path) as string);
+    }
     // Longest first, so the most specific path wins (the data directory inside the home directory).
     const paths = [...this.#placeholder.keys()].sort((a, b) => b.length - a.length);
+    const rootless = [...this.#rootless.keys()].sort((a, b) => b.length - a.length);
     // A path counts only as a whole: not inside a longer name (`/rootfs`, `/x/root`), but followed by
-    // `/`, a quote, a space, punctuation or the end.
+    // `/`, a quote, a space, punctuation or the end. A rootless one must not follow a `/` either (it
+    // would be the tail of another path).
     this.#pattern =
       paths.length === 0
         ? null
         : new RegExp(`(?<![\\w.~-])(?:${paths.map(escapeRegExp).join("|")})(?![\\w-]|\\.\\w)`, "g");
+    this.#rootlessPattern =
+      rootless.length === 0
+        ? null
+        : new RegExp(`(?<![\\w.~/-])(?:${rootless.map(escapeRegExp).join("|")})(?![\\w-]|\\.\\w)`, "g");
   }
 
-  /** `text` with every known server path replaced by its placeholder. */
+  /** `text` with every known server path (also one named without its leading `/`) replaced by its placeholder. */
   scrub(text: string): string {
-    if (!this.#pattern) return text;
-    return text.replace(this.#pattern, (path) => this.#placeholder.get(path) ?? path);
+    let out = text;
+    if (this.#pattern) out = out.replace(this.#pattern, (path) => this.#placeholder.get(path) ?? path);
+    if (this.#rootlessPattern)
+      out = out.replace(this.#rootlessPattern, (path) => this.#rootless.get(path) ?? path);
+    return out;
   }
 
   /**

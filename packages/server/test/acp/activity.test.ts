@@ -342,6 +342,21 @@ describe("ACP tool detail on an activity connection", () => {
     });
   });
 
+  it("args_redacted and an approval's command and description name no server path (every connection's v1 fields)", async () => {
+    const file = join(repo, "pkg", "a.txt");
+    const { tools, approvals } = await play([
+      call("w1", { kind: "edit", title: `Write ${file}`, rawInput: { file_path: file, paths: [file] } }),
+      { permission: { toolCallId: "w1", title: `Write ${file}`, rawInput: { file_path: file } } },
+      done("w1"),
+    ]);
+    expect(tools[0]!.args_redacted).toEqual({ file_path: "<workdir>/a.txt", paths: ["<workdir>/a.txt"] });
+    expect(approvals[0]).toMatchObject({
+      command: "Write <workdir>/a.txt",
+      description: "Write <workdir>/a.txt",
+    });
+    expect(JSON.stringify([tools, approvals])).not.toContain(repo);
+  });
+
   it("a command approval without content previews the command", async () => {
     const { approvals } = await play([
       call("c1", { kind: "execute", title: "rm -rf build", rawInput: { command: "rm -rf build" } }),

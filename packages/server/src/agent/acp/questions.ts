@@ -40,9 +40,13 @@ export async function permission(
     turn.sink.askPermission(
       {
         toolCallId: call.toolCallId,
-        command: typeof input.command === "string" ? input.command : (call.title ?? call.toolCallId),
-        description:
+        // Every client sees these (v1 fields): no server path in them ("Write /srv/work/a.txt").
+        command: turn.scrubValue(
+          typeof input.command === "string" ? input.command : (call.title ?? call.toolCallId),
+        ) as string,
+        description: turn.scrubValue(
           typeof input.description === "string" ? input.description : (call.title ?? call.kind ?? ""),
+        ) as string,
         choices,
         ...(preview.length > 0 ? { preview } : {}),
         // Hermes denies by itself after 60 s, without telling us: the phone should know.

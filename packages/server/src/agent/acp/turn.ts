@@ -163,7 +163,20 @@ export class Turn {
   }
 
   private start(toolCallId: string, tool: ToolState, detail: ToolDetail | undefined): void {
-    this.sink.toolStart({ toolCallId, toolName: tool.name, args: tool.args, ...(detail ? { detail } : {}) });
+    // The name (a title when the agent gives no name) and the arguments reach every client as v1
+    // fields: no server path in them (an edit's `file_path`, "Write /srv/work/a.txt").
+    const args = tool.args && (this.scrubValue(tool.args) as Record<string, unknown>);
+    const toolName = this.details.scrub(tool.name);
+    this.sink.toolStart({ toolCallId, toolName, args, ...(detail ? { detail } : {}) });
+  }
+
+  /** `value` with the server's own directories replaced in each of its strings (keys and shape kept). */
+  scrubValue(value: unknown): unknown {
+    if (typeof value === "string") return this.details.scrub(value);
+    if (Array.isArray(value)) return value.map((v) => this.scrubValue(v));
+    if (value !== null && typeof value === "object")
+      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.scrubValue(v)]));
+    return value;
   }
 
   /** Ask the user through the sink; withdrawn when the turn ends, is cancelled, or the agent withdraws. */
