@@ -74,7 +74,9 @@ function eventsSeen(
 /**
  * Check a replay against what an observer saw: the same frames in the same
  * order, except that a message's superseded `message.delta`s may be left out
- * (collapsed into a later delta, or the `message.complete`, of that message).
+ * (collapsed into a later delta, or the `message.complete`, of that message),
+ * and so may a thought's `thought.delta`s and a tool call's superseded
+ * `tool.event`s (the replay log keeps a call's latest event).
  */
 function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMessage[]): void {
   let i = 0;
@@ -87,9 +89,15 @@ function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMe
       i++;
       if (JSON.stringify(expected) === json) break;
       const collapsed =
-        expected.type === "message.delta" &&
-        (frame.type === "message.delta" || frame.type === "message.complete") &&
-        frame.message_id === expected.message_id;
+        (expected.type === "message.delta" &&
+          (frame.type === "message.delta" || frame.type === "message.complete") &&
+          frame.message_id === expected.message_id) ||
+        (expected.type === "thought.delta" &&
+          (frame.type === "thought.delta" || frame.type === "thought.complete") &&
+          frame.thought_id === expected.thought_id) ||
+        (expected.type === "tool.event" &&
+          frame.type === "tool.event" &&
+          frame.tool_call_id === expected.tool_call_id);
       if (!collapsed)
         throw new CheckFailure(
           `the replay misses a ${expected.type} the observer saw, or has it out of order`,
@@ -97,7 +105,7 @@ function checkReplay(replayed: readonly ServerMessage[], seen: readonly ServerMe
         );
     }
   }
-  const missing = seen.slice(i).find((m) => m.type !== "message.delta");
+  const missing = seen.slice(i).find((m) => m.type !== "message.delta" && m.type !== "thought.delta");
   if (missing) throw new CheckFailure(`the replay ends before a ${missing.type} the observer saw`, missing);
 }
 
@@ -140,7 +148,7 @@ export const resumeChecks: Check[] = [
     id: "extensions.resume",
     section: SECTION,
     title:
-      "resume: conversation.open { since_seq } after a drop answers conversation.resumed, then exactly what a connected observer saw meanwhile, in order, without its request_ids (superseded deltas may be collapsed), then live events",
+      "resume: conversation.open { since_seq } after a drop answers conversation.resumed, then exactly what a connected observer saw meanwhile, in order, without its request_ids (superseded deltas and a tool call's superseded tool.events may be collapsed), then live events",
     needs: { simulator: true },
     async run(ctx) {
       const observer = await ctx.connectWith("observer", [FEATURE_RESUME]);
