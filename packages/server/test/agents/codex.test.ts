@@ -49,6 +49,8 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
   });
   /** The shell command the fake model asks Codex to run for `file`. */
   const write = (file: string) => `echo pheby > ${join(fake.work, file)}`;
+  /** The same command as the server shows it: its own directories as placeholders (docs/security.md). */
+  const shown = (file: string) => `echo pheby > <workdir>/${file}`;
 
   function options(): AcpBackendOptions {
     const home = tempHome("codex");
@@ -117,7 +119,7 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
       const once = new RecordingSink({ permission: async () => ({ outcome: "selected", choice: "once" }) });
       const { sink } = await completedTurn(backend, "make the file", once, sessionId);
       expect(sink.of("permission")[0]?.question).toMatchObject({
-        command: write("made-by-codex.txt"),
+        command: shown("made-by-codex.txt"),
         choices: ["once", "always", "deny"],
       });
       expect(readFileSync(join(fake.work, "made-by-codex.txt"), "utf8").trim()).toBe("pheby");
@@ -130,7 +132,7 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
     fixture: fake,
     options,
     // Codex names no tool: the title (the command itself) is all there is.
-    toolName: () => write("note.txt"),
+    toolName: () => shown("note.txt"),
     toolFile: "note.txt",
     choices: ["once", "always", "deny"],
   });
