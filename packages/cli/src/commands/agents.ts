@@ -16,7 +16,7 @@ export const agents: Command = {
     const list = await client.listAgents();
     if (flags.json === true) for (const a of list) writeJson(io, a);
     else if (list.length === 0) writeLine(io, "No agents.");
-    else list.forEach((a, i) => writeLine(io, agentLine(a, i === 0)));
+    else for (const [i, a] of list.entries()) writeLine(io, agentLine(a, i === 0));
     return EXIT.ok;
   },
 };
