@@ -79,6 +79,10 @@ describe("pheby agents, workspaces, conversations and changes against a scripted
             return [fixture("conversation.created.workspaces", frame)];
           case "conversation.list":
             return [fixture("conversation.snapshot.workspaces", frame)];
+          case "models.list":
+            return [fixture("models.snapshot", frame)];
+          case "model.set":
+            return [fixture("model.changed.agent", frame)];
           case "changes.list":
             return [fixture("changes.snapshot", frame)];
           case "changes.diff":
@@ -176,6 +180,19 @@ describe("pheby agents, workspaces, conversations and changes against a scripted
     expect(sent("conversation.list").at(-1)).toEqual({ type: "conversation.list", workspace_id: "site" });
   });
 
+  it("models and model set --agent address that agent's global scope", async () => {
+    expect((await run(["models", "--agent", "hermes"])).code).toBe(0);
+    const set = await run(["model", "set", "z-ai/glm-5.3-flash", "--agent", "hermes"]);
+    expect(set.code).toBe(0);
+    expect(set.out).toBe("model: z-ai/glm-5.3-flash  [global]\n");
+    expect(sent("models.list").at(-1)).toEqual({ type: "models.list", agent_id: "hermes" });
+    expect(sent("model.set").at(-1)).toEqual({
+      type: "model.set",
+      model: "z-ai/glm-5.3-flash",
+      agent_id: "hermes",
+    });
+  });
+
   it("pheby changes lists the files with their status and +/- counts", async () => {
     const list = await run(["changes", CONV]);
     expect(list.code).toBe(0);
@@ -234,6 +251,7 @@ describe.skipIf(unavailable !== undefined)(
         [["workspaces"], "workspaces"],
         [["changes", CONV], "changes"],
         [["conversations", "create", "x", "--worktree"], "workspaces"],
+        [["models", "--agent", "default"], "workspaces"],
       ] as const) {
         const result = await runPheby(server.url, server.secret, [...args]);
         expect(result.code, args.join(" ")).toBe(2);
