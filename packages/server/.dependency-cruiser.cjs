@@ -12,7 +12,7 @@ const LAYERS = [
   ["git"],
   ["agent"],
   ["outbox"],
-  ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
+  ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules", "changes"],
   ["runs", "mcp"],
   ["handlers", "host"],
   ["connection"],

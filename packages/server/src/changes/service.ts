@@ -9,7 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { LIMITS } from "@pheby/protocol";
+import { type ChangedFile, type ChangesBase, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { cutBytes } from "../activity/diff.js";
 import { pathBaseOf } from "../activity/path-base.js";
@@ -20,14 +20,7 @@ import type { GitRunner } from "../git/runner.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { Store } from "../store/store.js";
 import { type Change, type ChangeList, fingerprintOf, headCommit, listChanges, patchOf } from "./reader.js";
-import type { ChangedFile, ChangesBase } from "./types.js";
 import { conversationWorkdir } from "./workdir.js";
-
-/** `changes`: the most files of one `changes.snapshot`, and of one patch's bytes (LIMITS once in the protocol). */
-export const CHANGES_LIMITS = {
-  files: (LIMITS as { changesFiles?: number }).changesFiles ?? 1_000,
-  patchBytes: (LIMITS as { changesPatchBytes?: number }).changesPatchBytes ?? 256 * 1024,
-};
 
 /** A run's changes as its finished-run push names them (" · N files +A −D"). */
 export interface ChangesSummary {
@@ -101,11 +94,11 @@ export class Changes {
     }
   }
 
-  /** `changes.list`: the files that differ from the base, at most {@link CHANGES_LIMITS}.files. */
+  /** `changes.list`: the files that differ from the base, at most {@link LIMITS}.changesFiles. */
   async snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
     const { repo, base } = await this.#open(conversationId);
     const list = await this.#git(() => listChanges(this.deps.git, repo, base));
-    const files = list.changes.slice(0, CHANGES_LIMITS.files).map(wire);
+    const files = list.changes.slice(0, LIMITS.changesFiles).map(wire);
     return {
       base: { commit: base, label: base.slice(0, 7) },
       files,
@@ -120,11 +113,11 @@ export class Changes {
     const change = list.changes.find((c) => c.file_id === fileId);
     if (!change) throw new ProtocolError("not_found", "No such changed file in this conversation");
     const { patch, truncated } = await this.#git(() =>
-      patchOf(this.deps.git, repo, base, change, CHANGES_LIMITS.patchBytes),
+      patchOf(this.deps.git, repo, base, change, LIMITS.changesPatchBytes),
     );
     if (patch === null) return { file_id: fileId, path: change.path, patch, truncated };
     // Scrubbing can lengthen the text (a short directory becomes `<data>`): cut again after it.
-    const cut = cutBytes(this.deps.scrub(patch), CHANGES_LIMITS.patchBytes);
+    const cut = cutBytes(this.deps.scrub(patch), LIMITS.changesPatchBytes);
     return { file_id: fileId, path: change.path, patch: cut.text, truncated: truncated || cut.truncated };
   }
 
@@ -165,7 +158,7 @@ export class Changes {
         file_count: summary.files,
         additions: summary.additions,
         deletions: summary.deletions,
-      } as never,
+      },
       conversationId: run.conversationId,
     });
     return summary;
