@@ -4,7 +4,7 @@
 // changes.changed at the end of a run that moved the changes (seq on resume, in the replay log, none
 // for a run that moved nothing), /sim changes in the simulator's own repository, and v1 connections
 // untouched. Every frame is validated against @pheby/protocol by the test client (helpers' violations).
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import {
   checkFeatures,
@@ -24,7 +24,7 @@ import { type AgentBackend, createSimulatorBackend, type TurnResult } from "../s
 import type { Outbox } from "../src/outbox/outbox.js";
 import { runFinishedPush } from "../src/push/payload.js";
 import { Store } from "../src/store/store.js";
-import { git, repoWith, tempDir } from "./git-fixtures.js";
+import { git, maliciousRepo, repoWith, tempDir } from "./git-fixtures.js";
 import {
   createConversation,
   helloWith,
@@ -190,6 +190,71 @@ describe("changes.list and changes.diff", () => {
     const cut = await list(c, conv);
     expect(cut.files).toHaveLength(LIMITS.changesFiles);
     expect(cut.truncated).toBe(true);
+  });
+});
+
+describe("changes over the wire: hostile and odd work trees", () => {
+  it("lists and diffs a malicious repository, a 10 MB file and symlinks out of it: nothing runs, no server path", async () => {
+    const repo = maliciousRepo();
+    const ts = await serve(simulatorIn(repo.dir));
+    const c = await connect(ts, CHANGES);
+    const conv = await createConversation(c);
+    writeFileSync(join(repo.dir, "a.txt"), "one\nTWO\n");
+    writeFileSync(join(repo.dir, "data.bin"), "bin\n");
+    const line = `${"x".repeat(99)}\n`;
+    writeFileSync(join(repo.dir, "big.log.txt"), line.repeat((10 * 1024 * 1024) / line.length));
+    // Absolute targets: one in the data directory, one anywhere else.
+    symlinkSync(join(ts.dataDir, "pheby.db"), join(repo.dir, "to-data"));
+    symlinkSync("/etc/hostname", join(repo.dir, "to-etc"));
+    const snapshot = await list(c, conv);
+    expect(snapshot.files.map((f) => f.path)).toEqual([
+      "a.txt",
+      "big.log.txt",
+      "data.bin",
+      "to-data",
+      "to-etc",
+    ]);
+    const patches = new Map<string, ServerMessageOf<"changes.file">>();
+    for (const f of snapshot.files)
+      patches.set(
+        f.path,
+        await c.ok({ type: "changes.diff", conversation_id: conv, file_id: f.file_id }, "changes.file"),
+      );
+    expect(patches.get("a.txt")?.patch).toContain("+TWO"); // the file itself: no filter, no textconv
+    expect(patches.get("big.log.txt")).toMatchObject({ truncated: true });
+    expect(Buffer.byteLength(patches.get("big.log.txt")?.patch as string)).toBeLessThanOrEqual(
+      LIMITS.changesPatchBytes,
+    );
+    expect(patches.get("to-data")?.patch).toContain("+<data>/pheby.db");
+    expect(patches.get("to-etc")?.patch).toContain("+/etc/hostname");
+    expect(JSON.stringify([...patches.values()])).not.toContain(ts.dataDir);
+    expect(repo.markers()).toEqual([]);
+  });
+
+  it("gives a conversation made before its directory was a repository HEAD at its first changes.list", async () => {
+    const dir = tempDir();
+    const ts = await serve(simulatorIn(dir));
+    const c = await connect(ts, CHANGES);
+    const conv = await createConversation(c);
+    await c.expectError({ type: "changes.list", conversation_id: conv }, "not_implemented", "before git");
+    git(dir, "init", "-q");
+    await c.expectError(
+      { type: "changes.list", conversation_id: conv },
+      "not_implemented",
+      "before a commit",
+    );
+    writeFileSync(join(dir, "a.txt"), "a\n");
+    git(dir, "add", "a.txt");
+    git(dir, "commit", "-q", "-m", "first");
+    const head = git(dir, "rev-parse", "HEAD").trim();
+    writeFileSync(join(dir, "b.txt"), "b\n");
+    const snapshot = await list(c, conv);
+    expect(snapshot.base.commit).toBe(head);
+    expect(snapshot.files.map((f) => f.path)).toEqual(["b.txt"]);
+    // The base stays where it was recorded.
+    git(dir, "add", "b.txt");
+    git(dir, "commit", "-q", "-m", "second");
+    expect((await list(c, conv)).base.commit).toBe(head);
   });
 });
 
