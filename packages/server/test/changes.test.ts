@@ -9,6 +9,7 @@ import { join } from "node:path";
 import {
   checkFeatures,
   FEATURE_CHANGES,
+  FEATURE_PUSH,
   FEATURE_RESUME,
   LIMITS,
   type ServerMessage,
@@ -16,6 +17,7 @@ import {
 } from "@pheby/protocol";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { startReceiver } from "../../conformance/src/push-receiver.js";
 import { SIM_WORKSPACE_DIR } from "../src/agent/simulator/workspace.js";
 import { Changes } from "../src/changes/service.js";
 import { ProtocolError } from "../src/errors.js";
@@ -331,6 +333,38 @@ describe("changes.changed", () => {
     // The repository is the simulator's own, inside the data directory.
     expect(existsSync(join(ts.dataDir, SIM_WORKSPACE_DIR, ".git"))).toBe(true);
     expect(readdirSync(join(ts.dataDir, SIM_WORKSPACE_DIR, "src")).sort()).toEqual(["app.ts", "feature.ts"]);
+  });
+});
+
+describe("the finished-run push of a run that moved the changes", () => {
+  it("ends its body with ' · N files +A −D' (and a run that moved nothing keeps its plain body)", async () => {
+    const receiver = await startReceiver();
+    const ts = await startServer({ push: { allowPrivate: true } });
+    servers.push(ts);
+    try {
+      const c = await connect(ts, [FEATURE_PUSH, FEATURE_CHANGES]);
+      const phone = receiver.endpoint("phone");
+      await c.ok(
+        { type: "push.subscribe", endpoint: phone.endpoint, keys: phone.keys, device_name: "Pixel 9" },
+        "push.subscribed",
+      );
+      const conv = await createConversation(c);
+      const run = await send(c, conv, "/sim changes");
+      await c.run(run);
+      const pushed = await phone.next();
+      expect(pushed.payload).toMatchObject({ kind: "run_finished", run_id: run });
+      expect(pushed.payload.body).toBe(
+        "I edited src/app.ts, created src/feature.ts and deleted docs/old-notes.md. · 3 files +5 \u22122",
+      );
+      const plain = await send(c, conv, "hello");
+      await c.run(plain);
+      const second = await phone.next();
+      expect(second.payload).toMatchObject({ kind: "run_finished", run_id: plain });
+      expect(second.payload.body).not.toContain("files");
+      expect(receiver.errors).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
   });
 });
 
