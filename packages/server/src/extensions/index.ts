@@ -1,5 +1,6 @@
 import {
   FEATURE_ACTIVITY,
+  FEATURE_CHANGES,
   FEATURE_DELTA_APPEND,
   FEATURE_EXPIRY,
   FEATURE_MODES,
@@ -33,5 +34,6 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_MODES },
     { feature: FEATURE_THOUGHTS },
     inboxExtension(ctx),
+    { feature: FEATURE_CHANGES },
   ];
 }
