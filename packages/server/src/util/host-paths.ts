@@ -96,6 +96,42 @@ export class HostPaths {
   }
 
   /**
+   * How much of `text` can be scrubbed now when more text may follow it: all of it, unless a server
+   * path may be starting where the text ends (its end is a beginning of a path, or a path whose next
+   * characters decide whether it is whole); then up to there, and never inside a path it already names.
+   * Scrubbed piece by piece at such cuts, text loses every path scrubbing it whole removes (a path at
+   * the very start of a piece may be replaced where the whole text's neighbour would have spared it).
+   */
+  settled(text: string): number {
+    let cut = text.length;
+    for (let i = 0; i < cut; i++) if (this.#undecidedAt(text, i)) cut = i;
+    for (const pattern of [this.#pattern, this.#rootlessPattern]) {
+      if (!pattern) continue;
+      for (const m of text.matchAll(pattern)) if (m.index < cut && cut < m.index + m[0].length) cut = m.index;
+    }
+    return cut;
+  }
+
+  /** Whether a path may start at `i` of `text` whose match is not decided before the text ends. */
+  #undecidedAt(text: string, i: number): boolean {
+    const before = text[i - 1] ?? "";
+    const open = (forms: Iterable<string>, spared: RegExp) => {
+      if (spared.test(before)) return false;
+      for (const form of forms) {
+        const left = text.length - i;
+        if (left <= form.length) {
+          if (form.startsWith(text.slice(i))) return true;
+        } else if (text.startsWith(form, i)) {
+          // A path followed by `.` alone: the character after the dot decides (`a.txt` is a longer name).
+          if (left === form.length + 1 && text[i + form.length] === ".") return true;
+        }
+      }
+      return false;
+    };
+    return open(this.#placeholder.keys(), /[\w.~-]/) || open(this.#rootless.keys(), /[\w.~/-]/);
+  }
+
+  /**
    * Text fit for a client: server paths replaced, secret-looking spans redacted, cut to `max`
    * characters (in that order, so the cut applies to what is sent).
    */
@@ -176,4 +212,38 @@ function which(command: string, path: string): string | undefined {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Scrubs text that arrives in pieces (an agent's streamed thinking) as {@link HostPaths.scrub} scrubs it
+ * whole: a path split across pieces is still replaced, and what it has handed out never changes, so the
+ * output can stream append-only. A tail where a path may be starting ({@link HostPaths.settled}) waits
+ * for more text or {@link end}.
+ */
+export class StreamScrubber {
+  #pending = "";
+
+  constructor(private readonly paths: HostPaths) {}
+
+  /** Whether text waits for more (or for {@link end}). */
+  get holding(): boolean {
+    return this.#pending !== "";
+  }
+
+  /** Take a piece; returns the scrubbed text that can go out now (possibly ""). */
+  push(piece: string): string {
+    this.#pending += piece;
+    const cut = this.paths.settled(this.#pending);
+    if (cut === 0) return "";
+    const ready = this.#pending.slice(0, cut);
+    this.#pending = this.#pending.slice(cut);
+    return this.paths.scrub(ready);
+  }
+
+  /** The stream ended: the waiting tail, scrubbed. */
+  end(): string {
+    const rest = this.#pending;
+    this.#pending = "";
+    return rest ? this.paths.scrub(rest) : "";
+  }
 }
