@@ -10,6 +10,17 @@ import { createAcpBackend } from "../../src/agent/acp/index.js";
 import { RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
 import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  CHANGE_PROMPT,
+  describeActivity,
+  EDIT_PROMPT,
+  PLAN_PROMPT,
+  PLAN_STEPS,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
+import {
   AGENT_BINS,
   cancelledTurn,
   completedTurn,
@@ -34,6 +45,19 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
       if (user.includes("make the file")) {
         const command = `rm -rf ${work}/old-build && echo pheby > ${join(work, "made-by-hermes.txt")}`;
         return { toolCalls: [{ name: "terminal", arguments: { command } }] };
+      }
+      const path = join(work, ACTIVITY_FILE);
+      if (user.includes(EDIT_PROMPT))
+        return { toolCalls: [{ name: "write_file", arguments: { path, content: ACTIVITY_AFTER } }] };
+      if (user.includes(CHANGE_PROMPT)) {
+        const args = { mode: "replace", path, old_string: "TWO", new_string: "2" };
+        return { toolCalls: [{ name: "patch", arguments: args }] };
+      }
+      if (user.includes(SHELL_PROMPT))
+        return { toolCalls: [{ name: "terminal", arguments: { command: shellCommand() } }] };
+      if (user.includes(PLAN_PROMPT)) {
+        const todos = PLAN_STEPS.map((step, i) => ({ id: String(i + 1), ...step }));
+        return { toolCalls: [{ name: "todo", arguments: { todos } }] };
       }
       if (user.includes("send the chart")) return { text: `Here it is.\nMEDIA:${join(work, "chart.txt")}\n` };
       const scoped = /^(session|always) approve (\w+)$/.exec(user.trim());
@@ -198,5 +222,18 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
     command: "help",
     modes: ["default", "accept_edits", "dont_ask"],
     autoApproves: ["accept_edits", "dont_ask"],
+  });
+
+  describeActivity({
+    fixture: agent,
+    // Its write_file and patch calls carry a note ("Approval prompt shows the diff"), no diff; its edit
+    // approval (a call ID of its own, `edit-approval-N`) carries the whole file's. No completion is sent
+    // for them.
+    write: { events: false, preview: true },
+    change: { preview: "whole" },
+    shell: true,
+    thoughts: true,
+    plan: true,
+    usage: { cost: false },
   });
 });
