@@ -142,6 +142,19 @@ describe("HostPaths", () => {
     );
   });
 
+  it("a server path cut off with an ellipsis (an agent's shortened title) is scrubbed too, past its first segment", () => {
+    const h = host();
+    const paths = new HostPaths({ workdirs: [h.work], homes: [h.home] });
+    const cut = h.work.slice(0, h.work.length - 3);
+    expect(paths.scrub(`terminal: ls ${cut}...`)).toBe("terminal: ls <workdir>...");
+    expect(paths.scrub(`(${h.home.slice(0, -2)}…)`)).toBe("(~…)");
+    // Too short to name anything of the server's, or not a start of one of its paths: kept.
+    expect(paths.scrub("see /tmp/... and /t... and /etc/hos...")).toBe(
+      "see /tmp/... and /t... and /etc/hos...",
+    );
+    expect(paths.scrub(`${h.work}/src/a.t...`)).toBe("<workdir>/src/a.t...");
+  });
+
   it("StreamScrubber: text streamed in pieces, cut anywhere, scrubs as the whole text does and only grows", () => {
     const h = host();
     const paths = new HostPaths({ dataDir: h.dataDir, workdirs: [h.work], homes: [h.home] });
@@ -149,12 +162,12 @@ describe("HostPaths", () => {
     const text = [
       `Reading ${h.dataDir}/blobs/ab, then ${h.work}.`,
       ` Not ${h.work}er/x nor ${h.home}.bak; but ${h.home}.`,
-      ` Relative: ${rootless}/a.txt (${h.work}) 📄 done`,
+      ` Relative: ${rootless}/a.txt (${h.work}) 📄 cut: ${h.work.slice(0, -2)}... done`,
     ].join("");
     const whole = paths.scrub(text);
     expect(whole).toBe(
       `Reading <data>/blobs/ab, then <workdir>. Not ${h.work}er/x nor ${h.home}.bak; but ~.` +
-        " Relative: <workdir>/a.txt (<workdir>) 📄 done",
+        " Relative: <workdir>/a.txt (<workdir>) 📄 cut: <workdir>... done",
     );
     // Every cut into two pieces, and the text one character at a time.
     const splits = [...Array(text.length + 1).keys()].map((i) => [text.slice(0, i), text.slice(i)]);

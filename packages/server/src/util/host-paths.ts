@@ -34,6 +34,9 @@ export interface HostLayout {
   homes?: readonly string[];
 }
 
+/** A path-looking word cut off with an ellipsis (`/tmp/pheby-...`, `/srv/wo…`). */
+const CUT_PATH = /(?<![\w.~-])(\/[^\s"'`()<>,;]*?)(\.\.\.|…)/g;
+
 /** Prefixes too general to stand for one install (the command was a system interpreter such as `/usr/bin/node`). */
 const TOO_GENERAL = new Set(["/usr/local", "/usr/lib", "/usr/local/lib", "/usr/share", "/usr/lib64"]);
 
@@ -92,7 +95,20 @@ export class HostPaths {
     if (this.#pattern) out = out.replace(this.#pattern, (path) => this.#placeholder.get(path) ?? path);
     if (this.#rootlessPattern)
       out = out.replace(this.#rootlessPattern, (path) => this.#rootless.get(path) ?? path);
-    return out;
+    // An agent that shortens long titles may cut a server path (Hermes: `ls /tmp/pheby-...`): the part
+    // left is no whole path, but still names the server's layout.
+    return out.replace(CUT_PATH, (match, path: string, mark: string) => {
+      const placeholder = this.#cutPlaceholder(path);
+      return placeholder ? `${placeholder}${mark}` : match;
+    });
+  }
+
+  /** The placeholder of a server path that `path` is the cut-off start of, past its first segment. */
+  #cutPlaceholder(path: string): string | undefined {
+    if (!/^\/[^/]+\/[^/]/.test(path)) return undefined;
+    for (const [form, placeholder] of this.#placeholder)
+      if (form.length > path.length && form.startsWith(path)) return placeholder;
+    return undefined;
   }
 
   /**
@@ -104,7 +120,9 @@ export class HostPaths {
    */
   settled(text: string): number {
     let cut = text.length;
-    for (let i = 0; i < cut; i++) if (this.#undecidedAt(text, i)) cut = i;
+    // Trailing dots may be the start of the ellipsis that makes what precedes them a cut-off path.
+    for (const whole of new Set([text, text.replace(/\.{1,2}$/, "")]))
+      for (let i = 0; i < Math.min(cut, whole.length); i++) if (this.#undecidedAt(whole, i)) cut = i;
     for (const pattern of [this.#pattern, this.#rootlessPattern]) {
       if (!pattern) continue;
       for (const m of text.matchAll(pattern)) if (m.index < cut && cut < m.index + m[0].length) cut = m.index;
