@@ -33,6 +33,15 @@ import { describeModes } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
 
+/** How much of the work dir's path Hermes's title keeps of {@link longListing}: past `/tmp/`, not all of it. */
+const cutAt = (work: string) => Math.min(12, work.length - 2);
+
+/** A command whose title Hermes cuts (at 77 characters, then `...`) inside the work dir's path. */
+function longListing(work: string): string {
+  const prefix = "echo ; ls ".length;
+  return `echo ${"x".repeat(77 - prefix - cutAt(work))}; ls ${work}`;
+}
+
 describeAgent("hermes", "Hermes Agent over ACP", () => {
   const agent = useAgent(
     "hermes",
@@ -59,6 +68,8 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
         const todos = PLAN_STEPS.map((step, i) => ({ id: String(i + 1), ...step }));
         return { toolCalls: [{ name: "todo", arguments: { todos } }] };
       }
+      if (user.includes("list the long way"))
+        return { toolCalls: [{ name: "terminal", arguments: { command: longListing(work) } }] };
       if (user.includes("send the chart")) return { text: `Here it is.\nMEDIA:${join(work, "chart.txt")}\n` };
       const scoped = /^(session|always) approve (\w+)$/.exec(user.trim());
       if (scoped) {
@@ -120,6 +131,20 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
   // below). The elicitation form mapping is proven against the fake agent with Hermes's exact
   // clarify schema (test/acp/backend.test.ts).
   it.skip("asks a clarify question through elicitation (not reachable in hermes-agent 0.19.0)", () => {});
+
+  it("its title cut off inside the work dir's path (77 characters, then ...) arrives scrubbed", async () => {
+    const sink = new RecordingSink();
+    await completedTurn(agent.backend, "list the long way", sink);
+    const cut = agent.work.slice(0, cutAt(agent.work));
+    const titles = sink.details.map((d) => d.detail.title);
+    expect(
+      titles.some((t) => t?.endsWith("; ls <workdir>...")),
+      JSON.stringify(titles),
+    ).toBe(true);
+    const names = sink.of("toolStart").map((t) => t.toolName);
+    expect(names.every((n) => !n.includes(cut))).toBe(true);
+    expect(JSON.stringify(sink.details)).not.toContain(cut);
+  });
 
   it("delivers MEDIA: files from the allowed roots and strips the tag", async () => {
     const { sessionId } = await agent.backend.createSession("c");
