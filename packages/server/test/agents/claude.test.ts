@@ -89,5 +89,12 @@ describeAgent("claude", "Claude Code over ACP", () => {
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 
-  describeActivity({ fixture: agent, shell: true, thoughts: true, plan: true, usage: false });
+  describeActivity({
+    fixture: agent,
+    write: { events: true, preview: true },
+    shell: true,
+    thoughts: true,
+    plan: true,
+    usage: false,
+  });
 });

@@ -102,5 +102,11 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
   });
 
   // Its run_shell_command completes with no content (no output).
-  describeActivity({ fixture: agent, shell: false, thoughts: true, usage: false });
+  describeActivity({
+    fixture: agent,
+    write: { events: true, preview: true },
+    shell: false,
+    thoughts: true,
+    usage: false,
+  });
 });

@@ -115,5 +115,11 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
 
   // No plan: its todo_write is not among the tools of an ACP session, and its tool_call refuses it
   // ("Deferred tool \"todo_write\" is not registered in this session").
-  describeActivity({ fixture: agent, shell: true, thoughts: true, usage: false });
+  describeActivity({
+    fixture: agent,
+    write: { events: true, preview: true },
+    shell: true,
+    thoughts: true,
+    usage: false,
+  });
 });
