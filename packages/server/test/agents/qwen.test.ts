@@ -114,12 +114,14 @@ describeAgent("qwen", "Qwen Code over ACP", () => {
   });
 
   // No plan: its todo_write is not among the tools of an ACP session, and its tool_call refuses it
-  // ("Deferred tool \"todo_write\" is not registered in this session").
+  // ("Deferred tool \"todo_write\" is not registered in this session"). Usage only for a model whose
+  // context window it knows (none for `fake-model`), so this suite names one of Qwen's own.
   describeActivity({
     fixture: agent,
+    options: () => ({ ...agent.options, env: { ...agent.options.env, OPENAI_MODEL: "qwen3-coder-plus" } }),
     write: { events: true, preview: true },
     shell: true,
     thoughts: true,
-    usage: false,
+    usage: { cost: false },
   });
 });
