@@ -6,7 +6,7 @@
 import { chmodSync, mkdirSync, realpathSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { agentInstalls, HostPaths } from "../src/util/host-paths.js";
+import { agentInstalls, HostPaths, StreamScrubber } from "../src/util/host-paths.js";
 import { useTempDirs } from "./helpers.js";
 
 const tempDir = useTempDirs();
@@ -140,5 +140,55 @@ describe("HostPaths", () => {
     expect(new HostPaths({ homes: ["/root"] }).scrub("/root/.hermes/config.yaml in /rootfs")).toBe(
       "~/.hermes/config.yaml in /rootfs",
     );
+  });
+
+  it("a server path cut off with an ellipsis (an agent's shortened title) is scrubbed too, past its first segment", () => {
+    const h = host();
+    const paths = new HostPaths({ workdirs: [h.work], homes: [h.home] });
+    const cut = h.work.slice(0, h.work.length - 3);
+    expect(paths.scrub(`terminal: ls ${cut}...`)).toBe("terminal: ls <workdir>...");
+    expect(paths.scrub(`(${h.home.slice(0, -2)}…)`)).toBe("(~…)");
+    // Too short to name anything of the server's, or not a start of one of its paths: kept.
+    expect(paths.scrub("see /tmp/... and /t... and /etc/hos...")).toBe(
+      "see /tmp/... and /t... and /etc/hos...",
+    );
+    expect(paths.scrub(`${h.work}/src/a.t...`)).toBe("<workdir>/src/a.t...");
+  });
+
+  it("StreamScrubber: text streamed in pieces, cut anywhere, scrubs as the whole text does and only grows", () => {
+    const h = host();
+    const paths = new HostPaths({ dataDir: h.dataDir, workdirs: [h.work], homes: [h.home] });
+    const rootless = h.work.slice(1);
+    const text = [
+      `Reading ${h.dataDir}/blobs/ab, then ${h.work}.`,
+      ` Not ${h.work}er/x nor ${h.home}.bak; but ${h.home}.`,
+      ` Relative: ${rootless}/a.txt (${h.work}) 📄 cut: ${h.work.slice(0, -2)}... done`,
+    ].join("");
+    const whole = paths.scrub(text);
+    expect(whole).toBe(
+      `Reading <data>/blobs/ab, then <workdir>. Not ${h.work}er/x nor ${h.home}.bak; but ~.` +
+        " Relative: <workdir>/a.txt (<workdir>) 📄 cut: <workdir>... done",
+    );
+    // Every cut into two pieces, and the text one character at a time.
+    const splits = [...Array(text.length + 1).keys()].map((i) => [text.slice(0, i), text.slice(i)]);
+    for (const pieces of [...splits, [...text]]) {
+      const stream = new StreamScrubber(paths);
+      let out = "";
+      for (const piece of pieces) out += stream.push(piece);
+      expect(out + stream.end(), JSON.stringify(pieces.slice(0, 2))).toBe(whole);
+    }
+  });
+
+  it("StreamScrubber holds back only a tail where a server path may be starting, until more text or the end", () => {
+    const h = host();
+    const stream = new StreamScrubber(new HostPaths({ workdirs: [h.work], homes: [] }));
+    expect(stream.push("plain words, no path")).toBe("plain words, no path");
+    expect(stream.push(` see ${h.work.slice(0, 4)}`)).toBe(" see ");
+    expect(stream.holding).toBe(true);
+    expect(stream.push(h.work.slice(4))).toBe(""); // whole, but a longer name may follow
+    expect(stream.push("/a.txt and")).toBe("<workdir>/a.txt and");
+    expect(stream.push(` ${h.work}`)).toBe(" ");
+    expect(stream.end()).toBe("<workdir>");
+    expect(stream.holding).toBe(false);
   });
 });

@@ -34,6 +34,9 @@ export interface HostLayout {
   homes?: readonly string[];
 }
 
+/** A path-looking word cut off with an ellipsis (`/tmp/pheby-...`, `/srv/wo…`). */
+const CUT_PATH = /(?<![\w.~-])(\/[^\s"'`()<>,;]*?)(\.\.\.|…)/g;
+
 /** Prefixes too general to stand for one install (the command was a system interpreter such as `/usr/bin/node`). */
 const TOO_GENERAL = new Set(["/usr/local", "/usr/lib", "/usr/local/lib", "/usr/share", "/usr/lib64"]);
 
@@ -92,7 +95,58 @@ export class HostPaths {
     if (this.#pattern) out = out.replace(this.#pattern, (path) => this.#placeholder.get(path) ?? path);
     if (this.#rootlessPattern)
       out = out.replace(this.#rootlessPattern, (path) => this.#rootless.get(path) ?? path);
-    return out;
+    // An agent that shortens long titles may cut a server path (Hermes: `ls /tmp/pheby-...`): the part
+    // left is no whole path, but still names the server's layout.
+    return out.replace(CUT_PATH, (match, path: string, mark: string) => {
+      const placeholder = this.#cutPlaceholder(path);
+      return placeholder ? `${placeholder}${mark}` : match;
+    });
+  }
+
+  /** The placeholder of a server path that `path` is the cut-off start of, past its first segment. */
+  #cutPlaceholder(path: string): string | undefined {
+    if (!/^\/[^/]+\/[^/]/.test(path)) return undefined;
+    for (const [form, placeholder] of this.#placeholder)
+      if (form.length > path.length && form.startsWith(path)) return placeholder;
+    return undefined;
+  }
+
+  /**
+   * How much of `text` can be scrubbed now when more text may follow it: all of it, unless a server
+   * path may be starting where the text ends (its end is a beginning of a path, or a path whose next
+   * characters decide whether it is whole); then up to there, and never inside a path it already names.
+   * Scrubbed piece by piece at such cuts, text loses every path scrubbing it whole removes (a path at
+   * the very start of a piece may be replaced where the whole text's neighbour would have spared it).
+   */
+  settled(text: string): number {
+    let cut = text.length;
+    // Trailing dots may be the start of the ellipsis that makes what precedes them a cut-off path.
+    for (const whole of new Set([text, text.replace(/\.{1,2}$/, "")]))
+      for (let i = 0; i < Math.min(cut, whole.length); i++) if (this.#undecidedAt(whole, i)) cut = i;
+    for (const pattern of [this.#pattern, this.#rootlessPattern]) {
+      if (!pattern) continue;
+      for (const m of text.matchAll(pattern)) if (m.index < cut && cut < m.index + m[0].length) cut = m.index;
+    }
+    return cut;
+  }
+
+  /** Whether a path may start at `i` of `text` whose match is not decided before the text ends. */
+  #undecidedAt(text: string, i: number): boolean {
+    const before = text[i - 1] ?? "";
+    const open = (forms: Iterable<string>, spared: RegExp) => {
+      if (spared.test(before)) return false;
+      for (const form of forms) {
+        const left = text.length - i;
+        if (left <= form.length) {
+          if (form.startsWith(text.slice(i))) return true;
+        } else if (text.startsWith(form, i)) {
+          // A path followed by `.` alone: the character after the dot decides (`a.txt` is a longer name).
+          if (left === form.length + 1 && text[i + form.length] === ".") return true;
+        }
+      }
+      return false;
+    };
+    return open(this.#placeholder.keys(), /[\w.~-]/) || open(this.#rootless.keys(), /[\w.~/-]/);
   }
 
   /**
@@ -176,4 +230,38 @@ function which(command: string, path: string): string | undefined {
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
+/**
+ * Scrubs text that arrives in pieces (an agent's streamed thinking) as {@link HostPaths.scrub} scrubs it
+ * whole: a path split across pieces is still replaced, and what it has handed out never changes, so the
+ * output can stream append-only. A tail where a path may be starting ({@link HostPaths.settled}) waits
+ * for more text or {@link end}.
+ */
+export class StreamScrubber {
+  #pending = "";
+
+  constructor(private readonly paths: HostPaths) {}
+
+  /** Whether text waits for more (or for {@link end}). */
+  get holding(): boolean {
+    return this.#pending !== "";
+  }
+
+  /** Take a piece; returns the scrubbed text that can go out now (possibly ""). */
+  push(piece: string): string {
+    this.#pending += piece;
+    const cut = this.paths.settled(this.#pending);
+    if (cut === 0) return "";
+    const ready = this.#pending.slice(0, cut);
+    this.#pending = this.#pending.slice(cut);
+    return this.paths.scrub(ready);
+  }
+
+  /** The stream ended: the waiting tail, scrubbed. */
+  end(): string {
+    const rest = this.#pending;
+    this.#pending = "";
+    return rest ? this.paths.scrub(rest) : "";
+  }
 }

@@ -345,11 +345,20 @@ describe("ACP tool detail on an activity connection", () => {
   it("args_redacted and an approval's command and description name no server path (every connection's v1 fields)", async () => {
     const file = join(repo, "pkg", "a.txt");
     const { tools, approvals } = await play([
-      call("w1", { kind: "edit", title: `Write ${file}`, rawInput: { file_path: file, paths: [file] } }),
+      call("w1", {
+        kind: "edit",
+        title: `Write ${file}`,
+        // Codex keys its apply_patch changes by absolute path.
+        rawInput: { file_path: file, paths: [file], changes: { [file]: { type: "add" } } },
+      }),
       { permission: { toolCallId: "w1", title: `Write ${file}`, rawInput: { file_path: file } } },
       done("w1"),
     ]);
-    expect(tools[0]!.args_redacted).toEqual({ file_path: "<workdir>/a.txt", paths: ["<workdir>/a.txt"] });
+    expect(tools[0]!.args_redacted).toEqual({
+      file_path: "<workdir>/a.txt",
+      paths: ["<workdir>/a.txt"],
+      changes: { "<workdir>/a.txt": { type: "add" } },
+    });
     expect(approvals[0]).toMatchObject({
       command: "Write <workdir>/a.txt",
       description: "Write <workdir>/a.txt",

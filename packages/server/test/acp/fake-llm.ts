@@ -4,7 +4,10 @@
  * and `GET /v1/models`. It also speaks the Gemini API's `generateContent` /
  * `streamGenerateContent` (for Gemini CLI with `GOOGLE_GEMINI_BASE_URL`) and the
  * Anthropic Messages API's `POST /v1/messages` (for Claude Code with `ANTHROPIC_BASE_URL`)
- * and OpenAI's Responses API `POST /v1/responses` (for Codex), with the same script. Listens on 127.0.0.1 only.
+ * and OpenAI's Responses API `POST /v1/responses` (for Codex), with the same script. A reply may carry
+ * reasoning, streamed before its text in each dialect's own form (`reasoning_content` deltas, reasoning
+ * summary events, thinking blocks, `thought` parts), so agents that relay their model's thinking do.
+ * Listens on 127.0.0.1 only.
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -20,7 +23,13 @@ export interface ChatMessage {
 /** What the fake model answers. */
 export interface Reply {
   text?: string;
-  toolCalls?: Array<{ name: string; arguments: Record<string, unknown> }>;
+  /** The model's reasoning, streamed before the text (in word-sized pieces; to Gemini whole, as one thought part). */
+  reasoning?: string;
+  /**
+   * Tool calls. `input` instead of `arguments` makes a Responses API custom (freeform) tool call, as
+   * Codex's `apply_patch` takes its patch; the other dialects send it as `{ input }`.
+   */
+  toolCalls?: Array<{ name: string; arguments?: Record<string, unknown>; input?: string }>;
   /** Delay between streamed chunks (a slow model to cancel). */
   chunkDelayMs?: number;
 }
@@ -59,6 +68,10 @@ async function body(req: IncomingMessage): Promise<string> {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** A tool call's JSON arguments (a freeform call's input as `{ input }` outside the Responses API). */
+const argsOf = (t: NonNullable<Reply["toolCalls"]>[number]): Record<string, unknown> =>
+  t.arguments ?? { input: t.input ?? "" };
 
 /** Start the fake LLM. */
 export async function startFakeLlm(script: Script, model = "fake-model"): Promise<FakeLlm> {
@@ -108,7 +121,7 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
       index: i,
       id: `call_${requests.length}_${i}`,
       type: "function",
-      function: { name: t.name, arguments: JSON.stringify(t.arguments) },
+      function: { name: t.name, arguments: JSON.stringify(argsOf(t)) },
     }));
     const finish = toolCalls.length > 0 ? "tool_calls" : "stop";
     const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
@@ -126,6 +139,7 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
               message: {
                 role: "assistant",
                 content: reply.text ?? null,
+                ...(reply.reasoning ? { reasoning_content: reply.reasoning } : {}),
                 ...(toolCalls.length ? { tool_calls: toolCalls } : {}),
               },
               finish_reason: finish,
@@ -147,6 +161,8 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
         ...extra,
       });
     send({ role: "assistant", content: "" });
+    // DeepSeek's and vLLM's field, which OpenAI-compatible clients read as the model's thinking.
+    for await (const piece of out.pieces(reply, "reasoning")) send({ reasoning_content: piece });
     for await (const piece of out.pieces(reply)) send({ content: piece });
     if (out.closed) return;
     if (toolCalls.length > 0) send({ tool_calls: toolCalls });
@@ -168,6 +184,8 @@ export async function startFakeLlm(script: Script, model = "fake-model"): Promis
 
 interface GeminiPart {
   text?: string;
+  /** A thought summary part (the model's thinking), not answer text. */
+  thought?: boolean;
   functionCall?: { name: string; args?: unknown };
   functionResponse?: { name: string; response?: unknown };
 }
@@ -211,14 +229,19 @@ async function gemini(
     ...(finishReason ? { usageMetadata } : {}),
   });
   const calls: GeminiPart[] = (reply.toolCalls ?? []).map((t) => ({
-    functionCall: { name: t.name, args: t.arguments },
+    functionCall: { name: t.name, args: argsOf(t) },
   }));
   if (!call.stream) {
     res.writeHead(200, { "content-type": "application/json" });
-    res.end(JSON.stringify(chunk([...(reply.text ? [{ text: reply.text }] : []), ...calls], "STOP")));
+    const thought = reply.reasoning ? [{ text: reply.reasoning, thought: true }] : [];
+    res.end(
+      JSON.stringify(chunk([...thought, ...(reply.text ? [{ text: reply.text }] : []), ...calls], "STOP")),
+    );
     return;
   }
   const out = sse(res);
+  // A thought summary comes whole, in one part (Gemini CLI turns each part into a thought of its own).
+  if (reply.reasoning) out.send(chunk([{ text: reply.reasoning, thought: true }]));
   for await (const piece of out.pieces(reply)) out.send(chunk([{ text: piece }]));
   if (out.closed) return;
   out.send(chunk(calls.length ? calls : [{ text: "" }], "STOP"));
@@ -260,14 +283,17 @@ async function anthropic(
     type: "tool_use",
     id: `toolu_${n}_${i}`,
     name: t.name,
-    input: t.arguments,
+    input: argsOf(t),
   }));
   const stop = uses.length > 0 ? "tool_use" : "end_turn";
   const usage = { input_tokens: 10, output_tokens: 5 };
   const message = { id: `msg_${n}`, type: "message", role: "assistant", model: call.model ?? "fake" };
   if (!call.stream) {
     res.writeHead(200, { "content-type": "application/json" });
-    const content = [...(reply.text ? [{ type: "text", text: reply.text }] : []), ...uses];
+    const thinking = reply.reasoning
+      ? [{ type: "thinking", thinking: reply.reasoning, signature: "fake-signature" }]
+      : [];
+    const content = [...thinking, ...(reply.text ? [{ type: "text", text: reply.text }] : []), ...uses];
     res.end(JSON.stringify({ ...message, content, stop_reason: stop, stop_sequence: null, usage }));
     return;
   }
@@ -283,6 +309,16 @@ async function anthropic(
     },
   });
   let index = 0;
+  if (reply.reasoning) {
+    event("content_block_start", { index, content_block: { type: "thinking", thinking: "", signature: "" } });
+    for await (const piece of out.pieces(reply, "reasoning")) {
+      event("content_block_delta", { index, delta: { type: "thinking_delta", thinking: piece } });
+    }
+    if (out.closed) return;
+    event("content_block_delta", { index, delta: { type: "signature_delta", signature: "fake-signature" } });
+    event("content_block_stop", { index });
+    index++;
+  }
   if (reply.text) {
     event("content_block_start", { index, content_block: { type: "text", text: "" } });
     for await (const piece of out.pieces(reply)) {
@@ -326,7 +362,10 @@ async function responses(
   res: import("node:http").ServerResponse,
 ): Promise<void> {
   const messages: ChatMessage[] = payload.input.flatMap((item): ChatMessage[] => {
-    if (item.type === "function_call_output") return [{ role: "tool", content: String(item.output ?? "") }];
+    if (item.type === "function_call_output" || item.type === "custom_tool_call_output") {
+      const output = typeof item.output === "string" ? item.output : JSON.stringify(item.output ?? "");
+      return [{ role: "tool", content: output }];
+    }
     if (item.type !== undefined && item.type !== "message") return [];
     const content =
       typeof item.content === "string"
@@ -349,6 +388,22 @@ async function responses(
   const id = `resp_${n}`;
   event("response.created", { response: { id } });
   let index = 0;
+  if (reply.reasoning) {
+    // A reasoning item with one summary part: what Codex shows of its model's thinking.
+    const item = { type: "reasoning", id: `rs_${n}` };
+    const at = { item_id: item.id, output_index: index, summary_index: 0 };
+    event("response.output_item.added", { output_index: index, item: { ...item, summary: [] } });
+    event("response.reasoning_summary_part.added", { ...at, part: { type: "summary_text", text: "" } });
+    for await (const piece of out.pieces(reply, "reasoning")) {
+      event("response.reasoning_summary_text.delta", { ...at, delta: piece });
+    }
+    if (out.closed) return;
+    const summary = { type: "summary_text", text: reply.reasoning };
+    event("response.reasoning_summary_text.done", { ...at, text: reply.reasoning });
+    event("response.reasoning_summary_part.done", { ...at, part: summary });
+    event("response.output_item.done", { output_index: index, item: { ...item, summary: [summary] } });
+    index++;
+  }
   if (reply.text) {
     const item = { type: "message", role: "assistant", id: `msg_${n}` };
     event("response.output_item.added", { output_index: index, item: { ...item, content: [] } });
@@ -368,13 +423,11 @@ async function responses(
     index++;
   }
   for (const [i, t] of (reply.toolCalls ?? []).entries()) {
-    const item = {
-      type: "function_call",
-      id: `fc_${n}_${i}`,
-      call_id: `call_${n}_${i}`,
-      name: t.name,
-      arguments: JSON.stringify(t.arguments),
-    };
+    const call = { id: `fc_${n}_${i}`, call_id: `call_${n}_${i}`, name: t.name };
+    const item =
+      t.input !== undefined && t.arguments === undefined
+        ? { type: "custom_tool_call", ...call, input: t.input }
+        : { type: "function_call", ...call, arguments: JSON.stringify(argsOf(t)) };
     event("response.output_item.added", { output_index: index, item });
     event("response.output_item.done", { output_index: index, item });
     index++;
@@ -405,9 +458,9 @@ function sse(res: import("node:http").ServerResponse) {
     send(data: object, type?: string) {
       res.write(`${type ? `event: ${type}\n` : ""}data: ${JSON.stringify(data)}\n\n`);
     },
-    /** The reply's text in word-sized pieces, paced by `chunkDelayMs`, until the client leaves. */
-    async *pieces(reply: Reply): AsyncGenerator<string> {
-      for (const piece of (reply.text ?? "").split(/(?<= )/).filter(Boolean)) {
+    /** The reply's text (or reasoning) in word-sized pieces, paced by `chunkDelayMs`, until the client leaves. */
+    async *pieces(reply: Reply, part: "text" | "reasoning" = "text"): AsyncGenerator<string> {
+      for (const piece of (reply[part] ?? "").split(/(?<= )/).filter(Boolean)) {
         if (closed) return;
         yield piece;
         if (reply.chunkDelayMs) await sleep(reply.chunkDelayMs);

@@ -19,9 +19,10 @@ const thought = (text: string): Step => ({
 });
 
 function useServer(features: string[]) {
-  const env = {} as { p: PhebyAcp };
+  const env = {} as { p: PhebyAcp; work: string };
   beforeAll(async () => {
     const fake = fakeAgentDir();
+    env.work = fake.dir;
     env.p = await startPhebyAcp(
       {
         command: FAKE_AGENT_COMMAND,
@@ -84,6 +85,48 @@ describe("ACP agent_thought_chunk → thoughts", () => {
     const order = run.frames.map((f) => f.type);
     expect(order.indexOf("thought.complete")).toBeLessThan(order.indexOf("tool.event"));
     expect(order.lastIndexOf("thought.complete")).toBeLessThan(order.indexOf("message.delta"));
+  });
+});
+
+describe("ACP thoughts and plans name no server path", () => {
+  const env = useServer([FEATURE_THOUGHTS, FEATURE_ACTIVITY]);
+
+  it("a thought naming the data dir and the work dir, split across chunks mid-path, arrives scrubbed and append-only", async () => {
+    const data = env.p.ts.dataDir;
+    const id = await env.p.create();
+    const run = await env.p.chat(
+      id,
+      script([
+        // The data dir is cut in two chunks, past the coalescing window: the first delta must not
+        // carry its first half.
+        thought(`Reading ${data.slice(0, 7)}`),
+        { sleep: 250 },
+        thought(`${data.slice(7)}/blobs/ab and ${env.work}/src/a.ts, `),
+        { sleep: 250 },
+        thought(`then ${env.work}.`),
+        {
+          sessionUpdate: "plan",
+          entries: [{ content: `Fix ${env.work}/src/a.ts`, status: "pending", priority: "high" }],
+        },
+        { say: "ok" },
+      ]),
+    );
+    expect(run.finished.status).toBe("completed");
+    const [complete, ...more] = framesOf(run.frames, "thought.complete");
+    expect(more).toEqual([]);
+    expect(complete?.text).toBe("Reading <data>/blobs/ab and <workdir>/src/a.ts, then <workdir>.");
+    const deltas = framesOf(run.frames, "thought.delta");
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas[0]?.text).toBe("Reading ");
+    let text = "";
+    for (const d of deltas) {
+      text = applyDelta(text, d);
+      expect(complete!.text.startsWith(text)).toBe(true);
+    }
+    expect(framesOf(run.frames, "plan.updated")[0]?.entries[0]?.content).toBe("Fix <workdir>/src/a.ts");
+    // (The inbox preview quotes the prompt, which names both: the user's own text.)
+    const own = run.frames.filter((f) => f.type !== "conversation.status");
+    for (const dir of [data, env.work]) expect(JSON.stringify(own)).not.toContain(dir);
   });
 });
 

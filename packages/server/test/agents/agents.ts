@@ -92,11 +92,18 @@ export async function cancelledTurn(
 /** What every agent's fake model answers to the plain prompts. */
 export const HELLO = "Hello from the fake model.";
 
+/** The prompt the shared script answers with reasoning (naming the work dir) before {@link THOUGHT_ANSWER}. */
+export const THINK_PROMPT = "please think first";
+export const THOUGHT_ANSWER = "Thought it through.";
+/** The model's reasoning for {@link THINK_PROMPT}: it names a file of the work dir by its absolute path. */
+export const thinkingAbout = (work: string) =>
+  `Thinking about ${join(work, "activity.txt")} first. Then answer.`;
+
 /**
  * The agent-specific part of the fake model's script: the reply to the user's latest text (with the
  * tool names the agent offered, and the suite's work dir), or undefined for the shared script. The
  * shared script answers a tool result with "The command finished.", "talk slowly" with a slow
- * stream, and anything else with {@link HELLO}.
+ * stream, {@link THINK_PROMPT} with reasoning before its answer, and anything else with {@link HELLO}.
  */
 export type AgentScript = (user: string, tools: string[], work: string) => Reply | undefined;
 
@@ -120,6 +127,7 @@ export function useFakeLlm(agent: keyof typeof AGENT_BINS, script: AgentScript):
       if (messages[messages.length - 1]?.role === "tool") return { text: "The command finished." };
       const own = script(user, tools, work);
       if (own) return own;
+      if (user.includes(THINK_PROMPT)) return { reasoning: thinkingAbout(work), text: THOUGHT_ANSWER };
       if (user.includes("talk slowly")) return { text: "word ".repeat(400), chunkDelayMs: 50 };
       return { text: HELLO };
     });

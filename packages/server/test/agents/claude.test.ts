@@ -6,7 +6,16 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
-import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
+import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  describeActivity,
+  EDIT_PROMPT,
+  PLAN_PROMPT,
+  PLAN_STEPS,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
 import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
@@ -18,6 +27,12 @@ describeAgent("claude", "Claude Code over ACP", () => {
       if (user.includes(EDIT_PROMPT) && tools.includes("Write")) {
         const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
         return { toolCalls: [{ name: "Write", arguments: args }] };
+      }
+      if (user.includes(SHELL_PROMPT) && tools.includes("Bash"))
+        return { toolCalls: [{ name: "Bash", arguments: { command: shellCommand(), description: "Show" } }] };
+      if (user.includes(PLAN_PROMPT) && tools.includes("TodoWrite")) {
+        const todos = PLAN_STEPS.map((step) => ({ ...step, activeForm: step.content }));
+        return { toolCalls: [{ name: "TodoWrite", arguments: { todos } }] };
       }
       const file = /(?:approve the note|make the file)/.exec(user)?.[0];
       if (!file || !tools.includes("Bash")) return undefined;
@@ -74,5 +89,12 @@ describeAgent("claude", "Claude Code over ACP", () => {
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode is active") },
   });
 
-  describeActivity({ fixture: agent });
+  describeActivity({
+    fixture: agent,
+    write: { events: true, preview: true },
+    shell: true,
+    thoughts: true,
+    plan: true,
+    usage: false,
+  });
 });

@@ -8,7 +8,19 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { type AcpBackendOptions, createAcpBackend } from "../../src/agent/acp/index.js";
+import type { Reply } from "../acp/fake-llm.js";
 import { RecordingHost, RecordingSink } from "../acp/harness.js";
+import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  CHANGE_PROMPT,
+  describeActivity,
+  EDIT_PROMPT,
+  PLAN_PROMPT,
+  PLAN_STEPS,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useFakeLlm } from "./agents.js";
 import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
@@ -37,9 +49,35 @@ const running = (pid: number) => {
   }
 };
 
+/**
+ * Codex's part of the activity script: `apply_patch` is a freeform tool (its input is the patch), the
+ * shell is `exec_command` (asked for with escalation, so it asks), the plan `update_plan`.
+ */
+function activityTurn(user: string, tools: string[], work: string): Reply | undefined {
+  const patch = (body: string) => ({
+    toolCalls: [{ name: "apply_patch", input: `*** Begin Patch\n${body}*** End Patch\n` }],
+  });
+  const file = join(work, ACTIVITY_FILE);
+  if (user.includes(EDIT_PROMPT) && tools.includes("apply_patch"))
+    return patch(`*** Add File: ${file}\n${ACTIVITY_AFTER.replace(/^/gm, "+").slice(0, -1)}`);
+  if (user.includes(CHANGE_PROMPT) && tools.includes("apply_patch"))
+    return patch(`*** Update File: ${file}\n@@\n one\n-TWO\n+2\n three\n`);
+  if (user.includes(SHELL_PROMPT) && tools.includes("exec_command")) {
+    const args = { cmd: shellCommand(), justification: "Show", sandbox_permissions: "require_escalated" };
+    return { toolCalls: [{ name: "exec_command", arguments: args }] };
+  }
+  if (user.includes(PLAN_PROMPT) && tools.includes("update_plan")) {
+    const plan = PLAN_STEPS.map(({ content, status }) => ({ step: content, status }));
+    return { toolCalls: [{ name: "update_plan", arguments: { plan } }] };
+  }
+  return undefined;
+}
+
 describeAgent("codex", "Codex (codex-acp) over ACP", () => {
   // Each test launches its own agent (they kill it), so only the fake LLM is shared.
-  const fake = useFakeLlm("codex", (user, tools) => {
+  const fake = useFakeLlm("codex", (user, tools, work) => {
+    const activity = activityTurn(user, tools, work);
+    if (activity) return activity;
     const file = /approve the note|make the file/.exec(user)?.[0];
     if (!file || !tools.includes("exec_command")) return undefined;
     const cmd = write(file === "make the file" ? "made-by-codex.txt" : "note.txt");
@@ -153,5 +191,17 @@ describeAgent("codex", "Codex (codex-acp) over ACP", () => {
       inPlan: (r) =>
         [...requestText(r).matchAll(/`sandbox_mode` is `([\w-]+)`/g)].at(-1)?.[1] === "read-only",
     },
+  });
+
+  describeActivity({
+    fixture: fake,
+    options,
+    write: { events: true, preview: true },
+    // Updating a file needs its sandbox helper (bubblewrap) in the sandboxed modes; full-access has none.
+    change: { events: "fragment", mode: "full-access" },
+    shell: true,
+    thoughts: true,
+    plan: true,
+    usage: { cost: false },
   });
 });

@@ -6,7 +6,14 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import { RecordingSink } from "../acp/harness.js";
-import { ACTIVITY_AFTER, ACTIVITY_FILE, describeActivity, EDIT_PROMPT } from "./activity.js";
+import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  describeActivity,
+  EDIT_PROMPT,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
 import { AGENT_BINS, completedTurn, describeAgent, HELLO, tempHome, useAgent } from "./agents.js";
 import { describeModes, requestText } from "./modes.js";
 import { describeThroughPheby } from "./through-pheby.js";
@@ -18,6 +25,10 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
       if (user.includes(EDIT_PROMPT) && tools.includes("write_file")) {
         const args = { file_path: join(work, ACTIVITY_FILE), content: ACTIVITY_AFTER };
         return { toolCalls: [{ name: "write_file", arguments: args }] };
+      }
+      if (user.includes(SHELL_PROMPT) && tools.includes("run_shell_command")) {
+        const args = { command: shellCommand(), description: "Show" };
+        return { toolCalls: [{ name: "run_shell_command", arguments: args }] };
       }
       const file = /(?:approve the note|make the file|append again)/.exec(user)?.[0];
       if (!file || !tools.includes("run_shell_command")) return undefined;
@@ -90,5 +101,12 @@ describeAgent("gemini", "Gemini CLI over ACP", () => {
     },
   });
 
-  describeActivity({ fixture: agent });
+  // Its run_shell_command completes with no content (no output).
+  describeActivity({
+    fixture: agent,
+    write: { events: true, preview: true },
+    shell: false,
+    thoughts: true,
+    usage: false,
+  });
 });

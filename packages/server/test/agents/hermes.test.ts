@@ -10,6 +10,17 @@ import { createAcpBackend } from "../../src/agent/acp/index.js";
 import { RecordingHost, RecordingSink, turnInput } from "../acp/harness.js";
 import { framesOf, type PhebyAcp, startPhebyAcp } from "../acp/pheby.js";
 import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  CHANGE_PROMPT,
+  describeActivity,
+  EDIT_PROMPT,
+  PLAN_PROMPT,
+  PLAN_STEPS,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
+import {
   AGENT_BINS,
   cancelledTurn,
   completedTurn,
@@ -21,6 +32,15 @@ import {
 import { describeModes } from "./modes.js";
 import { describePhebyTools } from "./pheby-tools.js";
 import { describeThroughPheby } from "./through-pheby.js";
+
+/** How much of the work dir's path Hermes's title keeps of {@link longListing}: past `/tmp/`, not all of it. */
+const cutAt = (work: string) => Math.min(12, work.length - 2);
+
+/** A command whose title Hermes cuts (at 77 characters, then `...`) inside the work dir's path. */
+function longListing(work: string): string {
+  const prefix = "echo ; ls ".length;
+  return `echo ${"x".repeat(77 - prefix - cutAt(work))}; ls ${work}`;
+}
 
 describeAgent("hermes", "Hermes Agent over ACP", () => {
   const agent = useAgent(
@@ -35,6 +55,21 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
         const command = `rm -rf ${work}/old-build && echo pheby > ${join(work, "made-by-hermes.txt")}`;
         return { toolCalls: [{ name: "terminal", arguments: { command } }] };
       }
+      const path = join(work, ACTIVITY_FILE);
+      if (user.includes(EDIT_PROMPT))
+        return { toolCalls: [{ name: "write_file", arguments: { path, content: ACTIVITY_AFTER } }] };
+      if (user.includes(CHANGE_PROMPT)) {
+        const args = { mode: "replace", path, old_string: "TWO", new_string: "2" };
+        return { toolCalls: [{ name: "patch", arguments: args }] };
+      }
+      if (user.includes(SHELL_PROMPT))
+        return { toolCalls: [{ name: "terminal", arguments: { command: shellCommand() } }] };
+      if (user.includes(PLAN_PROMPT)) {
+        const todos = PLAN_STEPS.map((step, i) => ({ id: String(i + 1), ...step }));
+        return { toolCalls: [{ name: "todo", arguments: { todos } }] };
+      }
+      if (user.includes("list the long way"))
+        return { toolCalls: [{ name: "terminal", arguments: { command: longListing(work) } }] };
       if (user.includes("send the chart")) return { text: `Here it is.\nMEDIA:${join(work, "chart.txt")}\n` };
       const scoped = /^(session|always) approve (\w+)$/.exec(user.trim());
       if (scoped) {
@@ -96,6 +131,20 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
   // below). The elicitation form mapping is proven against the fake agent with Hermes's exact
   // clarify schema (test/acp/backend.test.ts).
   it.skip("asks a clarify question through elicitation (not reachable in hermes-agent 0.19.0)", () => {});
+
+  it("its title cut off inside the work dir's path (77 characters, then ...) arrives scrubbed", async () => {
+    const sink = new RecordingSink();
+    await completedTurn(agent.backend, "list the long way", sink);
+    const cut = agent.work.slice(0, cutAt(agent.work));
+    const titles = sink.details.map((d) => d.detail.title);
+    expect(
+      titles.some((t) => t?.endsWith("; ls <workdir>...")),
+      JSON.stringify(titles),
+    ).toBe(true);
+    const names = sink.of("toolStart").map((t) => t.toolName);
+    expect(names.every((n) => !n.includes(cut))).toBe(true);
+    expect(JSON.stringify(sink.details)).not.toContain(cut);
+  });
 
   it("delivers MEDIA: files from the allowed roots and strips the tag", async () => {
     const { sessionId } = await agent.backend.createSession("c");
@@ -198,5 +247,18 @@ describeAgent("hermes", "Hermes Agent over ACP", () => {
     command: "help",
     modes: ["default", "accept_edits", "dont_ask"],
     autoApproves: ["accept_edits", "dont_ask"],
+  });
+
+  describeActivity({
+    fixture: agent,
+    // Its write_file and patch calls carry a note ("Approval prompt shows the diff"), no diff; its edit
+    // approval (a call ID of its own, `edit-approval-N`) carries the whole file's. No completion is sent
+    // for them.
+    write: { events: false, preview: true },
+    change: { preview: "whole" },
+    shell: true,
+    thoughts: true,
+    plan: true,
+    usage: { cost: false },
   });
 });

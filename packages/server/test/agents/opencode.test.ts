@@ -12,6 +12,17 @@ import { RecordingSink, turnInput } from "../acp/harness.js";
 import { startPhebyAcp } from "../acp/pheby.js";
 import { tempDir } from "../helpers.js";
 import {
+  ACTIVITY_AFTER,
+  ACTIVITY_FILE,
+  CHANGE_PROMPT,
+  describeActivity,
+  EDIT_PROMPT,
+  PLAN_PROMPT,
+  PLAN_STEPS,
+  SHELL_PROMPT,
+  shellCommand,
+} from "./activity.js";
+import {
   AGENT_BINS,
   AGENTS_DIR,
   cancelledTurn,
@@ -39,6 +50,19 @@ describeAgent("opencode", "OpenCode over ACP", () => {
       });
       if (user.includes("approve the note")) return shell("note-approved.txt");
       if (user.includes("make the file")) return shell("made-by-opencode.txt");
+      const filePath = join(work, ACTIVITY_FILE);
+      if (user.includes(EDIT_PROMPT))
+        return { toolCalls: [{ name: "write", arguments: { filePath, content: ACTIVITY_AFTER } }] };
+      if (user.includes(CHANGE_PROMPT)) {
+        const args = { filePath, oldString: "TWO", newString: "2" };
+        return { toolCalls: [{ name: "edit", arguments: args }] };
+      }
+      if (user.includes(SHELL_PROMPT))
+        return { toolCalls: [{ name: "bash", arguments: { command: shellCommand(), description: "Show" } }] };
+      if (user.includes(PLAN_PROMPT)) {
+        const todos = PLAN_STEPS.map((step, i) => ({ id: String(i + 1), priority: "medium", ...step }));
+        return { toolCalls: [{ name: "todowrite", arguments: { todos } }] };
+      }
       return undefined;
     },
     ({ llm, work }) => {
@@ -54,7 +78,8 @@ describeAgent("opencode", "OpenCode over ACP", () => {
               name: "Fake",
               options: { baseURL: llm.baseUrl, apiKey: "sk-fake" },
               models: {
-                "fake-model": { name: "Fake" },
+                // A context limit, so it reports usage (it sends none for a model without one).
+                "fake-model": { name: "Fake", limit: { context: 100_000, output: 8_000 } },
                 "fake-reasoner": { name: "Reasoner", reasoning: true },
               },
             },
@@ -175,5 +200,17 @@ describeAgent("opencode", "OpenCode over ACP", () => {
     autoApproves: [],
     // Its plan agent appends a plan-mode system reminder to the user's message.
     plan: { modeId: "plan", inPlan: (r) => requestText(r).includes("Plan mode ACTIVE") },
+  });
+
+  describeActivity({
+    fixture: agent,
+    // `write` sends no diff: its approval's preview has the file's; the call, "Wrote file successfully.".
+    write: { events: false, preview: true },
+    // `edit`: the whole file in the approval's preview; its oldString/newString on completion.
+    change: { preview: "whole", events: "fragment" },
+    shell: true,
+    thoughts: true,
+    plan: false, // its todowrite is a tool call of its own, not an ACP plan
+    usage: { cost: true },
   });
 });

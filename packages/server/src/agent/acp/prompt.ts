@@ -18,6 +18,7 @@ import { newSession, open, takeSpare } from "./sessions.js";
 import type { AcpState, SessionState } from "./state.js";
 import { drain } from "./state.js";
 import type { Supervisor } from "./supervisor.js";
+import { scrubThoughts } from "./thought-paths.js";
 import { Turn } from "./turn.js";
 import { flushUnsolicited } from "./updates.js";
 
@@ -33,7 +34,7 @@ export async function prompt(
   state: AcpState,
   supervisor: Supervisor,
   input: TurnInput,
-  sink: TurnSink,
+  outer: TurnSink,
   signal: AbortSignal,
 ): Promise<TurnResult> {
   if (signal.aborted) return { status: "cancelled" };
@@ -57,6 +58,8 @@ export async function prompt(
     return { status: "failed", error: state.paths.scrub(errorMessage(err)) };
   }
   flushUnsolicited(state, first);
+  const thoughts = scrubThoughts(outer, state.paths);
+  const sink = thoughts.sink;
   const turn = new Turn(
     sink,
     (file) => deliver(state, sink, file),
@@ -76,6 +79,8 @@ export async function prompt(
     await turn.finish(result);
     return result;
   } finally {
+    // The thought's waiting tail goes out before the server ends the run (and with it the thought).
+    thoughts.flush();
     seat.leave();
     supervisor.untrack(turn);
   }

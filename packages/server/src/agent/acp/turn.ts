@@ -170,12 +170,17 @@ export class Turn {
     this.sink.toolStart({ toolCallId, toolName, args, ...(detail ? { detail } : {}) });
   }
 
-  /** `value` with the server's own directories replaced in each of its strings (keys and shape kept). */
+  /**
+   * `value` with the server's own directories replaced in each of its strings, keys included (Codex
+   * keys its `changes` by absolute path); the shape is kept.
+   */
   scrubValue(value: unknown): unknown {
     if (typeof value === "string") return this.details.scrub(value);
     if (Array.isArray(value)) return value.map((v) => this.scrubValue(v));
     if (value !== null && typeof value === "object")
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.scrubValue(v)]));
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [this.details.scrub(k), this.scrubValue(v)]),
+      );
     return value;
   }
 

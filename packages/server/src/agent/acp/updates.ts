@@ -35,10 +35,15 @@ async function apply(state: AcpState, session: SessionState, update: acp.Session
     case "tool_call_update":
       await turn?.tool(update);
       return;
-    case "plan":
-      if (turn) turn.sink.plan(update.entries);
-      else state.host.plan?.(session.id, update.entries);
+    case "plan": {
+      // Plan steps name files as the model does ("Fix /srv/work/app.ts"): the server's paths go.
+      const entries = update.entries.map((e) =>
+        typeof e.content === "string" ? { ...e, content: state.paths.scrub(e.content) } : e,
+      );
+      if (turn) turn.sink.plan(entries);
+      else state.host.plan?.(session.id, entries);
       return;
+    }
     case "usage_update": {
       const usage = { used: update.used, size: update.size, cost: update.cost ?? null };
       if (turn) turn.sink.usage(usage);
