@@ -11,6 +11,7 @@ const LAYERS = [
   ["auth", "files", "store", "agent-user", "activity"],
   ["agent"],
   ["outbox"],
+  ["agents"],
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules"],
   ["runs", "mcp"],
   ["handlers", "host"],
