@@ -82,12 +82,8 @@ function entry(row: ConversationRow, features: ReadonlySet<string>) {
   return features.has(FEATURE_WORKSPACES) ? { ...summary(row), ...placementFields(row) } : summary(row);
 }
 
-/** `conversation.list`'s filters (`workspaces`); an unknown id is `bad_request` naming it. */
-function listFilter(ctx: ServerContext, fields: WorkspacesRequestFields): ConversationFilter {
-  if (fields.agent_id !== undefined && !ctx.agents.agent(fields.agent_id))
-    throw new ProtocolError("bad_request", "agent_id: no agent has this id (agents.list)");
-  if (fields.workspace_id !== undefined && !ctx.agents.workspace(fields.workspace_id))
-    throw new ProtocolError("bad_request", "workspace_id: no workspace has this id (workspaces.list)");
+/** `conversation.list`'s filters (`workspaces`); an unknown id lists nothing (docs/protocol.md). */
+function listFilter(fields: WorkspacesRequestFields): ConversationFilter {
   return {
     ...(fields.agent_id === undefined ? {} : { agentId: fields.agent_id }),
     ...(fields.workspace_id === undefined ? {} : { workspaceId: fields.workspace_id }),
@@ -150,7 +146,7 @@ function historyPage(
 export const conversationHandlers: HandlerTable = {
   "conversation.list": async (ctx, req) => {
     const { features } = req.peer;
-    const filter = listFilter(ctx, workspacesFields(req.peer, req.msg));
+    const filter = listFilter(workspacesFields(req.peer, req.msg));
     await importAgentSessions(ctx);
     const rows = ctx.store.listConversations(filter);
     const reader = readerOf(req.peer.principal);
