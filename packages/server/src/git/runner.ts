@@ -53,6 +53,12 @@ export interface GitRunOptions {
   timeoutMs?: number;
   /** Author and committer of a commit git makes (none is read from any config). */
   identity?: { name: string; email: string };
+  /**
+   * Run git as this OS user (uid and primary gid; Pheby must be root): what git writes into the
+   * repository (a worktree's files, its `.git/worktrees/<name>`, a new branch) then belongs to the
+   * user the agent runs as, who has to go on writing there. Default: Pheby's own user.
+   */
+  user?: { uid: number; gid: number };
 }
 
 /** What a call returned. */
@@ -107,7 +113,7 @@ export class GitRunner {
   async #filterNames(options: GitRunOptions, safeDirectory: string): Promise<string[]> {
     const read = await this.#spawn(
       ["config", "--null", "--name-only", "--get-regexp", "^filter\\."],
-      { cwd: options.cwd, okCodes: [0, 1], timeoutMs: options.timeoutMs },
+      { cwd: options.cwd, okCodes: [0, 1], timeoutMs: options.timeoutMs, user: options.user },
       safeDirectory,
       [],
     );
@@ -138,6 +144,7 @@ export class GitRunner {
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
         shell: false,
+        ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
       });
       const out: Buffer[] = [];
       let outBytes = 0;
