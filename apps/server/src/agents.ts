@@ -51,8 +51,8 @@ const agentIds = (config: Config) => config.agents?.map((a) => a.id) ?? [DEFAULT
 /**
  * Everything wrong with `agents:` and `workspaces:` that their schema cannot see: duplicate
  * ids, a workspace naming an agent that does not exist, paths that are relative, missing, not
- * directories, or that overlap the data directory, and agent users a single shared directory cannot
- * serve. One line per problem, each naming its key; empty when all is well.
+ * directories, or that overlap the data directory, agent users a single shared directory cannot
+ * serve, and MCP settings that differ between agents. One line per problem, each naming its key; empty when all is well.
  */
 export function checkAgentsAndWorkspaces(config: Config): string[] {
   const problems: string[] = [];
@@ -104,6 +104,15 @@ export function checkAgentsAndWorkspaces(config: Config): string[] {
           `${key}: must not lie inside the data directory (it stays 0700: the agent cannot enter it)`,
         );
     }
+  });
+
+  // Pheby runs one MCP server for all its agents: the entries must agree on it.
+  const [firstAgent] = config.agents ?? [];
+  config.agents?.forEach((agent, i) => {
+    if (i > 0 && JSON.stringify(agent.mcp) !== JSON.stringify(firstAgent!.mcp))
+      problems.push(
+        `agents.${i}.mcp: must be the same as agents.0.mcp (${firstAgent!.id}): one MCP server of Pheby's serves every agent`,
+      );
   });
 
   // Pheby has one shared directory (its MCP socket, copies of uploads) of one group: every agent

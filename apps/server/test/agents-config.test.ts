@@ -367,6 +367,18 @@ describe("agents: and workspaces:", () => {
     );
   });
 
+  it("offers one MCP server to every agent: their mcp settings must agree", () => {
+    const { fails, load } = setup();
+    const agents = (second: object) => ({
+      agents: [
+        { id: "a", kind: "simulator", mcp: { tools: ["ask_user"] } },
+        { id: "b", kind: "simulator", ...second },
+      ],
+    });
+    expect(agentSpecs(load(agents({ mcp: { tools: ["ask_user"] } })))[1]!.mcp.tools).toEqual(["ask_user"]);
+    expect(fails(agents({}))).toContain("agents.1.mcp: must be the same as agents.0.mcp (a)");
+  });
+
   it("puts the worktrees directory beside the data directory unless told, never inside it", () => {
     const cwd = dir();
     expect(worktreesDir(loadConfig({ PHEBY_DATA_DIR: "/var/lib/pheby" }, cwd))).toBe(
