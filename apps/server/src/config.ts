@@ -267,7 +267,7 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
   const resolved: Config = {
     ...config,
     data_dir: dataDir,
-    worktrees_dir: worktrees,
+    worktrees_dir: config.worktrees_dir === undefined ? undefined : worktrees,
     agent: {
       ...config.agent,
       cwd: resolve(cwd, config.agent.cwd ?? "."),

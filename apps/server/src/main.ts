@@ -113,10 +113,19 @@ async function main(): Promise<void> {
   try {
     prepareWorktreesDir(worktreesDir(config), shareUser?.user?.gid);
   } catch (err) {
-    process.stderr.write(
-      `pheby-server: cannot prepare the worktrees directory ${worktreesDir(config)} (PHEBY_WORKTREES_DIR / worktrees_dir): ${(err as Error).message}\n`,
+    const reason = (err as Error).message;
+    // A configured directory must work; the default beside the data directory may be out of reach
+    // (a data directory at the root of a container's file system): then only worktrees are refused.
+    if (config.worktrees_dir !== undefined) {
+      process.stderr.write(
+        `pheby-server: cannot prepare the worktrees directory ${worktreesDir(config)} (PHEBY_WORKTREES_DIR / worktrees_dir): ${reason}\n`,
+      );
+      process.exit(2);
+    }
+    logger.warn(
+      { dir: worktreesDir(config), err: reason },
+      "cannot create the default worktrees directory: conversations cannot have worktrees until PHEBY_WORKTREES_DIR names one",
     );
-    process.exit(2);
   }
   const served = serverAgentOptions(
     agents.map((agent) => ({ spec: agent, backend: agentBackend(agent) })),

@@ -431,6 +431,24 @@ describe("pheby-server", () => {
     client.close();
   });
 
+  it("refuses to start when a configured worktrees directory cannot be made; a default one out of reach is only a warning", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-wt-dir-"));
+    writeFileSync(join(work, "file"), "");
+    const configured = start({
+      PHEBY_DATA_DIR: join(work, "data"),
+      PHEBY_WORKTREES_DIR: join(work, "file", "worktrees"),
+      PHEBY_PORT: "0",
+    });
+    await expect(configured.listening).rejects.toThrow(/exited \(2\)/);
+    expect(configured.output()).toContain(
+      `cannot prepare the worktrees directory ${join(work, "file", "worktrees")} (PHEBY_WORKTREES_DIR / worktrees_dir)`,
+    );
+    // The default, <data_dir>-worktrees, is taken by a file.
+    writeFileSync(join(work, "data-worktrees"), "");
+    const { app } = await startWithSecret("s".repeat(32), () => ({ PHEBY_DATA_DIR: join(work, "data") }));
+    expect(app.output()).toContain("cannot create the default worktrees directory");
+  });
+
   it("checks every agent's command and every workspace at start: exit 2 naming the entry", async () => {
     const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
     const config = join(work, "pheby.yaml");
