@@ -4,9 +4,12 @@
 import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
+  Agent,
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
+  ChangedFile,
+  ChangesBase,
   ContextUsage,
   ConversationPreview,
   ConversationSummary,
@@ -42,6 +45,7 @@ import {
   ToolState,
   ToolTextBlock,
   UsageCost,
+  Workspace,
 } from "../src/index.js";
 import { buildMeta } from "./meta.js";
 
@@ -95,6 +99,12 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   ToolOtherBlock,
   ToolTextBlock,
   UsageCost,
+  // workspaces
+  Agent,
+  Workspace,
+  // changes
+  ChangedFile,
+  ChangesBase,
 };
 
 /**

@@ -18,6 +18,7 @@ export {
   RequestId,
   Seq,
   Timestamp,
+  utf8ByteLength,
 } from "./common.js";
 export * from "./constants.js";
 export * from "./decode.js";
@@ -26,6 +27,7 @@ export * from "./features.js";
 export * from "./messages/activity.js";
 export * from "./messages/approvals.js";
 export * from "./messages/attachments.js";
+export * from "./messages/changes.js";
 export * from "./messages/chat.js";
 export * from "./messages/clarify.js";
 export * from "./messages/conversations.js";
@@ -42,5 +44,6 @@ export * from "./messages/resume.js";
 export * from "./messages/schedules.js";
 export * from "./messages/thoughts.js";
 export * from "./messages/tools.js";
+export * from "./messages/workspaces.js";
 export * from "./messages/yolo.js";
 export * from "./messages.js";

@@ -6,6 +6,27 @@ package dev.pheby.protocol
 import kotlinx.serialization.Serializable
 
 /**
+ * Known values: `idle`, `starting`, `ready`, `failed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = AgentStatus.Serializer::class)
+sealed class AgentStatus(value: String) : OpenEnum(value) {
+    object IDLE : AgentStatus("idle")
+    object STARTING : AgentStatus("starting")
+    object READY : AgentStatus("ready")
+    object FAILED : AgentStatus("failed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : AgentStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AgentStatus>({ listOf(IDLE, STARTING, READY, FAILED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<AgentStatus>("dev.pheby.protocol.AgentStatus", { of(it) })
+}
+
+/**
  * Known values: `once`, `session`, `always`, `deny`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */
@@ -65,6 +86,48 @@ sealed class AttachmentKind(value: String) : OpenEnum(value) {
 
     /** Reads and writes the bare JSON string. */
     object Serializer : OpenEnumSerializer<AttachmentKind>("dev.pheby.protocol.AttachmentKind", { of(it) })
+}
+
+/**
+ * Known values: `file`, `symlink`, `submodule`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ChangedFileType.Serializer::class)
+sealed class ChangedFileType(value: String) : OpenEnum(value) {
+    object FILE : ChangedFileType("file")
+    object SYMLINK : ChangedFileType("symlink")
+    object SUBMODULE : ChangedFileType("submodule")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ChangedFileType(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ChangedFileType>({ listOf(FILE, SYMLINK, SUBMODULE) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ChangedFileType>("dev.pheby.protocol.ChangedFileType", { of(it) })
+}
+
+/**
+ * Known values: `added`, `modified`, `deleted`, `renamed`, `type_changed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ChangeStatus.Serializer::class)
+sealed class ChangeStatus(value: String) : OpenEnum(value) {
+    object ADDED : ChangeStatus("added")
+    object MODIFIED : ChangeStatus("modified")
+    object DELETED : ChangeStatus("deleted")
+    object RENAMED : ChangeStatus("renamed")
+    object TYPE_CHANGED : ChangeStatus("type_changed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ChangeStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ChangeStatus>({ listOf(ADDED, MODIFIED, DELETED, RENAMED, TYPE_CHANGED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ChangeStatus>("dev.pheby.protocol.ChangeStatus", { of(it) })
 }
 
 /**

@@ -86,6 +86,12 @@ sealed interface ServerMessage {
             CommandsSnapshot::class to CommandsSnapshot.serializer(),
             ConversationStatus::class to ConversationStatus.serializer(),
             ConversationResults::class to ConversationResults.serializer(),
+            AgentsSnapshot::class to AgentsSnapshot.serializer(),
+            AgentsChanged::class to AgentsChanged.serializer(),
+            WorkspacesSnapshot::class to WorkspacesSnapshot.serializer(),
+            ChangesSnapshot::class to ChangesSnapshot.serializer(),
+            ChangesFile::class to ChangesFile.serializer(),
+            ChangesChanged::class to ChangesChanged.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -171,6 +177,9 @@ data class ConversationSnapshot(
  * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
  * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
  * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. May be absent.
+ * @property branch `branch`: Only with the workspaces feature: the branch of the conversation's git worktree, or null without one. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -184,6 +193,9 @@ data class ConversationCreated(
     val unread: StrictLong? = null,
     val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val branch: OptionalNullable<String> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -198,6 +210,9 @@ data class ConversationCreated(
  * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
  * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
  * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. May be absent.
+ * @property branch `branch`: Only with the workspaces feature: the branch of the conversation's git worktree, or null without one. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -211,6 +226,9 @@ data class ConversationUpdated(
     val unread: StrictLong? = null,
     val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val branch: OptionalNullable<String> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -650,6 +668,7 @@ data class ModelCurrent(
  * @property provider `provider`: Always present; may be null.
  * @property scope `scope`: Where the current values come from.
  * @property conversationId `conversation_id`: Present when scope is conversation. May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature, on a global change: the agent whose default changed. May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -660,6 +679,7 @@ data class ModelChanged(
     val provider: String?,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    @SerialName("agent_id") val agentId: String? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -695,6 +715,7 @@ data class ReasoningSnapshot(
  * @property effort `effort`
  * @property scope `scope`
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature, on a global change: the agent whose default changed. May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -704,6 +725,7 @@ data class ReasoningChanged(
     val effort: ReasoningEffort,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    @SerialName("agent_id") val agentId: String? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -1083,4 +1105,110 @@ data class ConversationResults(
     @SerialName("request_id") override val requestId: String? = null,
     val query: String,
     val results: List<SearchResult>,
+) : ServerMessage
+
+/**
+ * `agents.snapshot`: The agents.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property agents `agents`: In configuration order, the first being the default agent. Schema: maxItems 64 (checked by the server).
+ */
+@Serializable
+@SerialName("agents.snapshot")
+data class AgentsSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val agents: List<Agent>,
+) : ServerMessage
+
+/**
+ * `agents.changed`: An agent's status changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property agent `agent`
+ */
+@Serializable
+@SerialName("agents.changed")
+data class AgentsChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    val agent: Agent,
+) : ServerMessage
+
+/**
+ * `workspaces.snapshot`: The workspaces.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property workspaces `workspaces`: In configuration order. Schema: maxItems 256 (checked by the server).
+ */
+@Serializable
+@SerialName("workspaces.snapshot")
+data class WorkspacesSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val workspaces: List<Workspace>,
+) : ServerMessage
+
+/**
+ * `changes.snapshot`: What a conversation changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property base `base`
+ * @property files `files`: Every path that differs from the base, untracked files included, ignored ones not. Schema: maxItems 1000 (checked by the server).
+ * @property truncated `truncated`: true when more than 1,000 files differ and the rest are left out.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.snapshot")
+data class ChangesSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val base: ChangesBase,
+    val files: List<ChangedFile>,
+    val truncated: StrictBoolean,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `changes.file`: One changed file's patch.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property fileId `file_id`
+ * @property path `path`: Relative to the conversation's path base.
+ * @property patch `patch`: The unified diff against the base (3 lines of context, at most 256 KiB of UTF-8); null for a binary file. Schema: maxLength 262144 (checked by the server). Always present; may be null.
+ * @property truncated `truncated`: true when the patch was cut at 256 KiB.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.file")
+data class ChangesFile(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("file_id") val fileId: String,
+    val path: String,
+    val patch: String?,
+    val truncated: StrictBoolean,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `changes.changed`: A conversation's changes moved.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`: The run at whose end the changes were measured.
+ * @property fileCount `file_count`: How many files differ from the base (all of them, also past 1,000). Schema: minimum 0 (checked by the server).
+ * @property additions `additions`: Schema: minimum 0 (checked by the server).
+ * @property deletions `deletions`: Schema: minimum 0 (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.changed")
+data class ChangesChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("file_count") val fileCount: StrictLong,
+    val additions: StrictLong,
+    val deletions: StrictLong,
+    val seq: StrictLong? = null,
 ) : ServerMessage
