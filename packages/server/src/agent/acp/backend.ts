@@ -93,7 +93,7 @@ class AcpBackend implements AgentBackend {
     // The directories it works in (its workspaces) are roots of its files and its working directories.
     const workspaces = host.serverPaths?.workspaces ?? [];
     this.#state.roots = new FileRoots(
-      [...(options.allowedFileRoots ?? []), ...workspaces],
+      [...options.allowedFileRoots, ...workspaces],
       (root) => host.log.warn({ root }, "allowed file root does not exist; ignored"),
       host.serverPaths ? [host.serverPaths.dataDir] : [],
     );
