@@ -285,6 +285,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       runs,
       modes,
       agentId: agent.id,
+      status: (status) => agents.report(agent.id, status),
       source: agent.backend.name,
       workspaces: [
         ...agents

@@ -160,7 +160,24 @@ describe("two ACP agents behind one server", () => {
     expect((await finished(c, crashed)).status).toBe("failed");
     const survived = await finished(c, longRun);
     expect(survived.status).toBe("completed");
+    // Its status said so: idle once its process was gone (spawned again on next use).
+    await c.nextAny(
+      (m) => m.type === "agents.changed" && m.agent.agent_id === "alpha" && m.agent.status === "idle",
+    );
     // Alpha comes back for its next turn.
     expect((await finished(c, await run(c, ofAlpha, "echo again"))).status).toBe("completed");
+    const alphaStatuses = c.frames
+      .filter((m) => m.type === "agents.changed" && m.agent.agent_id === "alpha")
+      .map((m) => (m as ServerMessageOf<"agents.changed">).agent.status);
+    expect(alphaStatuses.at(-1)).toBe("ready");
+    expect(
+      c.frames.some(
+        (m) =>
+          m.type === "agents.changed" &&
+          m.agent.agent_id === "beta" &&
+          m.agent.status !== "ready" &&
+          m.agent.status !== "starting",
+      ),
+    ).toBe(false);
   });
 });
