@@ -229,7 +229,7 @@ describe("agents: and workspaces:", () => {
       "workspaces.0.id",
       "workspaces.0.agents.0",
     ])
-      expect(message).toContain(`${key}: must be 1 to 32 characters of a-z, 0-9 and -`);
+      expect(message).toContain(`${key}: must be 1-32 characters of a-z, 0-9 and -`);
     expect(
       load({
         agents: [
