@@ -356,9 +356,17 @@ describe("agents: and workspaces:", () => {
       ],
       workspaces: [{ id: "w", path: site }],
     });
-    expect(agentSpecs(load(withUsers("nobody"))).map((a) => a.user?.name)).toEqual([
-      "nobody",
-      "nobody",
+    const config = load(withUsers("nobody"));
+    const specs = agentSpecs(config);
+    expect(specs.map((a) => a.user?.name)).toEqual(["nobody", "nobody", undefined]);
+    // @pheby/server gets each ACP agent's user (git makes its worktrees as that user).
+    const options = serverAgentOptions(
+      specs.map((spec) => ({ spec, backend: {} as AgentBackend })),
+      workspaceSpecs(config),
+    );
+    expect(options.agents.map((a) => a.user?.uid)).toEqual([
+      specs[0]!.user!.uid,
+      specs[0]!.user!.uid,
       undefined,
     ]);
     // daemon's primary group (1) is not nobody's.
