@@ -23,6 +23,7 @@ const LAYERS = [
     "push",
     "schedules",
     "changes",
+    "worktrees",
   ],
   ["runs", "mcp"],
   ["handlers", "host"],

@@ -8,7 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DEFAULT_FEATURES, PhebyClient, pairDevice } from "@pheby/client";
-import { CLOSE_CODES, type ServerMessage } from "@pheby/protocol";
+import { CLOSE_CODES, FEATURE_WORKSPACES, type ServerMessage } from "@pheby/protocol";
+import { createWorktree, GitRunner } from "@pheby/server";
 import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -18,6 +19,8 @@ const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 const SERVER_PACKAGE = fileURLToPath(new URL("../../../packages/server/", import.meta.url));
 const FAKE_AGENT = `${process.execPath} --import ${pathToFileURL(createRequire(SERVER_PACKAGE).resolve("tsx")).href} ${join(SERVER_PACKAGE, "test/acp/fake-agent.ts")}`;
 const children: ChildProcess[] = [];
+/** The client's defaults and the `workspaces` extension. */
+const WORKSPACES = [...DEFAULT_FEATURES, FEATURE_WORKSPACES];
 
 afterEach(() => {
   for (const child of children.splice(0)) child.kill("SIGKILL");
@@ -397,5 +400,199 @@ describe("pheby-server", () => {
     await expect(app.listening).rejects.toThrow(/exited \(1\)/);
     expect(app.output()).toMatch(/pheby-server: the agent failed to start: .*exit code 3/);
     expect(app.output()).toContain('"msg":"the agent failed to start"');
+  });
+
+  it("serves several agents and workspaces from the YAML file, making the worktrees directory beside the data directory", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const site = join(work, "site");
+    const notes = join(work, "notes");
+    mkdirSync(site);
+    mkdirSync(notes);
+    const config = join(work, "pheby.yaml");
+    writeFileSync(
+      config,
+      [
+        "agents:",
+        "  - { id: sim-a, name: First, kind: simulator }",
+        "  - { id: sim-b, name: Second, kind: simulator }",
+        "workspaces:",
+        `  - { id: site, name: Website, path: ${JSON.stringify(site)}, agents: [sim-b] }`,
+        `  - { id: notes, name: Notes, path: ${JSON.stringify(notes)} }`,
+        "",
+      ].join("\n"),
+    );
+    const { app, url } = await startWithSecret("s".repeat(32), () => ({
+      PHEBY_CONFIG: config,
+      PHEBY_DATA_DIR: join(work, "data"),
+    }));
+    expect(app.output()).toContain('"agents":["sim-a (simulator)","sim-b (simulator)"]');
+    expect(statSync(join(work, "data-worktrees")).mode & 0o777).toBe(0o700);
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false, features: WORKSPACES });
+    await client.connect();
+    expect((await client.request({ type: "agents.list" })).agents).toEqual([
+      { agent_id: "sim-a", name: "First", status: expect.any(String) },
+      { agent_id: "sim-b", name: "Second", status: expect.any(String) },
+    ]);
+    expect((await client.request({ type: "workspaces.list" })).workspaces).toEqual([
+      { workspace_id: "site", name: "Website", agents: ["sim-b"], git: false },
+      { workspace_id: "notes", name: "Notes", agents: ["sim-a", "sim-b"], git: false },
+    ]);
+    // With only the workspace: its first agent answers.
+    const created = await client.request({ type: "conversation.create", name: "Two", workspace_id: "site" });
+    expect(created).toMatchObject({ agent_id: "sim-b", workspace_id: "site", branch: null });
+    // With neither: the default agent in the first workspace that allows it.
+    expect(await client.request({ type: "conversation.create", name: "One" })).toMatchObject({
+      agent_id: "sim-a",
+      workspace_id: "notes",
+    });
+    const finished = client.next("run.finished");
+    await client.request({ type: "chat.send", conversation_id: created.conversation_id, text: "hello" });
+    expect(await finished).toMatchObject({ status: "completed" });
+    client.close();
+  });
+
+  it("makes a conversation's git worktree in the worktrees directory (pheby/<id>), and removes it with the conversation", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const repo = join(work, "repo");
+    mkdirSync(repo);
+    const git = (...args: string[]) =>
+      spawnSync("git", args, {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? "", GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+        encoding: "utf8",
+      });
+    git("init", "-q");
+    writeFileSync(join(repo, "a.txt"), "a\n");
+    git("add", "a.txt");
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first");
+    const config = join(work, "pheby.yaml");
+    writeFileSync(
+      config,
+      `agents:\n  - { id: sim, kind: simulator }\nworkspaces:\n  - { id: repo, name: Repo, path: ${JSON.stringify(repo)} }\n`,
+    );
+    const { url } = await startWithSecret("s".repeat(32), () => ({
+      PHEBY_CONFIG: config,
+      PHEBY_DATA_DIR: join(work, "data"),
+    }));
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false, features: WORKSPACES });
+    await client.connect();
+    const created = await client.request({ type: "conversation.create", worktree: true });
+    const root = join(work, "data-worktrees", created.conversation_id);
+    expect(created.branch).toBe(`pheby/${created.conversation_id.slice(0, 8)}`);
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("a\n");
+    await client.request({ type: "conversation.delete", conversation_id: created.conversation_id });
+    expect(existsSync(root)).toBe(false);
+    expect(git("branch", "--list", created.branch!).stdout).toContain(created.branch!);
+    client.close();
+  });
+
+  it("refuses to start when a configured worktrees directory cannot be made; a default one out of reach is only a warning", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-wt-dir-"));
+    writeFileSync(join(work, "file"), "");
+    const configured = start({
+      PHEBY_DATA_DIR: join(work, "data"),
+      PHEBY_WORKTREES_DIR: join(work, "file", "worktrees"),
+      PHEBY_PORT: "0",
+    });
+    await expect(configured.listening).rejects.toThrow(/exited \(2\)/);
+    expect(configured.output()).toContain(
+      `cannot prepare the worktrees directory ${join(work, "file", "worktrees")} (PHEBY_WORKTREES_DIR / worktrees_dir)`,
+    );
+    // The default, <data_dir>-worktrees, is taken by a file.
+    writeFileSync(join(work, "data-worktrees"), "");
+    const { app } = await startWithSecret("s".repeat(32), () => ({ PHEBY_DATA_DIR: join(work, "data") }));
+    expect(app.output()).toContain("cannot create the default worktrees directory");
+  });
+
+  it("checks every agent's command and every workspace at start: exit 2 naming the entry", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const config = join(work, "pheby.yaml");
+    const startWith = (yaml: string) => {
+      writeFileSync(config, yaml);
+      return start({ PHEBY_CONFIG: config, PHEBY_DATA_DIR: join(work, "data"), PHEBY_PORT: "0" });
+    };
+    mkdirSync(join(work, "site"));
+    const noCommand = startWith(
+      `agents:\n  - { id: sim, kind: simulator }\n  - { id: claude, command: pheby-no-such-agent }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "site"))} }\n`,
+    );
+    await expect(noCommand.listening).rejects.toThrow(/exited \(2\)/);
+    expect(noCommand.output()).toContain('the agent command "pheby-no-such-agent" was not found on PATH');
+    expect(noCommand.output()).toContain("agents.1.command (claude)");
+    // Nothing was made before the check.
+    expect(existsSync(join(work, "data-worktrees"))).toBe(false);
+
+    const unknown = startWith(
+      `agents:\n  - { id: sim, kind: simulator }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "gone"))}, agents: [codex] }\n`,
+    );
+    await expect(unknown.listening).rejects.toThrow(/exited \(2\)/);
+    expect(unknown.output()).toContain(`workspaces.0.path: ${join(work, "gone")} does not exist`);
+    expect(unknown.output()).toContain('workspaces.0.agents.0: there is no agent "codex"');
+
+    const both = start({
+      PHEBY_CONFIG: config,
+      PHEBY_AGENT_COMMAND: "hermes acp",
+      PHEBY_DATA_DIR: join(work, "data"),
+      PHEBY_PORT: "0",
+    });
+    await expect(both.listening).rejects.toThrow(/exited \(2\)/);
+    expect(both.output()).toContain(
+      "agents: cannot be used with the single-agent settings (PHEBY_AGENT_COMMAND (agent.command))",
+    );
+  });
+
+  it("lists the worktrees left behind, and prunes the clean ones whose conversation is gone (pheby-server worktrees)", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-worktrees-"));
+    const dataDir = join(work, "data");
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        env: { PATH: process.env.PATH ?? "", PHEBY_DATA_DIR: dataDir },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+    expect(run(["worktrees"]).stderr).toContain(`no database in ${dataDir}`);
+    expect(run(["worktrees", "--all"]).status).toBe(2);
+
+    // A server with two conversations, one of them deleted.
+    const { app, url } = await startWithSecret("s".repeat(32), () => ({ PHEBY_DATA_DIR: dataDir }));
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false });
+    await client.connect();
+    const kept = (await client.request({ type: "conversation.create", name: "Kept" })).conversation_id;
+    const gone = (await client.request({ type: "conversation.create", name: "Gone" })).conversation_id;
+    await client.request({ type: "conversation.delete", conversation_id: gone });
+    client.close();
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+
+    // Their worktrees, as the server makes them.
+    const repo = join(work, "repo");
+    mkdirSync(repo);
+    const git = (...args: string[]) =>
+      spawnSync("git", args, {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? "", GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+        encoding: "utf8",
+      });
+    git("init", "-q");
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "first");
+    const ctx = { git: new GitRunner(), worktreesDir: `${dataDir}-worktrees` };
+    const keptTree = await createWorktree(ctx, repo, kept);
+    const goneTree = await createWorktree(ctx, repo, gone);
+
+    const listed = run(["worktrees"]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(
+      `${kept}  ${keptTree.branch}  clean  conversation live  ${keptTree.root}`,
+    );
+    expect(listed.stdout).toContain(
+      `${gone}  ${goneTree.branch}  clean  conversation deleted  ${goneTree.root}`,
+    );
+    const pruned = run(["worktrees", "--prune"]);
+    expect(pruned.status).toBe(0);
+    expect(pruned.stdout).toContain(`kept: conversation exists: ${kept}`);
+    expect(pruned.stdout).toContain(`removed: ${gone}`);
+    expect(pruned.stdout).toContain("Removed 1 worktree;");
+    expect(existsSync(goneTree.root)).toBe(false);
+    expect(existsSync(keptTree.root)).toBe(true);
+    expect(git("branch", "--list", goneTree.branch).stdout).toContain(goneTree.branch);
   });
 });

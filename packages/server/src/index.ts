@@ -61,3 +61,20 @@ export {
   type ReplayLimits,
   type ResumeLogLimits,
 } from "./store/resume-log.js";
+export {
+  BRANCH_PREFIX,
+  type CreatedWorktree,
+  createWorktree,
+  listWorktrees,
+  openWorktreeAdmin,
+  type PruneOutcome,
+  prepareWorktreesDir,
+  type RemovedWorktree,
+  removeWorktree,
+  type WorktreeAdmin,
+  type WorktreeContext,
+  type WorktreeEntry,
+  WorktreeError,
+  type WorktreeSummary,
+  worktreeRoot,
+} from "./worktrees/index.js";
