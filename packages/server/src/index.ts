@@ -18,6 +18,8 @@ export { DEFAULT_ID, ENTITY_ID, MAX_AGENTS, MAX_WORKSPACES } from "./agents/conf
 export type { AgentStatus, AgentView } from "./agents/registry.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
+export { GitFailedError, GitTimeoutError } from "./git/errors.js";
+export { type GitResult, GitRunner, type GitRunnerOptions, type GitRunOptions } from "./git/runner.js";
 export {
   createInMemoryServer,
   type InMemoryServer,
@@ -59,3 +61,20 @@ export {
   type ReplayLimits,
   type ResumeLogLimits,
 } from "./store/resume-log.js";
+export {
+  BRANCH_PREFIX,
+  type CreatedWorktree,
+  createWorktree,
+  listWorktrees,
+  openWorktreeAdmin,
+  type PruneOutcome,
+  prepareWorktreesDir,
+  type RemovedWorktree,
+  removeWorktree,
+  type WorktreeAdmin,
+  type WorktreeContext,
+  type WorktreeEntry,
+  WorktreeError,
+  type WorktreeSummary,
+  worktreeRoot,
+} from "./worktrees/index.js";
