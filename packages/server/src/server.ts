@@ -35,7 +35,7 @@ import {
   resolveServerOptions,
 } from "./options.js";
 import { Fanout } from "./outbox/fanout.js";
-import type { Outbox } from "./outbox/outbox.js";
+import { eventOf, type Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
@@ -162,6 +162,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
   });
   const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
+  // Every status change of an agent, to the `workspaces` connections (no conversation: no seq).
+  agents.onChange((agent) => outbox.publish(eventOf({ type: "agents.changed", agent })));
   const settings = new Settings(store.settings, agents, log);
   decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const activity = new AgentActivity({ store, outbox, clock });

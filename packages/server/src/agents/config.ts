@@ -3,16 +3,17 @@
  * rules cannot make (ids unique, a workspace's agents known, `agent` and `agents` exclusive), and
  * the single-agent defaults (one agent `default`, one workspace `default`).
  */
+import { LIMITS } from "@pheby/protocol";
 import type { z } from "zod/v3";
 import type { AgentBackend } from "../agent/port.js";
 
 /** Agent and workspace ids (the `workspaces` extension's id rule). */
-export const ENTITY_ID = /^[a-z0-9-]{1,32}$/;
-/** At most this many agents and workspaces (`LIMITS.agents`, `LIMITS.workspaces`). */
-export const MAX_AGENTS = 64;
-export const MAX_WORKSPACES = 256;
+export const ENTITY_ID = new RegExp(`^[a-z0-9-]{1,${LIMITS.workspaceIdChars}}$`);
+/** At most this many agents and workspaces. */
+export const MAX_AGENTS = LIMITS.agents;
+export const MAX_WORKSPACES = LIMITS.workspaces;
 /** Names of agents and workspaces, in characters. */
-export const MAX_NAME_CHARS = 200;
+export const MAX_NAME_CHARS = LIMITS.workspaceNameChars;
 /** The id of the agent and of the workspace of a single-agent server, and of rows older than both. */
 export const DEFAULT_ID = "default";
 

@@ -2,12 +2,12 @@
  * The fields the `workspaces` extension adds to every conversation entry (`conversation.snapshot`'s
  * entries, `conversation.created`, `conversation.updated`): never a path, only ids and the branch.
  */
+import { FEATURE_WORKSPACES } from "@pheby/protocol";
 import type { OutboxEvent } from "../outbox/outbox.js";
 import type { ConversationRow } from "../store/store.js";
 import { DEFAULT_ID } from "./config.js";
 
-/** The extension's name in `hello.features`. */
-export const FEATURE_WORKSPACES = "workspaces";
+export { FEATURE_WORKSPACES };
 
 /** A conversation entry's `workspaces` fields. */
 export type PlacementFields = {

@@ -13,6 +13,7 @@ import { modelHandlers } from "./models.js";
 import { modeHandlers } from "./modes.js";
 import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
+import { workspaceHandlers } from "./workspaces.js";
 import { yoloHandlers } from "./yolo.js";
 
 /**
@@ -33,6 +34,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   activityHandlers,
   modeHandlers,
   inboxHandlers,
+  workspaceHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */
