@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
-import { FEATURE_WORKSPACES, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_WORKSPACES, LIMITS, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AgentBackend,
@@ -295,11 +295,7 @@ describe("workspaces: agents and workspaces", () => {
     ]);
     expect((await list(w, { agent_id: "beta" })).map((e) => e.name)).toEqual(["Beta chat"]);
     expect((await list(w, { workspace_id: "notes" })).map((e) => e.name)).toEqual(["Alpha chat"]);
-    await w.expectError(
-      { type: "conversation.list", agent_id: "gamma" },
-      "bad_request",
-      "unknown agent filter",
-    );
+    expect(await list(w, { agent_id: "gamma" })).toEqual([]); // an unknown id lists nothing
     // A v1 connection: v1 entries, and the workspaces fields of its requests ignored.
     const v1Entries = await list(v1, { agent_id: "beta" });
     expect(v1Entries.map((e) => Object.keys(e).sort())).toEqual([
@@ -402,14 +398,34 @@ describe("workspaces: options", () => {
     refuse({ workdir: join(dir, "missing") }, "workdir must be an existing directory");
   });
 
-  it("lists at most LIMITS.agents agents", () => {
-    const agents = (n: number) =>
-      Array.from({ length: n }, (_, i) => ({ id: `a${i}`, name: `A${i}`, backend: sim() }));
-    const ok = createPhebyServer({ ...base(), agents: agents(64) });
-    void ok.close();
-    expect(() => createPhebyServer({ ...base(), agents: agents(65) })).toThrow(
-      "agents must list at most 64 agents",
+  it("takes LIMITS' agents, workspaces, id and name lengths, and refuses one more", async () => {
+    const agents = (n: number, id = (i: number) => `a${i}`, name = (i: number) => `A${i}`) =>
+      Array.from({ length: n }, (_, i) => ({ id: id(i), name: name(i), backend: sim() }));
+    const dir = temp();
+    const workspaces = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `w${i}`, name: `W${i}`, path: dir }));
+    const accepts = async (options: Record<string, unknown>) => {
+      const server = createPhebyServer({ ...base(), ...options });
+      await server.close();
+    };
+    await accepts({ agents: agents(LIMITS.agents) });
+    expect(() => createPhebyServer({ ...base(), agents: agents(LIMITS.agents + 1) })).toThrow(
+      `agents must list at most ${LIMITS.agents} agents`,
     );
+    await accepts({ workspaces: workspaces(LIMITS.workspaces) });
+    expect(() => createPhebyServer({ ...base(), workspaces: workspaces(LIMITS.workspaces + 1) })).toThrow(
+      `workspaces must list at most ${LIMITS.workspaces} workspaces`,
+    );
+    const idOf = (chars: number) => () => "a".repeat(chars);
+    await accepts({ agents: agents(1, idOf(LIMITS.workspaceIdChars)) });
+    expect(() =>
+      createPhebyServer({ ...base(), agents: agents(1, idOf(LIMITS.workspaceIdChars + 1)) }),
+    ).toThrow("agents.0.id must be 1-32 characters");
+    const nameOf = (chars: number) => () => "n".repeat(chars);
+    await accepts({ agents: agents(1, undefined, nameOf(LIMITS.workspaceNameChars)) });
+    expect(() =>
+      createPhebyServer({ ...base(), agents: agents(1, undefined, nameOf(LIMITS.workspaceNameChars + 1)) }),
+    ).toThrow("agents.0.name must be at most 200 characters");
   });
 
   it("a single-agent server has one agent and one workspace `default`", async () => {

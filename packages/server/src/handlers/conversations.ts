@@ -52,6 +52,7 @@ async function importSessionsOf(ctx: ServerContext, agent: AgentSpec): Promise<v
   const { store, log } = ctx;
   const { backend } = agent;
   if (!backend.listSessions) return;
+  ctx.agents.use({ agentId: agent.id }); // listing brings the default agent up, as before
   try {
     if (!(await readyCapabilities(backend)).listSessions) return;
     const known = store.knownSessionIds(agent.id);
@@ -82,12 +83,8 @@ function entry(row: ConversationRow, features: ReadonlySet<string>) {
   return features.has(FEATURE_WORKSPACES) ? { ...summary(row), ...placementFields(row) } : summary(row);
 }
 
-/** `conversation.list`'s filters (`workspaces`); an unknown id is `bad_request` naming it. */
-function listFilter(ctx: ServerContext, fields: WorkspacesRequestFields): ConversationFilter {
-  if (fields.agent_id !== undefined && !ctx.agents.agent(fields.agent_id))
-    throw new ProtocolError("bad_request", "agent_id: no agent has this id (agents.list)");
-  if (fields.workspace_id !== undefined && !ctx.agents.workspace(fields.workspace_id))
-    throw new ProtocolError("bad_request", "workspace_id: no workspace has this id (workspaces.list)");
+/** `conversation.list`'s filters (`workspaces`); an unknown id lists nothing (docs/protocol.md). */
+function listFilter(fields: WorkspacesRequestFields): ConversationFilter {
   return {
     ...(fields.agent_id === undefined ? {} : { agentId: fields.agent_id }),
     ...(fields.workspace_id === undefined ? {} : { workspaceId: fields.workspace_id }),
@@ -150,7 +147,7 @@ function historyPage(
 export const conversationHandlers: HandlerTable = {
   "conversation.list": async (ctx, req) => {
     const { features } = req.peer;
-    const filter = listFilter(ctx, workspacesFields(req.peer, req.msg));
+    const filter = listFilter(workspacesFields(req.peer, req.msg));
     await importAgentSessions(ctx);
     const rows = ctx.store.listConversations(filter);
     const reader = readerOf(req.peer.principal);
@@ -181,9 +178,8 @@ export const conversationHandlers: HandlerTable = {
       const id = newId();
       const name = req.msg.name?.trim() || DEFAULT_NAME;
       const { workdir, branch } = await workdirFor(ctx, placed, id);
-      const { backend } = placed.agent;
+      const backend = ctx.agents.use({ agentId: placed.agent.id });
       const cwd = workdir ?? placed.workspace.path;
-      ctx.agents.backend(placed.agent.id); // its first use
       const { sessionId } = await backend.createSession(id, { cwd });
       ctx.store.createConversation({
         id,
@@ -267,7 +263,7 @@ export const conversationHandlers: HandlerTable = {
     await ctx.runs.cancelAndWait(id);
     if (!ctx.store.getConversation(id))
       throw new ProtocolError("conversation_not_found", "Conversation not found");
-    const backend = ctx.agents.backendOf(conv);
+    const backend = ctx.agents.use(conv);
     if (conv.session_id && backend.deleteSession) {
       try {
         if ((await readyCapabilities(backend)).deleteSession) await backend.deleteSession(conv.session_id);
