@@ -23,6 +23,7 @@ const LAYERS = [
     "push",
     "schedules",
     "worktrees",
+    "changes",
   ],
   ["runs", "mcp"],
   ["handlers", "host"],

@@ -232,10 +232,11 @@ describe.skipIf(unavailable !== undefined)(
 
 // The auth-timeout check needs a server with a short timeout: the library, started in-process.
 type ServerLib = {
-  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number }) => {
+  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number; agent?: unknown }) => {
     listen(o: { port: number; host: string }): Promise<{ port: number }>;
     close(): Promise<void>;
   };
+  createSimulatorBackend?: () => object;
 };
 const lib = (await import("@pheby/server").catch(() => ({}))) as ServerLib;
 
@@ -293,6 +294,39 @@ describe.skipIf(lib.createPhebyServer === undefined)(
       } finally {
         await server.close();
         rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);
+
+describe.skipIf(lib.createPhebyServer === undefined)(
+  "conformance changes check (@pheby/server whose agent works outside any git repository)",
+  () => {
+    it("passes extensions.changes: not_implemented is the expected answer there", async () => {
+      const { mkdtempSync, rmSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { join } = await import("node:path");
+      const dataDir = mkdtempSync(join(tmpdir(), "pheby-changes-nogit-"));
+      const workdir = mkdtempSync(join(tmpdir(), "pheby-changes-workdir-"));
+      // An agent (the simulator here) whose working directory is a plain directory, as an ACP agent's cwd.
+      const agent = { ...lib.createSimulatorBackend!(), workdir: () => workdir };
+      const server = lib.createPhebyServer!({ secret: "changes-nogit-secret-0123456789", dataDir, agent });
+      try {
+        const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
+        const report = await runConformance({
+          url: `ws://127.0.0.1:${port}/ws`,
+          secret: "changes-nogit-secret-0123456789",
+          simulator: false,
+          only: ["extensions.changes"],
+        });
+        expect(report.results.map((r) => [r.id, r.status, r.reason])).toEqual([
+          ["extensions.changes", "pass", undefined],
+        ]);
+        expect(report.frames.invalid).toBe(0);
+      } finally {
+        await server.close();
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(workdir, { recursive: true, force: true });
       }
     });
   },

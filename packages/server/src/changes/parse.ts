@@ -3,7 +3,7 @@
  * `git ls-files -z`. Names stay raw bytes here (a name need not be UTF-8); they are decoded, with
  * invalid bytes as U+FFFD, only where they reach a client.
  */
-import type { ChangedFileType, ChangeStatus } from "./types.js";
+import type { ChangedFileType, ChangeStatus } from "@pheby/protocol";
 
 /** One path of `git diff <base> --raw --numstat -z -M`. */
 export interface RawChange {

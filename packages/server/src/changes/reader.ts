@@ -6,10 +6,10 @@
  */
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
+import type { ChangedFile } from "@pheby/protocol";
 import { cutBytes } from "../activity/diff.js";
 import type { GitRunner } from "../git/runner.js";
 import { decodeName, parseNames, parseRawNumstat } from "./parse.js";
-import type { ChangedFile } from "./types.js";
 import { newFilePatch, untrackedCounts } from "./untracked.js";
 
 /** One changed path, with what the list and a diff need that the wire does not carry. */

@@ -9,7 +9,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { LIMITS } from "@pheby/protocol";
+import { type ChangedFile, type ChangesBase, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { cutBytes } from "../activity/diff.js";
 import { pathBaseOf } from "../activity/path-base.js";
@@ -20,14 +20,7 @@ import type { GitRunner } from "../git/runner.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { Store } from "../store/store.js";
 import { type Change, type ChangeList, fingerprintOf, headCommit, listChanges, patchOf } from "./reader.js";
-import type { ChangedFile, ChangesBase } from "./types.js";
 import { conversationWorkdir } from "./workdir.js";
-
-/** `changes`: the most files of one `changes.snapshot`, and of one patch's bytes (LIMITS once in the protocol). */
-export const CHANGES_LIMITS = {
-  files: (LIMITS as { changesFiles?: number }).changesFiles ?? 1_000,
-  patchBytes: (LIMITS as { changesPatchBytes?: number }).changesPatchBytes ?? 256 * 1024,
-};
 
 /** A run's changes as its finished-run push names them (" · N files +A −D"). */
 export interface ChangesSummary {
@@ -71,7 +64,25 @@ export interface ChangesRunEnd {
 
 /** See the module comment. */
 export class Changes {
+  /**
+   * Each conversation's git work, one at a time and in order: a run's measurement, then the requests
+   * that came after it (a `changes.list` sent after `run.finished` sees that run's measurement done).
+   */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
   constructor(private readonly deps: ChangesDeps) {}
+
+  /** Run `work` after the conversation's earlier git work. */
+  #serial<T>(conversationId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(conversationId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.catch(() => undefined);
+    this.#queues.set(conversationId, settled);
+    void settled.then(() => {
+      if (this.#queues.get(conversationId) === settled) this.#queues.delete(conversationId);
+    });
+    return next;
+  }
 
   /** The conversation's path base when its working directory is in a git work tree, else null. */
   repositoryOf(conversationId: string): string | null {
@@ -101,11 +112,15 @@ export class Changes {
     }
   }
 
-  /** `changes.list`: the files that differ from the base, at most {@link CHANGES_LIMITS}.files. */
-  async snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
+  /** `changes.list`: the files that differ from the base, at most {@link LIMITS}.changesFiles. */
+  snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
+    return this.#serial(conversationId, () => this.#snapshot(conversationId));
+  }
+
+  async #snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
     const { repo, base } = await this.#open(conversationId);
     const list = await this.#git(() => listChanges(this.deps.git, repo, base));
-    const files = list.changes.slice(0, CHANGES_LIMITS.files).map(wire);
+    const files = list.changes.slice(0, LIMITS.changesFiles).map(wire);
     return {
       base: { commit: base, label: base.slice(0, 7) },
       files,
@@ -114,17 +129,21 @@ export class Changes {
   }
 
   /** `changes.diff`: one listed file's patch; `not_found` when no changed file has that ID (any more). */
-  async file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
+  file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
+    return this.#serial(conversationId, () => this.#file(conversationId, fileId));
+  }
+
+  async #file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
     const { repo, base } = await this.#open(conversationId);
     const list = await this.#git(() => listChanges(this.deps.git, repo, base));
     const change = list.changes.find((c) => c.file_id === fileId);
     if (!change) throw new ProtocolError("not_found", "No such changed file in this conversation");
     const { patch, truncated } = await this.#git(() =>
-      patchOf(this.deps.git, repo, base, change, CHANGES_LIMITS.patchBytes),
+      patchOf(this.deps.git, repo, base, change, LIMITS.changesPatchBytes),
     );
     if (patch === null) return { file_id: fileId, path: change.path, patch, truncated };
     // Scrubbing can lengthen the text (a short directory becomes `<data>`): cut again after it.
-    const cut = cutBytes(this.deps.scrub(patch), CHANGES_LIMITS.patchBytes);
+    const cut = cutBytes(this.deps.scrub(patch), LIMITS.changesPatchBytes);
     return { file_id: fileId, path: change.path, patch: cut.text, truncated: truncated || cut.truncated };
   }
 
@@ -140,7 +159,7 @@ export class Changes {
       done(undefined);
       return;
     }
-    this.#measure(run, repo).then(done, (err: unknown) => {
+    this.#serial(run.conversationId, () => this.#measure(run, repo)).then(done, (err: unknown) => {
       this.deps.log.warn({ err: errorSummary(err), run: run.runId }, "could not measure a run's changes");
       done(undefined);
     });
@@ -165,7 +184,7 @@ export class Changes {
         file_count: summary.files,
         additions: summary.additions,
         deletions: summary.deletions,
-      } as never,
+      },
       conversationId: run.conversationId,
     });
     return summary;

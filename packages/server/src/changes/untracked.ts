@@ -5,7 +5,7 @@
  */
 import { constants } from "node:fs";
 import { type FileHandle, lstat, open, readlink } from "node:fs/promises";
-import type { ChangedFileType } from "./types.js";
+import type { ChangedFileType } from "@pheby/protocol";
 
 /** Git looks for a NUL in this many first bytes to call a file binary (xdiff's FIRST_FEW_BYTES). */
 const BINARY_PROBE_BYTES = 8000;

@@ -27,7 +27,7 @@ export const SIM_WORKSPACE_FILES: Readonly<Record<string, string>> = {
 export const SIM_CHANGES = {
   modified: {
     path: "src/app.ts",
-    text: 'export const name = "pheby-sim";\nexport const version = 2;\n\nexport function main() {\n  return `${name} v${version}`;\n}\n',
+    text: 'export const name = "pheby-sim";\nexport const version = 2;\n\nexport function main() {\n  return name + " v" + version;\n}\n',
   },
   created: { path: "src/feature.ts", text: "export function feature() {\n  return true;\n}\n" },
   deleted: { path: "docs/old-notes.md" },
