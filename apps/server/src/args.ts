@@ -1,5 +1,5 @@
 // pheby-server takes its configuration from the environment and YAML only; the command line
-// carries just --help, --version and the operator commands (rotate-secret, devices), so an
+// carries just --help, --version and the operator commands (rotate-secret, devices, worktrees), so an
 // operator who types `pheby-server --help` gets the settings instead of a server started on its
 // defaults.
 
@@ -30,12 +30,20 @@ export function help(): string {
     "                                        working: rotating the secret does not revoke them",
     "       pheby-server devices [list]      the paired devices (phones) in the data directory",
     "       pheby-server devices revoke-all  revoke every paired device at once",
+    "       pheby-server worktrees           the conversations' git worktrees left in the worktrees",
+    "                                        directory, each with its branch, whether it holds",
+    "                                        uncommitted changes and whether its conversation exists",
+    "       pheby-server worktrees --prune   remove those that are clean and whose conversation no",
+    "                                        longer exists (their branches are kept)",
     "",
     "With no settings it runs the simulator agent, keeps its data in ./.pheby-data and",
     "generates a secret there. Settings (environment variable, then its key in the YAML",
     "file named by PHEBY_CONFIG; the environment wins):",
     `  ${"PHEBY_CONFIG".padEnd(width)}  (the YAML file)`,
     ...settings,
+    "",
+    "Several agents and workspaces are configured in the YAML file only (agents:, workspaces:;",
+    "docs/agents.md), not together with agent: or the PHEBY_AGENT_* variables.",
     "",
     "Docs: docs/deployment.md",
   ].join("\n");
@@ -47,6 +55,7 @@ export type Invocation =
   | { run: "help" | "version" }
   | { run: "rotate-secret" }
   | { run: "devices"; action: "list" | "revoke-all" }
+  | { run: "worktrees"; prune: boolean }
   | { run: "unknown"; arg: string };
 
 /** Reads `process.argv.slice(2)`. */
@@ -60,6 +69,10 @@ export function parseArgs(args: readonly string[]): Invocation {
     if (second === undefined || second === "list") return { run: "devices", action: "list" };
     if (second === "revoke-all") return { run: "devices", action: "revoke-all" };
   }
-  const unknown = first === "rotate-secret" || first === "devices" ? args.join(" ") : first;
+  if (first === "worktrees" && rest.length === 0) {
+    if (second === undefined) return { run: "worktrees", prune: false };
+    if (second === "--prune") return { run: "worktrees", prune: true };
+  }
+  const unknown = ["rotate-secret", "devices", "worktrees"].includes(first) ? args.join(" ") : first;
   return { run: "unknown", arg: unknown };
 }

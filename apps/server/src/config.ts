@@ -8,10 +8,8 @@
 // (`optionRules`, the `DEFAULT_*` constants); this file adds only how env and YAML spell values,
 // the operator's bounds, and the settings of the process itself (bind address, agent command).
 import { readFileSync } from "node:fs";
-import { delimiter, relative, resolve } from "node:path";
+import { resolve } from "node:path";
 import {
-  AGENT_TOOL_NAMES,
-  DEFAULT_ASK_TIMEOUT_MS,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
   DEFAULT_DELTA_INTERVAL_MS,
   DEFAULT_HEARTBEAT_INTERVAL_MS,
@@ -21,52 +19,13 @@ import {
   DEFAULT_MISSED_GRACE_MS,
   DEFAULT_PORT,
   DEFAULT_REPLAY_LIMITS,
-  lookupUser,
-  type OsUser,
   optionRules,
 } from "@pheby/server";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod/v3";
-
-const bool = z.union([
-  z.boolean(),
-  z
-    .string()
-    .transform((s) => s.trim().toLowerCase())
-    .pipe(z.enum(["true", "false", "1", "0", "yes", "no", "on", "off"]))
-    .transform((s) => ["true", "1", "yes", "on"].includes(s)),
-]);
-const int = (min: number, max: number) =>
-  z
-    .union([z.number(), z.string().trim().regex(/^\d+$/, "must be a whole number").transform(Number)])
-    .pipe(z.number().int().min(min).max(max));
-const nonEmpty = z.string().trim().min(1);
-/** A server default in ms, as the whole seconds this configuration counts in. */
-const seconds = (ms: number) => Math.round(ms / 1000);
-/** A list: an array in YAML, one string split on `separator` in env. */
-const list = (separator: string) =>
-  z.union([
-    z.array(z.string()),
-    z.string().transform((s) =>
-      s
-        .split(separator)
-        .map((item) => item.trim())
-        .filter(Boolean),
-    ),
-  ]);
-
-/** Pheby's MCP server, offered to ACP agents in their sessions (docs/agents.md). */
-const AgentMcpConfig = z
-  .object({
-    enabled: bool.default(true),
-    /** The tools offered; env: comma-separated. */
-    tools: list(",")
-      .pipe(z.array(optionRules.agentToolName))
-      .default([...AGENT_TOOL_NAMES]),
-    /** How long `ask_user` waits for the phone; keep it below the agent's MCP tool-call timeout. */
-    ask_timeout_seconds: int(10, 3_600).default(seconds(DEFAULT_ASK_TIMEOUT_MS)),
-  })
-  .strict();
+import { AgentConfig, AgentEntry, MAX_AGENTS, MAX_WORKSPACES, WorkspaceEntry } from "./agent-config.js";
+import { checkAgentsAndWorkspaces, insideOrSame, sharedDirOf } from "./agents.js";
+import { bool, int, list, nonEmpty, seconds } from "./config-values.js";
 
 /** Scheduled prompts (the `schedules` extension). */
 const SchedulesConfig = z
@@ -75,49 +34,6 @@ const SchedulesConfig = z
     missed_grace_seconds: int(0, 7 * 24 * 3_600).default(seconds(DEFAULT_MISSED_GRACE_MS)),
     /** Time zone of schedules created without one (default: the server's). */
     timezone: nonEmpty.pipe(optionRules.timezone).optional(),
-  })
-  .strict();
-
-const AgentConfig = z
-  .object({
-    kind: z.enum(["simulator", "acp"]).default("simulator"),
-    /** Command line to spawn (ACP), split on whitespace unless `args` is given. */
-    command: nonEmpty.optional(),
-    /** Arguments array (YAML only); with `args`, `command` is the executable alone. */
-    args: z.array(z.string()).optional(),
-    cwd: nonEmpty.optional(),
-    /** ACP session mode to select, e.g. "default" so Qwen Code asks permission. */
-    mode: nonEmpty.optional(),
-    env: z.record(z.string()).default({}),
-    /** Roots from which the agent's produced files may be copied into the store; env: `:`-separated, like PATH. */
-    allowed_file_roots: list(delimiter).pipe(z.array(nonEmpty)).default([]),
-    mcp: AgentMcpConfig.default({}),
-    /**
-     * The OS user the agent runs as (a login name), resolved now: an unknown user, or root, fails
-     * at start. Unset: the agent runs as Pheby's own user and can read all Pheby reads.
-     */
-    user: nonEmpty
-      .transform((name, ctx): OsUser => {
-        const user = lookupUser(name);
-        if (!user) {
-          ctx.addIssue({ code: z.ZodIssueCode.custom, message: `no such user: ${JSON.stringify(name)}` });
-          return z.NEVER;
-        }
-        if (user.uid === 0) {
-          ctx.addIssue({
-            code: z.ZodIssueCode.custom,
-            message: "must not be root: the agent would reach everything",
-          });
-          return z.NEVER;
-        }
-        return user;
-      })
-      .optional(),
-    /**
-     * The directory Pheby shares with the agent's user (its MCP socket, copies of uploads): made
-     * group-owned by that user's group, setgid, 0770. Default: `<data_dir>-agent`, beside the data directory.
-     */
-    shared_dir: nonEmpty.optional(),
   })
   .strict();
 
@@ -191,6 +107,23 @@ export const Config = z
     /** The VAPID contact push services see: a mailto: or https: URL. */
     push_subject: z.string().trim().pipe(optionRules.pushSubject).optional(),
     agent: AgentConfig.default({}),
+    /**
+     * Several agents (YAML only; docs/agents.md): each entry takes every field of `agent:` plus
+     * `id`, `name` and `kind` (`acp` by default). Not together with `agent:` / PHEBY_AGENT_*.
+     * The first is the default agent.
+     */
+    agents: z.array(AgentEntry).min(1, "must list at least one agent").max(MAX_AGENTS).optional(),
+    /** The directories conversations work in (YAML only). Unset: one workspace, the agent's cwd. */
+    workspaces: z
+      .array(WorkspaceEntry)
+      .min(1, "must list at least one workspace")
+      .max(MAX_WORKSPACES)
+      .optional(),
+    /**
+     * Where a conversation's git worktree is made (`worktree: true`), outside the data directory.
+     * Default: `<data_dir>-worktrees`, beside it.
+     */
+    worktrees_dir: nonEmpty.optional(),
     schedules: SchedulesConfig.default({}),
   })
   .strict()
@@ -242,6 +175,7 @@ export const ENV_NAMES = {
   PHEBY_AGENT_MCP: ["agent", "mcp", "enabled"],
   PHEBY_AGENT_MCP_TOOLS: ["agent", "mcp", "tools"],
   PHEBY_AGENT_MCP_ASK_TIMEOUT_SECONDS: ["agent", "mcp", "ask_timeout_seconds"],
+  PHEBY_WORKTREES_DIR: ["worktrees_dir"],
   PHEBY_SCHEDULES_MISSED_GRACE_SECONDS: ["schedules", "missed_grace_seconds"],
   PHEBY_SCHEDULES_TIMEZONE: ["schedules", "timezone"],
 } as const;
@@ -294,10 +228,18 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
     if (typeof raw !== "object" || Array.isArray(raw))
       throw new ConfigError(`PHEBY_CONFIG: ${file} must be a mapping`);
   }
+  // Before env fills it in: the YAML's own `agent:` conflicts with `agents:` as much as PHEBY_AGENT_* does.
+  const fileHasAgent = raw.agent !== undefined;
   for (const [name, path] of Object.entries(ENV_NAMES)) {
     const value = env[name];
     if (value !== undefined && value !== "") setPath(raw, path, value);
   }
+  // First: with both, the single-agent settings' own errors would only hide the real mistake.
+  const singleAgent = singleAgentSettings(fileHasAgent, env);
+  if (raw.agents !== undefined && singleAgent.length > 0)
+    throw new ConfigError(
+      `invalid configuration:\n  agents: cannot be used with the single-agent settings (${singleAgent.join(", ")}); make that agent an entry of agents:`,
+    );
   const parsed = Config.safeParse(raw);
   if (!parsed.success) {
     const lines = parsed.error.issues.map((issue) => {
@@ -310,21 +252,50 @@ export function loadConfig(env: NodeJS.ProcessEnv, cwd = process.cwd()): Config 
   const config = parsed.data;
   const dataDir = resolve(cwd, config.data_dir);
   const shared = config.agent.shared_dir && resolve(cwd, config.agent.shared_dir);
-  if (shared && !relative(dataDir, shared).startsWith("..")) {
-    throw new ConfigError(
-      "invalid configuration:\n  PHEBY_AGENT_SHARED_DIR (agent.shared_dir): must not lie inside the data directory (it stays 0700: the agent cannot enter it)",
+  const worktrees = resolve(cwd, config.worktrees_dir ?? `${dataDir}-worktrees`);
+  const problems: string[] = [];
+  if (shared && insideOrSame(shared, dataDir)) {
+    problems.push(
+      "PHEBY_AGENT_SHARED_DIR (agent.shared_dir): must not lie inside the data directory (it stays 0700: the agent cannot enter it)",
     );
   }
-  return { ...config, data_dir: dataDir, agent: { ...config.agent, shared_dir: shared || undefined } };
+  if (insideOrSame(worktrees, dataDir) || insideOrSame(dataDir, worktrees)) {
+    problems.push(
+      "PHEBY_WORKTREES_DIR (worktrees_dir): must neither lie inside the data directory nor hold it (agents work in it)",
+    );
+  }
+  const resolved: Config = {
+    ...config,
+    data_dir: dataDir,
+    worktrees_dir: config.worktrees_dir === undefined ? undefined : worktrees,
+    agent: {
+      ...config.agent,
+      cwd: resolve(cwd, config.agent.cwd ?? "."),
+      shared_dir: shared || undefined,
+    },
+  };
+  problems.push(...checkAgentsAndWorkspaces(resolved));
+  if (problems.length > 0)
+    throw new ConfigError(`invalid configuration:\n${problems.map((line) => `  ${line}`).join("\n")}`);
+  return resolved;
+}
+
+/**
+ * Where the single-agent settings were given (the `agent:` key of the YAML file, PHEBY_AGENT_*
+ * variables; an empty variable counts as unset), as the names an operator would look for.
+ */
+function singleAgentSettings(fileHasAgent: boolean, env: NodeJS.ProcessEnv): string[] {
+  const names: string[] = [];
+  if (fileHasAgent) names.push("agent (in the PHEBY_CONFIG file)");
+  for (const [name, path] of Object.entries(ENV_NAMES))
+    if (path[0] === "agent" && env[name] !== undefined && env[name] !== "")
+      names.push(`${name} (${path.join(".")})`);
+  return names;
 }
 
 /** The directory Pheby shares with the agent's user: `agent.shared_dir`, else `<data_dir>-agent`. */
 export function agentSharedDir(config: Config): string {
-  return config.agent.shared_dir ?? `${config.data_dir}-agent`;
+  return sharedDirOf(config.agent, config.data_dir);
 }
 
-/** The argv of the ACP agent: `args` given → [command, ...args]; else `command` split on whitespace. */
-export function agentArgv(agent: Config["agent"]): string[] {
-  if (!agent.command) return [];
-  return agent.args ? [agent.command, ...agent.args] : agent.command.split(/\s+/).filter(Boolean);
-}
+export { agentArgv } from "./agent-config.js";

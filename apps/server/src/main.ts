@@ -1,41 +1,22 @@
 // pheby-server: reads config from env (+ optional YAML), picks the agent
 // backend, starts @pheby/server and shuts down gracefully on SIGTERM/SIGINT.
 
-import { resolve } from "node:path";
-import {
-  type AgentBackend,
-  createAcpBackend,
-  createPhebyServer,
-  createSimulatorBackend,
-} from "@pheby/server";
+import { createPhebyServer, prepareWorktreesDir } from "@pheby/server";
 import { pino } from "pino";
 import { agentCommandProblem } from "./agent-check.js";
+import {
+  agentBackend,
+  agentCommandKeys,
+  agentSpecs,
+  serverAgentOptions,
+  workspaceSpecs,
+  worktreesDir,
+} from "./agents.js";
 import { help, parseArgs, version } from "./args.js";
-import { agentArgv, agentSharedDir, type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
 import { consoleDistDir } from "./console.js";
-import { devicesCommand, rotateSecretCommand } from "./operator.js";
+import { devicesCommand, rotateSecretCommand, worktreesCommand } from "./operator.js";
 import { resolveSecret } from "./secret.js";
-
-/** The agent's working directory: `agent.cwd`, else the server's. */
-const agentCwd = (config: Config) => resolve(config.agent.cwd ?? process.cwd());
-
-/**
- * The directories the agent may deliver files from, configured here once: the ACP backend refuses
- * a file outside them before it reaches the server, and the attachment store copies only from them.
- */
-const allowedFileRoots = (config: Config) => config.agent.allowed_file_roots.map((root) => resolve(root));
-
-function createAgent(config: Config): AgentBackend {
-  if (config.agent.kind === "simulator") return createSimulatorBackend();
-  return createAcpBackend({
-    command: agentArgv(config.agent),
-    cwd: agentCwd(config),
-    env: config.agent.env,
-    ...(config.agent.user ? { user: config.agent.user } : {}),
-    allowedFileRoots: allowedFileRoots(config),
-    ...(config.agent.mode ? { mode: config.agent.mode } : {}),
-  });
-}
 
 /** Bound on a graceful shutdown; systemd's default stop timeout (90 s) is far longer. */
 const SHUTDOWN_DEADLINE_MS = 10_000;
@@ -62,34 +43,39 @@ async function main(): Promise<void> {
     }
     throw err;
   }
+  const io = {
+    out: (line: string) => process.stdout.write(`${line}\n`),
+    err: (line: string) => process.stderr.write(`${line}\n`),
+  };
   if (invocation.run === "rotate-secret" || invocation.run === "devices") {
-    const io = {
-      out: (line: string) => process.stdout.write(`${line}\n`),
-      err: (line: string) => process.stderr.write(`${line}\n`),
-    };
     process.exitCode =
       invocation.run === "rotate-secret"
         ? rotateSecretCommand(config, io)
         : devicesCommand(invocation.action, config, io);
     return;
   }
-  if (config.agent.kind === "acp" && config.agent.user && process.getuid?.() !== 0) {
-    // Only a root Pheby's child loses every capability when it switches to the agent's user; a
-    // non-root Pheby given CAP_SETUID as an ambient capability would hand it on (docs/deployment.md).
-    process.stderr.write(
-      "pheby-server: PHEBY_AGENT_USER (agent.user) needs pheby-server to run as root (see docs/deployment.md, the agent as another user)\n",
-    );
-    process.exit(2);
+  if (invocation.run === "worktrees") {
+    process.exitCode = await worktreesCommand(invocation.prune, config, io);
+    return;
   }
-  if (config.agent.kind === "acp") {
-    const problem = agentCommandProblem(agentArgv(config.agent), agentCwd(config), {
-      ...process.env,
-      ...config.agent.env,
-    });
-    if (problem) {
+  const agents = agentSpecs(config);
+  const workspaces = workspaceSpecs(config);
+  // Every agent's command and working directory, before anything is served or spawned: each agent
+  // itself starts on first use, and a typo must not wait for that.
+  for (const [i, agent] of agents.entries()) {
+    if (agent.kind !== "acp") continue;
+    const keys = agentCommandKeys(config, i);
+    if (agent.user && process.getuid?.() !== 0) {
+      // Only a root Pheby's child loses every capability when it switches to the agent's user; a
+      // non-root Pheby given CAP_SETUID as an ambient capability would hand it on (docs/deployment.md).
       process.stderr.write(
-        `pheby-server: ${problem} (PHEBY_AGENT_COMMAND / agent.command, PHEBY_AGENT_CWD / agent.cwd)\n`,
+        `pheby-server: ${keys.user} needs pheby-server to run as root (see docs/deployment.md, the agent as another user)\n`,
       );
+      process.exit(2);
+    }
+    const problem = agentCommandProblem(agent.argv, agent.cwd, { ...process.env, ...agent.env });
+    if (problem) {
+      process.stderr.write(`pheby-server: ${problem} (${keys.command}, ${keys.cwd})\n`);
       process.exit(2);
     }
   }
@@ -122,7 +108,30 @@ async function main(): Promise<void> {
     staticConsoleDir = found.dir;
   }
 
-  const agent = createAgent(config);
+  // Before the backends: each resolves its allowed roots (the worktrees directory among them) now.
+  const shareUser = agents.find((agent) => agent.kind === "acp" && agent.user);
+  try {
+    prepareWorktreesDir(worktreesDir(config), shareUser?.user?.gid);
+  } catch (err) {
+    const reason = (err as Error).message;
+    // A configured directory must work; the default beside the data directory may be out of reach
+    // (a data directory at the root of a container's file system): then only worktrees are refused.
+    if (config.worktrees_dir !== undefined) {
+      process.stderr.write(
+        `pheby-server: cannot prepare the worktrees directory ${worktreesDir(config)} (PHEBY_WORKTREES_DIR / worktrees_dir): ${reason}\n`,
+      );
+      process.exit(2);
+    }
+    logger.warn(
+      { dir: worktreesDir(config), err: reason },
+      "cannot create the default worktrees directory: conversations cannot have worktrees until PHEBY_WORKTREES_DIR names one",
+    );
+  }
+  const served = serverAgentOptions(
+    agents.map((agent) => ({ spec: agent, backend: agentBackend(agent) })),
+    workspaces,
+  );
+  const agent = served.agents[0]!.backend;
 
   const server = createPhebyServer({
     secret,
@@ -131,13 +140,11 @@ async function main(): Promise<void> {
     agent,
     logger,
     logChatContent: config.log_chat_content,
-    ...(config.agent.kind === "acp" && config.agent.user
-      ? { agentShare: { dir: agentSharedDir(config), gid: config.agent.user.gid } }
-      : {}),
+    ...(shareUser?.user ? { agentShare: { dir: shareUser.sharedDir, gid: shareUser.user.gid } } : {}),
     ...(staticConsoleDir ? { staticConsoleDir } : {}),
     attachmentRetentionDays: config.attachment_retention_days,
     httpIdleTimeoutMs: config.http_idle_timeout_seconds * 1000,
-    allowedFileRoots: allowedFileRoots(config),
+    allowedFileRoots: served.allowedFileRoots,
     corsOrigins: config.cors_origins,
     deltaIntervalMs: config.delta_interval_ms,
     compression: config.ws_compression,
@@ -160,16 +167,17 @@ async function main(): Promise<void> {
       ...(config.schedules.timezone ? { timezone: config.schedules.timezone } : {}),
     },
     agentTools: {
-      enabled: config.agent.mcp.enabled,
-      tools: config.agent.mcp.tools,
-      askTimeoutMs: config.agent.mcp.ask_timeout_seconds * 1000,
+      enabled: agents[0]!.mcp.enabled,
+      tools: agents[0]!.mcp.tools,
+      askTimeoutMs: agents[0]!.mcp.ask_timeout_seconds * 1000,
     },
   });
   const { url } = await server.listen({ port: config.port, host: config.bind_host });
-  // The ACP backend spawns its agent lazily; bring it up now so an agent that cannot start fails
-  // here, loudly, rather than as a failed run at the first chat.
+  // The ACP backend spawns its agent lazily. The single agent is brought up now, so one that cannot
+  // start fails here, loudly, rather than as a failed run at the first chat; of several, each
+  // starts on first use (their commands and directories were checked above).
   try {
-    await agent.ensureReady?.();
+    if (!config.agents) await agent.ensureReady?.();
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     logger.error({ err: reason }, "the agent failed to start");
@@ -180,7 +188,8 @@ async function main(): Promise<void> {
   logger.info(
     {
       url: `${url.replace(/^http/, "ws")}/ws`,
-      agent: config.agent.kind,
+      agents: agents.map((a) => `${a.id} (${a.kind})`),
+      workspaces: workspaces.length,
       dataDir: config.data_dir,
       ...(staticConsoleDir ? { console: `${url}/console/` } : {}),
     },

@@ -1,6 +1,7 @@
 // The operator commands of pheby-server: they work on the data directory (and the secret file)
 // the configuration names, not on a running server, and print what they did, never a secret.
-import { openDeviceAdmin } from "@pheby/server";
+import { openDeviceAdmin, openWorktreeAdmin, type WorktreeSummary } from "@pheby/server";
+import { worktreesDir } from "./agents.js";
 import type { Config } from "./config.js";
 import { rotateSecret } from "./secret.js";
 
@@ -58,6 +59,36 @@ export function devicesCommand(action: "list" | "revoke-all", config: Config, io
       io.out(
         "A running server refuses their secrets from its next check on; restart it to also close the connections they hold now.",
       );
+    return 0;
+  } finally {
+    admin.close();
+  }
+}
+
+/** One worktree as the operator reads it: conversation, branch, state, conversation's state, path. */
+const worktreeLine = (w: WorktreeSummary) =>
+  `${w.conversationId}  ${w.branch ?? "(no branch)"}  ${w.state === "dirty" ? "uncommitted changes" : w.state}  conversation ${w.conversation}  ${w.root}`;
+
+/** `pheby-server worktrees [--prune]`; returns the exit code. */
+export async function worktreesCommand(prune: boolean, config: Config, io: Output): Promise<number> {
+  const dir = worktreesDir(config);
+  const admin = openWorktreeAdmin(config.data_dir, dir);
+  if (!admin) {
+    io.err(`pheby-server: no database in ${config.data_dir} (is PHEBY_DATA_DIR right?)`);
+    return 2;
+  }
+  try {
+    if (!prune) {
+      const worktrees = await admin.list();
+      if (worktrees.length === 0) io.out(`No worktrees in ${dir}.`);
+      for (const w of worktrees) io.out(worktreeLine(w));
+      return 0;
+    }
+    io.out(`Pruning the worktrees in ${dir} whose conversation no longer exists…`);
+    const removed = await admin.prune((w, outcome) => io.out(`${outcome}: ${worktreeLine(w)}`));
+    io.out(
+      `Removed ${removed} worktree${removed === 1 ? "" : "s"}; their branches are kept (git branch --list 'pheby/*').`,
+    );
     return 0;
   } finally {
     admin.close();

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DEFAULT_FEATURES, PhebyClient, pairDevice } from "@pheby/client";
 import { CLOSE_CODES, type ServerMessage } from "@pheby/protocol";
+import { createWorktree, GitRunner } from "@pheby/server";
 import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -397,5 +398,146 @@ describe("pheby-server", () => {
     await expect(app.listening).rejects.toThrow(/exited \(1\)/);
     expect(app.output()).toMatch(/pheby-server: the agent failed to start: .*exit code 3/);
     expect(app.output()).toContain('"msg":"the agent failed to start"');
+  });
+
+  it("serves several agents and workspaces from the YAML file, making the worktrees directory beside the data directory", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const site = join(work, "site");
+    mkdirSync(site);
+    const config = join(work, "pheby.yaml");
+    writeFileSync(
+      config,
+      [
+        "agents:",
+        "  - { id: sim-a, name: First, kind: simulator }",
+        "  - { id: sim-b, name: Second, kind: simulator }",
+        "workspaces:",
+        `  - { id: site, name: Website, path: ${JSON.stringify(site)}, agents: [sim-b] }`,
+        "",
+      ].join("\n"),
+    );
+    const { app, url } = await startWithSecret("s".repeat(32), () => ({
+      PHEBY_CONFIG: config,
+      PHEBY_DATA_DIR: join(work, "data"),
+    }));
+    expect(app.output()).toContain('"agents":["sim-a (simulator)","sim-b (simulator)"]');
+    expect(statSync(join(work, "data-worktrees")).mode & 0o777).toBe(0o700);
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false });
+    await client.connect();
+    const { conversation_id } = await client.request({ type: "conversation.create", name: "Two" });
+    const finished = client.next("run.finished");
+    await client.request({ type: "chat.send", conversation_id, text: "hello" });
+    expect(await finished).toMatchObject({ status: "completed" });
+    client.close();
+  });
+
+  it("refuses to start when a configured worktrees directory cannot be made; a default one out of reach is only a warning", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-wt-dir-"));
+    writeFileSync(join(work, "file"), "");
+    const configured = start({
+      PHEBY_DATA_DIR: join(work, "data"),
+      PHEBY_WORKTREES_DIR: join(work, "file", "worktrees"),
+      PHEBY_PORT: "0",
+    });
+    await expect(configured.listening).rejects.toThrow(/exited \(2\)/);
+    expect(configured.output()).toContain(
+      `cannot prepare the worktrees directory ${join(work, "file", "worktrees")} (PHEBY_WORKTREES_DIR / worktrees_dir)`,
+    );
+    // The default, <data_dir>-worktrees, is taken by a file.
+    writeFileSync(join(work, "data-worktrees"), "");
+    const { app } = await startWithSecret("s".repeat(32), () => ({ PHEBY_DATA_DIR: join(work, "data") }));
+    expect(app.output()).toContain("cannot create the default worktrees directory");
+  });
+
+  it("checks every agent's command and every workspace at start: exit 2 naming the entry", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const config = join(work, "pheby.yaml");
+    const startWith = (yaml: string) => {
+      writeFileSync(config, yaml);
+      return start({ PHEBY_CONFIG: config, PHEBY_DATA_DIR: join(work, "data"), PHEBY_PORT: "0" });
+    };
+    mkdirSync(join(work, "site"));
+    const noCommand = startWith(
+      `agents:\n  - { id: sim, kind: simulator }\n  - { id: claude, command: pheby-no-such-agent }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "site"))}, agents: [claude] }\n`,
+    );
+    await expect(noCommand.listening).rejects.toThrow(/exited \(2\)/);
+    expect(noCommand.output()).toContain('the agent command "pheby-no-such-agent" was not found on PATH');
+    expect(noCommand.output()).toContain("agents.1.command (claude)");
+    // Nothing was made before the check.
+    expect(existsSync(join(work, "data-worktrees"))).toBe(false);
+
+    const unknown = startWith(
+      `agents:\n  - { id: sim, kind: simulator }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "gone"))}, agents: [codex] }\n`,
+    );
+    await expect(unknown.listening).rejects.toThrow(/exited \(2\)/);
+    expect(unknown.output()).toContain(`workspaces.0.path: ${join(work, "gone")} does not exist`);
+    expect(unknown.output()).toContain('workspaces.0.agents.0: there is no agent "codex"');
+
+    const both = start({
+      PHEBY_CONFIG: config,
+      PHEBY_AGENT_COMMAND: "hermes acp",
+      PHEBY_DATA_DIR: join(work, "data"),
+      PHEBY_PORT: "0",
+    });
+    await expect(both.listening).rejects.toThrow(/exited \(2\)/);
+    expect(both.output()).toContain(
+      "agents: cannot be used with the single-agent settings (PHEBY_AGENT_COMMAND (agent.command))",
+    );
+  });
+
+  it("lists the worktrees left behind, and prunes the clean ones whose conversation is gone (pheby-server worktrees)", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-worktrees-"));
+    const dataDir = join(work, "data");
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [MAIN, ...args], {
+        env: { PATH: process.env.PATH ?? "", PHEBY_DATA_DIR: dataDir },
+        encoding: "utf8",
+        timeout: 30_000,
+      });
+    expect(run(["worktrees"]).stderr).toContain(`no database in ${dataDir}`);
+    expect(run(["worktrees", "--all"]).status).toBe(2);
+
+    // A server with two conversations, one of them deleted.
+    const { app, url } = await startWithSecret("s".repeat(32), () => ({ PHEBY_DATA_DIR: dataDir }));
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false });
+    await client.connect();
+    const kept = (await client.request({ type: "conversation.create", name: "Kept" })).conversation_id;
+    const gone = (await client.request({ type: "conversation.create", name: "Gone" })).conversation_id;
+    await client.request({ type: "conversation.delete", conversation_id: gone });
+    client.close();
+    app.child.kill("SIGTERM");
+    expect(await app.exited).toBe(0);
+
+    // Their worktrees, as the server makes them.
+    const repo = join(work, "repo");
+    mkdirSync(repo);
+    const git = (...args: string[]) =>
+      spawnSync("git", args, {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? "", GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+        encoding: "utf8",
+      });
+    git("init", "-q");
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "first");
+    const ctx = { git: new GitRunner(), worktreesDir: `${dataDir}-worktrees` };
+    const keptTree = await createWorktree(ctx, repo, kept);
+    const goneTree = await createWorktree(ctx, repo, gone);
+
+    const listed = run(["worktrees"]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).toContain(
+      `${kept}  ${keptTree.branch}  clean  conversation live  ${keptTree.root}`,
+    );
+    expect(listed.stdout).toContain(
+      `${gone}  ${goneTree.branch}  clean  conversation deleted  ${goneTree.root}`,
+    );
+    const pruned = run(["worktrees", "--prune"]);
+    expect(pruned.status).toBe(0);
+    expect(pruned.stdout).toContain(`kept: conversation exists: ${kept}`);
+    expect(pruned.stdout).toContain(`removed: ${gone}`);
+    expect(pruned.stdout).toContain("Removed 1 worktree;");
+    expect(existsSync(goneTree.root)).toBe(false);
+    expect(existsSync(keptTree.root)).toBe(true);
+    expect(git("branch", "--list", goneTree.branch).stdout).toContain(goneTree.branch);
   });
 });

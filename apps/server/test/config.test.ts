@@ -385,5 +385,12 @@ describe("parseArgs", () => {
       arg: "devices revoke-all now",
     });
     expect(parseArgs(["rotate-secret", "--force"])).toEqual({ run: "unknown", arg: "rotate-secret --force" });
+    expect(parseArgs(["worktrees"])).toEqual({ run: "worktrees", prune: false });
+    expect(parseArgs(["worktrees", "--prune"])).toEqual({ run: "worktrees", prune: true });
+    expect(parseArgs(["worktrees", "prune"])).toEqual({ run: "unknown", arg: "worktrees prune" });
+    expect(parseArgs(["worktrees", "--prune", "--all"])).toEqual({
+      run: "unknown",
+      arg: "worktrees --prune --all",
+    });
   });
 });

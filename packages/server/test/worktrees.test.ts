@@ -240,7 +240,7 @@ describe("openWorktreeAdmin (pheby-server worktrees)", () => {
 });
 
 describe.runIf(process.getuid?.() === 0)("as the agent's user (root only)", () => {
-  it("makes the worktree, its branch and its administrative files the agent user's, and removes it as that user", async () => {
+  it("makes the worktree, its branch and its administrative files the agent user's (umask 0007), and removes it as that user", async () => {
     const nobody = { uid: 65534, gid: 65534 };
     const repo = repoWith({ "a.txt": "a\n" });
     // The desk user's repository: theirs, files and .git alike.
@@ -261,8 +261,15 @@ describe.runIf(process.getuid?.() === 0)("as the agent's user (root only)", () =
       join(repo, ".git", "refs", "heads", "pheby"),
     ])
       expect(statSync(path).uid).toBe(nobody.uid);
+    // With the agent's umask (0007): Pheby reads it through the shared group, others not at all.
+    expect(statSync(join(made.root, "a.txt")).mode & 0o777).toBe(0o660);
     expect(await removeWorktree(ctx, ID)).toEqual({ status: "removed", branch: "pheby/3f2a9c1e" });
     expect(existsSync(made.root)).toBe(false);
+    // A workspace folder the commit lacks is made as the agent's user too.
+    mkdirSync(join(repo, "notes"));
+    chownSync(join(repo, "notes"), nobody.uid, nobody.gid);
+    const other = await createWorktree(ctx, join(repo, "notes"), ID);
+    expect(statSync(other.cwd)).toMatchObject({ uid: nobody.uid, gid: nobody.gid });
   });
 });
 

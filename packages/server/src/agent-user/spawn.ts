@@ -14,7 +14,7 @@ const WRAPPER = `umask ${AGENT_UMASK}; exec "$@"`;
 /** The `spawn` file, args and ids that run `command` as `user` with {@link AGENT_UMASK}. */
 export function spawnAs(
   command: readonly string[],
-  user: OsUser,
+  user: Pick<OsUser, "uid" | "gid">,
 ): { file: string; args: string[]; uid: number; gid: number } {
   // `$0` of the shell names it in `ps` until the exec.
   return { file: "/bin/sh", args: ["-c", WRAPPER, "pheby-agent", ...command], uid: user.uid, gid: user.gid };

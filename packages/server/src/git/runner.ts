@@ -19,6 +19,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathBaseOf } from "../activity/path-base.js";
+import { spawnAs } from "../agent-user/spawn.js";
 import { GitFailedError, GitTimeoutError } from "./errors.js";
 import { filterDriverNames, filtersOff, hardenedArgs, hardenedEnv } from "./hardening.js";
 
@@ -54,9 +55,10 @@ export interface GitRunOptions {
   /** Author and committer of a commit git makes (none is read from any config). */
   identity?: { name: string; email: string };
   /**
-   * Run git as this OS user (uid and primary gid; Pheby must be root): what git writes into the
-   * repository (a worktree's files, its `.git/worktrees/<name>`, a new branch) then belongs to the
-   * user the agent runs as, who has to go on writing there. Default: Pheby's own user.
+   * Run git as this OS user (uid and primary gid; Pheby must be root), with the agent's umask
+   * (0007): what git writes into the repository (a worktree's files, its `.git/worktrees/<name>`, a
+   * new branch) then belongs to the user the agent runs as, who has to go on writing there, and
+   * Pheby reads it through their shared group. Default: Pheby's own user.
    */
   user?: { uid: number; gid: number };
 }
@@ -137,14 +139,16 @@ export class GitRunner {
     const maxStdout = options.maxStdoutBytes ?? this.#maxStdout;
     const okCodes = options.okCodes ?? [0];
     return new Promise((resolve, reject) => {
+      // As another user: through the agent's umask wrapper (`/bin/sh`, a fixed script, argv after it).
+      const as = options.user ? spawnAs([this.#command, ...argv], options.user) : undefined;
       // Its own process group, so that a timeout kills whatever git started too.
-      const child = spawn(this.#command, argv, {
+      const child = spawn(as ? as.file : this.#command, as ? as.args : argv, {
         cwd: options.cwd,
         env,
         stdio: ["ignore", "pipe", "pipe"],
         detached: true,
         shell: false,
-        ...(options.user ? { uid: options.user.uid, gid: options.user.gid } : {}),
+        ...(as ? { uid: as.uid, gid: as.gid } : {}),
       });
       const out: Buffer[] = [];
       let outBytes = 0;

@@ -4,8 +4,10 @@
  * from the workspace's `HEAD` commit (a detached `HEAD` too), checked out in the conversation's
  * directory of the worktrees directory. Every git command goes through the hardened runner.
  */
-import { chownSync, existsSync, mkdirSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { resolve } from "node:path";
+import { spawnAs } from "../agent-user/spawn.js";
 import { GitFailedError } from "../git/errors.js";
 import { type WorktreeContext, worktreeRoot } from "./layout.js";
 
@@ -96,13 +98,19 @@ export async function createWorktree(
   return { root, cwd, branch, commit };
 }
 
-/** Make the folders of `prefix` under `root` (a folder the commit does not track), owned by `user`. */
+/**
+ * Make the folders of `prefix` under `root` (a folder the commit does not track), as the user git
+ * ran as: with an agent user, `mkdir` runs as that user with its umask, like git did (Pheby's root
+ * has no CAP_CHOWN under the documented unit).
+ */
 function makeDirs(root: string, prefix: string, user: WorktreeContext["user"]) {
-  let dir = root;
-  for (const part of prefix.split("/").filter(Boolean)) {
-    dir = join(dir, part);
-    if (existsSync(dir)) continue;
-    mkdirSync(dir);
-    if (user) chownSync(dir, user.uid, user.gid);
-  }
+  const dir = resolve(root, prefix);
+  if (!user) return mkdirSync(dir, { recursive: true });
+  const as = spawnAs(["mkdir", "-p", "--", dir], user);
+  execFileSync(as.file, as.args, {
+    uid: as.uid,
+    gid: as.gid,
+    stdio: "ignore",
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin" },
+  });
 }
