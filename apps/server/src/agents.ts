@@ -50,7 +50,7 @@ const agentIds = (config: Config) => config.agents?.map((a) => a.id) ?? [DEFAULT
 
 /**
  * Everything wrong with `agents:` and `workspaces:` that their schema cannot see: duplicate
- * ids, a workspace naming an agent that does not exist, paths that are relative, missing, not
+ * ids, a workspace naming an agent that does not exist, an agent no workspace allows, paths that are relative, missing, not
  * directories, or that overlap the data directory, agent users a single shared directory cannot
  * serve, and MCP settings that differ between agents. One line per problem, each naming its key; empty when all is well.
  */
@@ -89,6 +89,11 @@ export function checkAgentsAndWorkspaces(config: Config): string[] {
   });
 
   config.agents?.forEach((agent, i) => {
+    // An agent no workspace allows could never have a conversation (the default one: not even v1's).
+    if (config.workspaces && !config.workspaces.some((w) => !w.agents || w.agents.includes(agent.id)))
+      problems.push(
+        `agents.${i} (${agent.id}): no workspace allows this agent (name it in a workspace's agents:, or leave that list out)`,
+      );
     directory(`agents.${i}.cwd`, agent.cwd);
     agent.allowed_file_roots.forEach((root, j) => {
       const key = `agents.${i}.allowed_file_roots.${j}`;
@@ -240,7 +245,8 @@ export function agentBackend(agent: AgentSpec): AgentBackend {
 /** @pheby/server's options for several agents and workspaces. */
 export interface ServerAgentOptions {
   /** In order: the first is the default agent. */
-  agents: Array<{ id: string; name: string; backend: AgentBackend }>;
+  /** `user`: the OS user its backend runs the agent as (git makes its worktrees as that user). */
+  agents: Array<{ id: string; name: string; backend: AgentBackend; user?: OsUser }>;
   workspaces: Array<{ id: string; name: string; path: string; agents?: string[] }>;
   /** Every agent's roots, without repeats: where the attachment store copies produced files from. */
   allowedFileRoots: string[];
@@ -252,7 +258,13 @@ export function serverAgentOptions(
   workspaces: readonly WorkspaceSpec[],
 ): ServerAgentOptions {
   return {
-    agents: agents.map(({ spec, backend }) => ({ id: spec.id, name: spec.name, backend })),
+    agents: agents.map(({ spec, backend }) => ({
+      id: spec.id,
+      name: spec.name,
+      backend,
+      // A simulator runs in Pheby's process: only an ACP agent has a user of its own.
+      ...(spec.kind === "acp" && spec.user ? { user: spec.user } : {}),
+    })),
     workspaces: workspaces.map((w) => ({
       id: w.id,
       name: w.name,

@@ -131,13 +131,14 @@ async function main(): Promise<void> {
     agents.map((agent) => ({ spec: agent, backend: agentBackend(agent) })),
     workspaces,
   );
-  const agent = served.agents[0]!.backend;
 
   const server = createPhebyServer({
     secret,
     dataDir: config.data_dir,
     ...(config.public_url ? { publicUrl: config.public_url } : {}),
-    agent,
+    agents: served.agents,
+    workspaces: served.workspaces,
+    worktreesDir: worktreesDir(config),
     logger,
     logChatContent: config.log_chat_content,
     ...(shareUser?.user ? { agentShare: { dir: shareUser.sharedDir, gid: shareUser.user.gid } } : {}),
@@ -177,7 +178,7 @@ async function main(): Promise<void> {
   // start fails here, loudly, rather than as a failed run at the first chat; of several, each
   // starts on first use (their commands and directories were checked above).
   try {
-    if (!config.agents) await agent.ensureReady?.();
+    if (!config.agents) await served.agents[0]!.backend.ensureReady?.();
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     logger.error({ err: reason }, "the agent failed to start");

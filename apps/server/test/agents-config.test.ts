@@ -367,6 +367,19 @@ describe("agents: and workspaces:", () => {
     );
   });
 
+  it("refuses an agent that no workspace allows", () => {
+    const { site, fails } = setup();
+    expect(
+      fails({
+        agents: [
+          { id: "a", kind: "simulator" },
+          { id: "b", kind: "simulator" },
+        ],
+        workspaces: [{ id: "w", path: site, agents: ["b"] }],
+      }),
+    ).toContain("agents.0 (a): no workspace allows this agent");
+  });
+
   it("offers one MCP server to every agent: their mcp settings must agree", () => {
     const { fails, load } = setup();
     const agents = (second: object) => ({

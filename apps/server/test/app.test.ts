@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { DEFAULT_FEATURES, PhebyClient, pairDevice } from "@pheby/client";
-import { CLOSE_CODES, type ServerMessage } from "@pheby/protocol";
+import { CLOSE_CODES, FEATURE_WORKSPACES, type ServerMessage } from "@pheby/protocol";
 import { createWorktree, GitRunner } from "@pheby/server";
 import { answerOf } from "@pheby/testkit";
 import { afterEach, describe, expect, it } from "vitest";
@@ -19,6 +19,8 @@ const MAIN = fileURLToPath(new URL("../dist/main.js", import.meta.url));
 const SERVER_PACKAGE = fileURLToPath(new URL("../../../packages/server/", import.meta.url));
 const FAKE_AGENT = `${process.execPath} --import ${pathToFileURL(createRequire(SERVER_PACKAGE).resolve("tsx")).href} ${join(SERVER_PACKAGE, "test/acp/fake-agent.ts")}`;
 const children: ChildProcess[] = [];
+/** The client's defaults and the `workspaces` extension. */
+const WORKSPACES = [...DEFAULT_FEATURES, FEATURE_WORKSPACES];
 
 afterEach(() => {
   for (const child of children.splice(0)) child.kill("SIGKILL");
@@ -403,7 +405,9 @@ describe("pheby-server", () => {
   it("serves several agents and workspaces from the YAML file, making the worktrees directory beside the data directory", async () => {
     const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
     const site = join(work, "site");
+    const notes = join(work, "notes");
     mkdirSync(site);
+    mkdirSync(notes);
     const config = join(work, "pheby.yaml");
     writeFileSync(
       config,
@@ -413,6 +417,7 @@ describe("pheby-server", () => {
         "  - { id: sim-b, name: Second, kind: simulator }",
         "workspaces:",
         `  - { id: site, name: Website, path: ${JSON.stringify(site)}, agents: [sim-b] }`,
+        `  - { id: notes, name: Notes, path: ${JSON.stringify(notes)} }`,
         "",
       ].join("\n"),
     );
@@ -422,12 +427,62 @@ describe("pheby-server", () => {
     }));
     expect(app.output()).toContain('"agents":["sim-a (simulator)","sim-b (simulator)"]');
     expect(statSync(join(work, "data-worktrees")).mode & 0o777).toBe(0o700);
-    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false });
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false, features: WORKSPACES });
     await client.connect();
-    const { conversation_id } = await client.request({ type: "conversation.create", name: "Two" });
+    expect((await client.request({ type: "agents.list" })).agents).toEqual([
+      { agent_id: "sim-a", name: "First", status: expect.any(String) },
+      { agent_id: "sim-b", name: "Second", status: expect.any(String) },
+    ]);
+    expect((await client.request({ type: "workspaces.list" })).workspaces).toEqual([
+      { workspace_id: "site", name: "Website", agents: ["sim-b"], git: false },
+      { workspace_id: "notes", name: "Notes", agents: ["sim-a", "sim-b"], git: false },
+    ]);
+    // With only the workspace: its first agent answers.
+    const created = await client.request({ type: "conversation.create", name: "Two", workspace_id: "site" });
+    expect(created).toMatchObject({ agent_id: "sim-b", workspace_id: "site", branch: null });
+    // With neither: the default agent in the first workspace that allows it.
+    expect(await client.request({ type: "conversation.create", name: "One" })).toMatchObject({
+      agent_id: "sim-a",
+      workspace_id: "notes",
+    });
     const finished = client.next("run.finished");
-    await client.request({ type: "chat.send", conversation_id, text: "hello" });
+    await client.request({ type: "chat.send", conversation_id: created.conversation_id, text: "hello" });
     expect(await finished).toMatchObject({ status: "completed" });
+    client.close();
+  });
+
+  it("makes a conversation's git worktree in the worktrees directory (pheby/<id>), and removes it with the conversation", async () => {
+    const work = mkdtempSync(join(tmpdir(), "pheby-agents-"));
+    const repo = join(work, "repo");
+    mkdirSync(repo);
+    const git = (...args: string[]) =>
+      spawnSync("git", args, {
+        cwd: repo,
+        env: { PATH: process.env.PATH ?? "", GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" },
+        encoding: "utf8",
+      });
+    git("init", "-q");
+    writeFileSync(join(repo, "a.txt"), "a\n");
+    git("add", "a.txt");
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "first");
+    const config = join(work, "pheby.yaml");
+    writeFileSync(
+      config,
+      `agents:\n  - { id: sim, kind: simulator }\nworkspaces:\n  - { id: repo, name: Repo, path: ${JSON.stringify(repo)} }\n`,
+    );
+    const { url } = await startWithSecret("s".repeat(32), () => ({
+      PHEBY_CONFIG: config,
+      PHEBY_DATA_DIR: join(work, "data"),
+    }));
+    const client = new PhebyClient({ url, secret: "s".repeat(32), reconnect: false, features: WORKSPACES });
+    await client.connect();
+    const created = await client.request({ type: "conversation.create", worktree: true });
+    const root = join(work, "data-worktrees", created.conversation_id);
+    expect(created.branch).toBe(`pheby/${created.conversation_id.slice(0, 8)}`);
+    expect(readFileSync(join(root, "a.txt"), "utf8")).toBe("a\n");
+    await client.request({ type: "conversation.delete", conversation_id: created.conversation_id });
+    expect(existsSync(root)).toBe(false);
+    expect(git("branch", "--list", created.branch!).stdout).toContain(created.branch!);
     client.close();
   });
 
@@ -458,7 +513,7 @@ describe("pheby-server", () => {
     };
     mkdirSync(join(work, "site"));
     const noCommand = startWith(
-      `agents:\n  - { id: sim, kind: simulator }\n  - { id: claude, command: pheby-no-such-agent }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "site"))}, agents: [claude] }\n`,
+      `agents:\n  - { id: sim, kind: simulator }\n  - { id: claude, command: pheby-no-such-agent }\nworkspaces:\n  - { id: w, path: ${JSON.stringify(join(work, "site"))} }\n`,
     );
     await expect(noCommand.listening).rejects.toThrow(/exited \(2\)/);
     expect(noCommand.output()).toContain('the agent command "pheby-no-such-agent" was not found on PATH');

@@ -139,6 +139,13 @@ export interface PhebyServerOptions {
    */
   agentShare?: AgentShare;
   /**
+   * Where a conversation created with `worktree: true` gets its git worktree
+   * (`<worktreesDir>/<conversation id>`; default `<dataDir>-worktrees`). Outside the data directory,
+   * reachable by the agents' users (pheby-server prepares it: `prepareWorktreesDir`). Each agent may
+   * deliver files from it.
+   */
+  worktreesDir?: string;
+  /**
    * Origins (e.g. `https://console.example.com`) of browser pages allowed to use the server
    * besides its own (default none): CORS headers on the attachment and answer routes, and the
    * WebSocket handshake. Needed only when the web console is served from another origin.
@@ -212,6 +219,12 @@ export interface AgentOption {
   id: string;
   name: string;
   backend: AgentBackend;
+  /**
+   * The OS user its backend runs the agent as (`AcpBackendOptions.user`; its uid and primary gid):
+   * git makes the agent's worktrees as that user, so the agent can go on writing in them. Absent:
+   * Pheby's own user.
+   */
+  user?: { uid: number; gid: number };
 }
 
 /** One workspace of {@link PhebyServerOptions.workspaces}. */
@@ -361,7 +374,14 @@ export const PhebyServerOptionsSchema = z
       .min(1, "must be a path"),
     agent: agentBackend.optional(),
     agents: z
-      .array(z.object({ id: optionRules.entityId, name: entityName, backend: agentBackend }))
+      .array(
+        z.object({
+          id: optionRules.entityId,
+          name: entityName,
+          backend: agentBackend,
+          user: z.object({ uid: z.number().int().min(0), gid: z.number().int().min(0) }).optional(),
+        }),
+      )
       .min(1, "must list at least one agent")
       .max(MAX_AGENTS, `must list at most ${MAX_AGENTS} agents`)
       .readonly()
@@ -417,6 +437,7 @@ export const PhebyServerOptionsSchema = z
     attachmentRetentionDays: wholeAtLeast(0).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
     allowedFileRoots: z.array(z.string()).readonly().default([]),
     agentShare: z.object({ dir: z.string(), gid: z.number().int() }).optional(),
+    worktreesDir: z.string().min(1, "must be a path").optional(),
     corsOrigins: z.array(optionRules.corsOrigin).readonly().default([]),
     trustedProxy: optionRules.trustedProxy.default("loopback"),
     httpIdleTimeoutMs: wholeAtLeast(1, " of ms").default(DEFAULT_HTTP_IDLE_TIMEOUT_MS),

@@ -55,6 +55,7 @@ import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
 import { HostPaths } from "./util/host-paths.js";
 import { isTimers, systemTimers } from "./util/time.js";
+import { Worktrees } from "./worktrees/service.js";
 
 export type { PhebyServerOptions } from "./options.js";
 
@@ -131,6 +132,11 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
 
   // The agent as another OS user: what both must reach lives in the shared directory.
   const share = o.agentShare && prepareShare(o.agentShare, o.dataDir);
+  // Conversations' worktrees: made as their agent's user, in a directory every agent may deliver files from.
+  const worktrees = new Worktrees(
+    o.worktreesDir ?? `${o.dataDir}-worktrees`,
+    new Map((o.agents ?? []).flatMap((a) => (a.user ? [[a.id, a.user] as const] : []))),
+  );
   const attachments = new AttachmentStore({
     dataDir: o.dataDir,
     store,
@@ -140,7 +146,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     // The configured roots and every workspace (each agent's backend narrows to its own), never
     // anything inside the data directory.
     fileRoots: new FileRoots(
-      [...o.allowedFileRoots, ...placement.workspaces.map((w) => w.path)],
+      [...o.allowedFileRoots, ...placement.workspaces.map((w) => w.path), worktrees.dir],
       (root) => log.warn({ root }, "allowed file root does not exist; ignored"),
       [o.dataDir],
     ),
@@ -271,6 +277,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     modes,
     devices,
     agents,
+    worktrees,
     clock,
     log,
     history: new HistoryRefresh({ store, agents, log, running: (id) => runs.busy(id) }),
@@ -307,10 +314,13 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       agentId: agent.id,
       status: (status) => agents.report(agent.id, status),
       source: agent.backend.name,
-      workspaces: agents
-        .workspaces()
-        .filter((w) => w.agents.includes(agent.id))
-        .map((w) => w.path),
+      workspaces: [
+        ...agents
+          .workspaces()
+          .filter((w) => w.agents.includes(agent.id))
+          .map((w) => w.path),
+        worktrees.dir,
+      ],
       clock,
       tools: agentTools?.tools,
       dataDir: o.dataDir,

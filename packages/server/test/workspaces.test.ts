@@ -169,8 +169,8 @@ describe("workspaces: agents and workspaces", () => {
     await refused({ workspace_id: "nowhere" }, "bad_request", "workspace_id");
     await refused({ agent_id: "beta", workspace_id: "notes" }, "bad_request", "agent_id");
     await refused({ worktree: true }, "bad_request", "worktree");
-    // A worktree in a git workspace is created by the worktrees module (not wired on this branch).
-    await refused({ workspace_id: "site", worktree: true }, "not_implemented", "worktree");
+    // A repository without a commit has no HEAD to branch from.
+    await refused({ workspace_id: "site", worktree: true }, "bad_request", "worktree");
     expect((await list(c)).length).toBe(before);
     expect(a.sessions.length + b.sessions.length).toBe(4);
   });

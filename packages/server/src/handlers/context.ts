@@ -20,6 +20,7 @@ import type { Modes } from "../settings/modes.js";
 import type { Settings } from "../settings/settings.js";
 import type { ConversationRow, Store } from "../store/store.js";
 import type { Clock } from "../util/time.js";
+import type { Worktrees } from "../worktrees/service.js";
 
 /** Services every handler can use. */
 export interface ServerContext {
@@ -46,6 +47,8 @@ export interface ServerContext {
   devices: Devices;
   /** The agents and workspaces: every per-conversation backend call goes to the conversation's agent. */
   agents: AgentRegistry;
+  /** Conversations' git worktrees (`worktree: true`). */
+  worktrees: Worktrees;
   clock: Clock;
   log: Logger;
   /** Refreshes empty transcript mirrors from the agent's replay (see conversations/history.ts). */

@@ -21,7 +21,7 @@ import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
 import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 import { once } from "./idempotent.js";
-import { type WorkspacesRequestFields, workdirFor, workspacesFields } from "./placement.js";
+import { dropWorktree, type WorkspacesRequestFields, workdirFor, workspacesFields } from "./placement.js";
 
 /** Name of a conversation created without one. */
 export const DEFAULT_NAME = "New chat";
@@ -180,7 +180,14 @@ export const conversationHandlers: HandlerTable = {
       const { workdir, branch } = await workdirFor(ctx, placed, id);
       const backend = ctx.agents.use({ agentId: placed.agent.id });
       const cwd = workdir ?? placed.workspace.path;
-      const { sessionId } = await backend.createSession(id, { cwd });
+      let sessionId: string;
+      try {
+        ({ sessionId } = await backend.createSession(id, { cwd }));
+      } catch (err) {
+        // No conversation came of it: neither does a worktree (it is new, so clean).
+        if (workdir !== null) await dropWorktree(ctx, id);
+        throw err;
+      }
       ctx.store.createConversation({
         id,
         name,
@@ -277,6 +284,7 @@ export const conversationHandlers: HandlerTable = {
     ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
     ctx.inbox.forget(id);
+    if (conv.branch !== null) await dropWorktree(ctx, id);
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
     return { rule: "requester", reply: deleted, broadcast: eventOf(deleted) };
   },

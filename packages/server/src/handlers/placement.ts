@@ -6,7 +6,9 @@
 import { FEATURE_WORKSPACES } from "../agents/fields.js";
 import type { Placement } from "../agents/placement.js";
 import { ProtocolError } from "../errors.js";
+import { GitTimeoutError } from "../git/errors.js";
 import type { Peer } from "../outbox/outbox.js";
+import { WorktreeError } from "../worktrees/create.js";
 import type { ServerContext } from "./context.js";
 
 /** The `workspaces` fields a request may carry. */
@@ -50,16 +52,50 @@ export function settingsAgent(
   return asked ?? ctx.agents.defaultAgent.id;
 }
 
-/** Where a new conversation works: its own worktree's directory and branch, or its workspace's path. */
+/**
+ * Where a new conversation works: its own worktree's directory and branch (`worktree: true`), or its
+ * workspace's path (`workdir: null`). A workspace whose repository has no commit is `bad_request`
+ * naming `worktree` (one outside git was refused by the placement already); git failing otherwise
+ * is `internal_error`, with no server path in the message.
+ */
 export async function workdirFor(
-  _ctx: ServerContext,
+  ctx: ServerContext,
   placed: Placement,
-  _conversationId: string,
+  conversationId: string,
 ): Promise<{ workdir: string | null; branch: string | null }> {
   if (!placed.worktree) return { workdir: null, branch: null };
-  // MERGE(x-config): the one call site of worktrees/'s createWorktree(...): a worktree of
-  // placed.workspace.path on a new branch pheby/<first 8 chars of the conversation id>, answering
-  // { workdir, branch } (workdir: the same subfolder inside the worktree). Until it is wired, a
-  // worktree in a git workspace is not_implemented (outside git it was bad_request already).
-  throw new ProtocolError("not_implemented", "worktree: git worktrees are not available on this server");
+  try {
+    const made = await ctx.worktrees.create(placed.agent.id, placed.workspace.path, conversationId);
+    return { workdir: made.cwd, branch: made.branch };
+  } catch (err) {
+    if (err instanceof WorktreeError) throw new ProtocolError("bad_request", `worktree: ${err.message}`);
+    ctx.log.warn({ err, conversation: conversationId }, "could not make the conversation's worktree");
+    throw new ProtocolError(
+      "internal_error",
+      err instanceof GitTimeoutError
+        ? "git did not answer in time"
+        : "worktree: git could not make the worktree",
+    );
+  }
+}
+
+/**
+ * Take a deleted conversation's worktree away when it holds no uncommitted change (the branch
+ * stays); one with changes stays for the operator (`pheby-server worktrees`). Never fails the
+ * deletion: what went wrong is logged.
+ */
+export async function dropWorktree(ctx: ServerContext, conversationId: string): Promise<void> {
+  try {
+    const removed = await ctx.worktrees.remove(conversationId);
+    if (removed.status === "dirty" || removed.status === "broken")
+      ctx.log.info(
+        { conversation: conversationId, worktree: removed.status },
+        "the deleted conversation's worktree is kept (pheby-server worktrees lists it)",
+      );
+  } catch (err) {
+    ctx.log.warn(
+      { err, conversation: conversationId },
+      "could not remove the deleted conversation's worktree",
+    );
+  }
 }

@@ -14,3 +14,4 @@ export {
 } from "./create.js";
 export { prepareWorktreesDir, type WorktreeContext, worktreeRoot } from "./layout.js";
 export { listWorktrees, type RemovedWorktree, removeWorktree, type WorktreeEntry } from "./remove.js";
+export { Worktrees } from "./service.js";
