@@ -251,7 +251,9 @@ describe.skipIf(reason !== null)(
       const w = await create({ agent_id: "qwen", workspace_id: "repo", worktree: true });
       const branch = `pheby/${w.conversation_id.slice(0, 8)}`;
       expect(w).toMatchObject({ agent_id: "qwen", workspace_id: "repo", branch });
-      expect(git(dirs.repo, "branch", "--list", branch).trim()).toBe(branch);
+      expect(git(dirs.repo, "for-each-ref", "--format=%(refname:short)", `refs/heads/${branch}`).trim()).toBe(
+        branch,
+      );
       const worktrees = git(dirs.repo, "worktree", "list", "--porcelain");
       const entry = worktrees.split("\n\n").find((block) => block.includes(`branch refs/heads/${branch}`));
       expect(entry, worktrees).toBeDefined();
@@ -266,6 +268,12 @@ describe.skipIf(reason !== null)(
       expect(existsSync(join(dirs.repo, "from-worktree.txt"))).toBe(false);
       expect(git(dirs.repo, "status", "--porcelain")).toBe("");
       expect(git(worktree, "status", "--porcelain")).toContain("from-worktree.txt");
+      // Its changes are its worktree's: the new file, against the branch point (the workspace's HEAD).
+      const changes = await p.client.request({ type: "changes.list", conversation_id: w.conversation_id });
+      expect(changes.base.commit).toBe(git(dirs.repo, "rev-parse", "HEAD").trim());
+      expect(changes.files).toEqual([
+        expect.objectContaining({ path: "from-worktree.txt", status: "added", additions: 1, deletions: 0 }),
+      ]);
       expectNoServerPaths(notProse(), [worktree, dirs.repo]);
     });
 
