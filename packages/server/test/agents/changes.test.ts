@@ -6,6 +6,7 @@
  * `changes.changed` with the totals, and `changes.diff` of an edited file is its patch. Every frame is
  * validated against `@pheby/protocol` (test/setup.ts).
  */
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { FEATURE_CHANGES, FEATURE_WORKSPACES } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -80,6 +81,7 @@ describe.skipIf(reason !== null)("Qwen Code's changes (the changes extension)", 
   afterAll(async () => {
     await p?.close();
     await llm?.close();
+    if (repo) rmSync(repo, { recursive: true, force: true });
   });
 
   it("lists the two edited files and the generated one with their counts, and diffs one", async () => {

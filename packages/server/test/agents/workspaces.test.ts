@@ -8,7 +8,7 @@
  * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { execFile } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import {
@@ -94,8 +94,11 @@ describe.skipIf(reason !== null)(
     }, 120_000);
 
     afterAll(async () => {
+      const worktrees = p ? `${p.ts.dataDir}-worktrees` : undefined; // the server's default, beside it
       await p?.close();
       await llm?.close();
+      for (const dir of [dirs.alpha, dirs.beta, dirs.repo, dirs.pids, worktrees, qwenHome])
+        if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
     /** Create a conversation placed by `fields`; returns its entry as the server shows it. */
