@@ -24,6 +24,7 @@ const LAYERS = [
     "schedules",
     "changes",
     "worktrees",
+    "changes",
   ],
   ["runs", "mcp"],
   ["handlers", "host"],

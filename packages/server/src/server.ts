@@ -208,15 +208,18 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     cancelGraceMs: o.cancelGraceMs,
   });
   // `changes`: git only through the hardened runner; patches lose the server's own directories.
-  const agentWorkdir = backend.workdir?.();
+  const agentWorkdirs = [
+    ...placement.agents.flatMap((a) => a.backend.workdir?.() ?? []),
+    ...placement.workspaces.map((w) => w.path),
+  ];
   const hostPaths = new HostPaths({
     dataDir: o.dataDir,
-    workdirs: [process.cwd(), ...(agentWorkdir ? [agentWorkdir, pathBaseOf(agentWorkdir)] : [])],
+    workdirs: [process.cwd(), ...agentWorkdirs.flatMap((dir) => [dir, pathBaseOf(dir)])],
   });
   const changes = new Changes({
     store,
     git: new GitRunner(),
-    backend,
+    agents,
     outbox,
     log,
     scrub: (text) => hostPaths.scrub(text),

@@ -19,6 +19,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { startReceiver } from "../../conformance/src/push-receiver.js";
 import { SIM_WORKSPACE_DIR } from "../src/agent/simulator/workspace.js";
+import { AgentRegistry } from "../src/agents/registry.js";
 import { Changes } from "../src/changes/service.js";
 import { ProtocolError } from "../src/errors.js";
 import { GitRunner } from "../src/git/runner.js";
@@ -389,7 +390,11 @@ describe("git not answering in time", () => {
       const changes = new Changes({
         store,
         git: new GitRunner({ command: fake, timeoutMs: 200 }),
-        backend: simulatorIn(dir),
+        agents: new AgentRegistry(
+          [{ id: "default", name: "Default", backend: simulatorIn(dir) }],
+          [{ id: "default", name: "Default", path: dir, agents: ["default"] }],
+          { conversation: (id) => store.getConversation(id), log: pino({ level: "silent" }) },
+        ),
         outbox: { publish() {} } as Outbox,
         log: pino({ level: "silent" }),
         scrub: (t) => t,

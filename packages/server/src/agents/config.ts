@@ -99,7 +99,7 @@ export function resolvePlacement(
         {
           id: DEFAULT_ID,
           name: "Default",
-          path: o.workdir ?? agents[0]!.backend.cwd ?? process.cwd(),
+          path: o.workdir ?? agents[0]!.backend.cwd ?? agents[0]!.backend.workdir?.() ?? process.cwd(),
           agents: all,
         },
       ];

@@ -1,14 +1,16 @@
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import type { ConversationRow } from "../store/store.js";
 
 /**
- * A conversation's working directory, where its changes are read: today every conversation of a
- * server shares its agent's (the backend's `workdir`). The one place to change when conversations get
- * working directories of their own (agents and workspaces, worktrees). Never sent to a client.
+ * A conversation's working directory, where its changes are read: its own (a worktree's), else its
+ * workspace's (the agents registry's rule). The simulator keeps a repository of its own instead (it
+ * never writes into a configured workspace: docs/simulator.md). Never sent to a client.
  */
 export function conversationWorkdir(
-  backend: AgentBackend,
-  _conversation: ConversationRow,
+  agents: AgentRegistry,
+  conversation: ConversationRow,
 ): string | undefined {
-  return backend.workdir?.();
+  const { backend } = agents.agentOf(conversation);
+  if (backend.name === "simulator") return backend.workdir?.();
+  return agents.workdirOf(conversation);
 }

@@ -76,6 +76,33 @@ export async function startPhebyAcp(
   const { features, ...serverOptions } = server;
   const ts = await startServer({ agent: backend, ...serverOptions });
   const client = await phebyClient(ts, features ? { features: [...DEFAULT_FEATURES, ...features] } : {});
+  return { ...recording(ts, client), backend };
+}
+
+/** A Pheby server of several agents (the `workspaces` extension) and one connected, recording client. */
+export type PhebyAgents = Omit<PhebyAcp, "backend">;
+
+/**
+ * Start a server of several agents in `workspaces` (its `agents`/`workspaces` options, each agent an
+ * ACP backend of its options), and connect a client asking for the default extensions and `features`.
+ */
+export async function startPhebyAgents(
+  agents: ReadonlyArray<{ id: string; name: string; options: AcpBackendOptions }>,
+  workspaces: NonNullable<PhebyServerOptions["workspaces"]>,
+  server: { dataDir?: string; logger?: Logger; features?: string[] } = {},
+): Promise<PhebyAgents> {
+  const { features = [], ...serverOptions } = server;
+  const ts = await startServer({
+    agents: agents.map((a) => ({ id: a.id, name: a.name, backend: createAcpBackend(a.options) })),
+    workspaces,
+    ...serverOptions,
+  });
+  const client = await phebyClient(ts, { features: [...DEFAULT_FEATURES, ...features] });
+  return recording(ts, client);
+}
+
+/** Record every frame `client` receives, with the helpers built on that record. */
+function recording(ts: TestServer, client: PhebyClient): PhebyAgents {
   const frames: ServerMessage[] = [];
   const waiters = new Set<(m: ServerMessage) => void>();
   client.on("*", (m) => {
@@ -105,7 +132,6 @@ export async function startPhebyAcp(
 
   return {
     ts,
-    backend,
     client,
     frames,
     waitFor,
