@@ -20,6 +20,7 @@ import type { GitRunner } from "../git/runner.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { Store } from "../store/store.js";
 import { type Change, type ChangeList, fingerprintOf, headCommit, listChanges, patchOf } from "./reader.js";
+import { redactPatch } from "./redact-patch.js";
 import { conversationWorkdir } from "./workdir.js";
 
 /** A run's changes as its finished-run push names them (" · N files +A −D"). */
@@ -144,8 +145,13 @@ export class Changes {
       patchOf(this.deps.git, repo, base, change, LIMITS.changesPatchBytes),
     );
     if (patch === null) return { file_id: fileId, path: change.path, patch, truncated };
-    // Scrubbing can lengthen the text (a short directory becomes `<data>`): cut again after it.
-    const cut = cutBytes(this.deps.scrub(patch), LIMITS.changesPatchBytes);
+    // Scrubbing and redaction can lengthen the text (a short directory becomes `<data>`, `A=1` becomes
+    // `A=[REDACTED]`): the cut comes after both, so the bound holds exactly. Redacting git's already
+    // bounded output is safe: it was cut at a line end, and a secret spanning lines (a PEM key) whose
+    // end was cut off is redacted to the end of the text.
+    const paths = change.old_path === undefined ? [change.path] : [change.path, change.old_path];
+    const redacted = redactPatch(this.deps.scrub(patch), paths);
+    const cut = cutBytes(redacted, LIMITS.changesPatchBytes);
     return { file_id: fileId, path: change.path, patch: cut.text, truncated: truncated || cut.truncated };
   }
 

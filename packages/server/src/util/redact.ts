@@ -64,15 +64,29 @@ const SECRET_SPANS = [
   /\b((?:[\w-]*(?:token|secret|passw(?:or)?d|api[-_ ]?key|auth|cookie|credential))["']?\s*[:=]\s*["']?)[^\s"',;]{4,}/gi,
 ];
 
+/** How a text is redacted. */
+export interface RedactOptions {
+  /**
+   * Keep the text's lines (`\n`s) where they are: a secret spanning lines (a PEM private key) leaves
+   * `[REDACTED]` on each line it held instead of one, so lines of the text still line up with the
+   * original's (a patch's hunk counts stay true).
+   */
+  keepLines?: boolean;
+}
+
 /**
  * Redact the secret-looking spans of a free text (see {@link SECRET_SPANS}), keeping the words
  * around them so the text stays useful. Never cuts.
  */
-export function redactSecrets(text: string): string {
+export function redactSecrets(text: string, options: RedactOptions = {}): string {
   let out = text;
   // A pattern without a group gets the match's offset as its second argument, not words to keep.
   for (const re of SECRET_SPANS)
-    out = out.replace(re, (_m, keep: unknown) => `${typeof keep === "string" ? keep : ""}${REDACTED}`);
+    out = out.replace(re, (match: string, keep: unknown) => {
+      const kept = typeof keep === "string" ? keep : "";
+      const lines = options.keepLines ? match.slice(kept.length).split("\n").length - 1 : 0;
+      return `${kept}${REDACTED}${`\n${REDACTED}`.repeat(lines)}`;
+    });
   return out;
 }
 
@@ -83,8 +97,8 @@ const ASSIGNMENT_LINE = /^([ \t]*(?:export[ \t]+)?[A-Za-z_][\w.-]*[ \t]*=[ \t]*)
  * Redact every assignment's value: for the text of a file that holds nothing but settings and
  * secrets (an `.env` file), where even a harmless-looking name may carry one.
  */
-export function redactAssignments(text: string): string {
-  return redactSecrets(text).replace(ASSIGNMENT_LINE, (_m, keep: string) => `${keep}${REDACTED}`);
+export function redactAssignments(text: string, options: RedactOptions = {}): string {
+  return redactSecrets(text, options).replace(ASSIGNMENT_LINE, (_m, keep: string) => `${keep}${REDACTED}`);
 }
 
 /**
