@@ -64,6 +64,7 @@ const ENUM_NAMES: Record<string, string> = {
   "pending|in_progress|completed": "PlanEntryStatus",
   "high|medium|low": "PlanEntryPriority",
   "waiting|running|failed|idle": "ConversationStatusValue",
+  "idle|starting|ready|failed": "AgentStatus",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects

@@ -4,6 +4,7 @@
 import { ZodEffects, type ZodTypeAny } from "zod/v3";
 import { ignoreOverride, parseDef, zodToJsonSchema } from "zod-to-json-schema";
 import {
+  Agent,
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
@@ -42,6 +43,7 @@ import {
   ToolState,
   ToolTextBlock,
   UsageCost,
+  Workspace,
 } from "../src/index.js";
 import { buildMeta } from "./meta.js";
 
@@ -63,6 +65,7 @@ export function pushPayloadName(kind: string): string {
 
 // Every nested object gets a name: code generators (the Kotlin models) need one per class.
 const sharedDefinitions: Record<string, ZodTypeAny> = {
+  Agent,
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
@@ -95,6 +98,7 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   ToolOtherBlock,
   ToolTextBlock,
   UsageCost,
+  Workspace,
 };
 
 /**

@@ -184,3 +184,25 @@ export const jsonSchemaHints = new WeakMap<
   object,
   { maxLength: number; nonBlank: boolean } | { uniqueItems: true }
 >();
+
+const encoder = new TextEncoder();
+
+/** Length of a string in UTF-8 bytes. */
+export function utf8ByteLength(s: string): number {
+  return encoder.encode(s).byteLength;
+}
+
+/**
+ * Text bounded in UTF-8 bytes (a diff's patch). JSON Schema cannot count bytes, so it states the same
+ * number as `maxLength` (code points), a bound every valid value meets.
+ */
+export function boundedBytes(max: number) {
+  const schema = z.string().superRefine((s, ctx) => {
+    // A string of at most max/3 UTF-16 units is at most max bytes: skip the encoding then.
+    if (s.length > max / 3 && utf8ByteLength(s) > max) {
+      ctx.addIssue({ code: z.ZodIssueCode.custom, message: `must be at most ${max} bytes of UTF-8` });
+    }
+  });
+  jsonSchemaHints.set(schema._def.schema, { maxLength: max, nonBlank: false });
+  return schema;
+}

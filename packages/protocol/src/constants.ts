@@ -150,6 +150,14 @@ export const LIMITS = {
   searchResultsDefault: 20,
   /** `inbox`: maximum length of a search result's snippet. */
   searchSnippetChars: 200,
+  /** `workspaces`: maximum length of an agent or workspace ID (`[a-z0-9-]`, at least 1). */
+  workspaceIdChars: 32,
+  /** `workspaces`: maximum length of an agent's or a workspace's display name. */
+  workspaceNameChars: 200,
+  /** `workspaces`: most agents one server configures (`agents.snapshot`, a workspace's `agents`). */
+  agents: 64,
+  /** `workspaces`: most workspaces one server configures (`workspaces.snapshot`). */
+  workspaces: 256,
 } as const;
 
 /**
@@ -221,6 +229,13 @@ export const FEATURE_MODES = "modes" as const;
  */
 export const FEATURE_INBOX = "inbox" as const;
 
+/**
+ * Pheby extension of v1: several agents and workspaces on one server. `agents.list` / `agents.changed`
+ * and `workspaces.list`; `conversation.create` picks an agent, a workspace and a git worktree; list
+ * entries carry `agent_id`, `workspace_id` and `branch`; model and reasoning requests take `agent_id`.
+ */
+export const FEATURE_WORKSPACES = "workspaces" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -234,6 +249,7 @@ export const FEATURES = [
   FEATURE_MODES,
   FEATURE_THOUGHTS,
   FEATURE_INBOX,
+  FEATURE_WORKSPACES,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -253,6 +269,7 @@ export type Feature = (typeof FEATURES)[number];
  * 9. `modes`: the mode picker and the command palette; without them the agent still works.
  * 10. `thoughts`: the agent's thinking, folded away by default; it can be the bulk of a run's bytes.
  * 11. `inbox`: status, unread and search in the list; without it the list still names every conversation.
+ * 12. `workspaces`: pick an agent, a project and a worktree; without it every conversation uses the default agent.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -269,6 +286,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_MODES,
   FEATURE_THOUGHTS,
   FEATURE_INBOX,
+  FEATURE_WORKSPACES,
 ] as const satisfies readonly Feature[];
 
 /**
@@ -398,6 +416,11 @@ export type ScheduleCreator = (typeof SCHEDULE_CREATORS)[number];
 export const CONVERSATION_STATUSES = ["waiting", "running", "failed", "idle"] as const;
 /** One conversation status. */
 export type ConversationStatusValue = (typeof CONVERSATION_STATUSES)[number];
+
+/** `workspaces`: an agent's status: not started yet, starting, running and answering, or failed to start. */
+export const AGENT_STATUSES = ["idle", "starting", "ready", "failed"] as const;
+/** One agent status. */
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
 
 /** `push`: the events a subscription can ask for (`push.subscribe.events`; all of them by default). */
 export const PUSH_EVENT_KINDS = ["approval", "clarify", "run_finished", "message"] as const;

@@ -16,6 +16,7 @@ import {
   FEATURE_RESUME,
   FEATURE_SCHEDULES,
   FEATURE_THOUGHTS,
+  FEATURE_WORKSPACES,
   type Feature,
 } from "./constants.js";
 import type { ClientMessageType, ServerMessageType } from "./messages.js";
@@ -79,6 +80,12 @@ export const EXTENSION_TYPES = {
   "conversation.search": FEATURE_INBOX,
   "conversation.status": FEATURE_INBOX,
   "conversation.results": FEATURE_INBOX,
+  // workspaces
+  "agents.list": FEATURE_WORKSPACES,
+  "workspaces.list": FEATURE_WORKSPACES,
+  "agents.snapshot": FEATURE_WORKSPACES,
+  "agents.changed": FEATURE_WORKSPACES,
+  "workspaces.snapshot": FEATURE_WORKSPACES,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -103,6 +110,13 @@ const inboxFieldFeatures = {
   preview: FEATURE_INBOX,
   archived: FEATURE_INBOX,
 } as const;
+// `workspaces` adds a conversation's agent, workspace and worktree branch to each list entry.
+const workspacesFieldFeatures = {
+  agent_id: FEATURE_WORKSPACES,
+  workspace_id: FEATURE_WORKSPACES,
+  branch: FEATURE_WORKSPACES,
+} as const;
+const agentId = { agent_id: FEATURE_WORKSPACES } as const;
 
 /**
  * The fields that exist only with a feature, per message type, by path: `a` is a top-level field,
@@ -114,9 +128,23 @@ const inboxFieldFeatures = {
 export const EXTENSION_FIELDS = {
   // client → server
   hello: { pairing_code: FEATURE_DEVICES, device_name: FEATURE_DEVICES },
-  "conversation.create": { client_message_id: FEATURE_RESUME },
+  "conversation.create": {
+    client_message_id: FEATURE_RESUME,
+    agent_id: FEATURE_WORKSPACES,
+    workspace_id: FEATURE_WORKSPACES,
+    worktree: FEATURE_WORKSPACES,
+  },
   "conversation.open": { since_seq: FEATURE_RESUME },
-  "conversation.list": { archived: FEATURE_INBOX },
+  "conversation.list": {
+    archived: FEATURE_INBOX,
+    agent_id: FEATURE_WORKSPACES,
+    workspace_id: FEATURE_WORKSPACES,
+  },
+  "models.list": agentId,
+  "models.current": agentId,
+  "model.set": agentId,
+  "reasoning.current": agentId,
+  "reasoning.set": agentId,
   "chat.send": { client_message_id: FEATURE_RESUME, queue: FEATURE_QUEUE },
   // server → client
   ready: { push: FEATURE_PUSH, device: FEATURE_DEVICES },
@@ -126,9 +154,12 @@ export const EXTENSION_FIELDS = {
     "conversations[].unread": FEATURE_INBOX,
     "conversations[].preview": FEATURE_INBOX,
     "conversations[].archived": FEATURE_INBOX,
+    "conversations[].agent_id": FEATURE_WORKSPACES,
+    "conversations[].workspace_id": FEATURE_WORKSPACES,
+    "conversations[].branch": FEATURE_WORKSPACES,
   },
-  "conversation.created": { ...seq, ...inboxFieldFeatures },
-  "conversation.updated": { ...seq, ...inboxFieldFeatures },
+  "conversation.created": { ...seq, ...inboxFieldFeatures, ...workspacesFieldFeatures },
+  "conversation.updated": { ...seq, ...inboxFieldFeatures, ...workspacesFieldFeatures },
   "conversation.history": {
     ...seq,
     resumed: FEATURE_RESUME,
@@ -164,9 +195,9 @@ export const EXTENSION_FIELDS = {
   "yolo.changed": seq,
   "attachment.added": seq,
   "model.current": seq,
-  "model.changed": seq,
+  "model.changed": { ...seq, ...agentId },
   "reasoning.snapshot": seq,
-  "reasoning.changed": seq,
+  "reasoning.changed": { ...seq, ...agentId },
   "run.queued": seq,
   "queue.changed": { ...seq, "queued[].client_message_id": FEATURE_RESUME },
   "plan.updated": seq,

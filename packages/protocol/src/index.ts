@@ -18,6 +18,7 @@ export {
   RequestId,
   Seq,
   Timestamp,
+  utf8ByteLength,
 } from "./common.js";
 export * from "./constants.js";
 export * from "./decode.js";
@@ -42,5 +43,6 @@ export * from "./messages/resume.js";
 export * from "./messages/schedules.js";
 export * from "./messages/thoughts.js";
 export * from "./messages/tools.js";
+export * from "./messages/workspaces.js";
 export * from "./messages/yolo.js";
 export * from "./messages.js";

@@ -98,6 +98,13 @@ import {
 } from "./messages/schedules.js";
 import { ThoughtComplete, ThoughtDelta } from "./messages/thoughts.js";
 import { ToolEvent } from "./messages/tools.js";
+import {
+  AgentsChanged,
+  AgentsList,
+  AgentsSnapshot,
+  WorkspacesList,
+  WorkspacesSnapshot,
+} from "./messages/workspaces.js";
 import { YoloChanged, YoloCurrent, YoloSet, YoloSnapshot } from "./messages/yolo.js";
 
 /**
@@ -148,6 +155,9 @@ export const clientMessageSchemas = {
   "conversation.read": ConversationRead,
   "conversation.archive": ConversationArchive,
   "conversation.search": ConversationSearch,
+  // workspaces
+  "agents.list": AgentsList,
+  "workspaces.list": WorkspacesList,
 } as const;
 
 /**
@@ -213,6 +223,10 @@ export const serverMessageSchemas = {
   // inbox
   "conversation.status": ConversationStatus,
   "conversation.results": ConversationResults,
+  // workspaces
+  "agents.snapshot": AgentsSnapshot,
+  "agents.changed": AgentsChanged,
+  "workspaces.snapshot": WorkspacesSnapshot,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -347,6 +361,8 @@ export const REPLY_TYPES = {
   "conversation.read": "conversation.status",
   "conversation.archive": "conversation.status",
   "conversation.search": "conversation.results",
+  "agents.list": "agents.snapshot",
+  "workspaces.list": "workspaces.snapshot",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -425,6 +441,8 @@ export const REPLY_RULES = {
   "conversation.read": "broadcast",
   "conversation.archive": "broadcast",
   "conversation.search": "requester",
+  "agents.list": "requester",
+  "workspaces.list": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

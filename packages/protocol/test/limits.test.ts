@@ -64,6 +64,10 @@ describe("extension limits", () => {
       searchResults: 50,
       searchResultsDefault: 20,
       searchSnippetChars: 200,
+      workspaceIdChars: 32,
+      workspaceNameChars: 200,
+      agents: 64,
+      workspaces: 256,
     });
     expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
   });
@@ -294,6 +298,55 @@ describe("extension limits", () => {
     ]);
   });
 
+  it("workspaces: IDs of 1..32 [a-z0-9-], names of 200, 64 agents, 256 workspaces", () => {
+    const create = (extra: Record<string, unknown>) => ({ type: "conversation.create", ...extra });
+    expect(boundary((n) => create({ agent_id: "a".repeat(n) }), LIMITS.workspaceIdChars)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => create({ workspace_id: "w".repeat(n) }), LIMITS.workspaceIdChars)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(client(create({ workspace_id: "" }))).toBe("bad_request");
+    expect(client(create({ agent_id: "claude-2", workspace_id: "site-9", worktree: false }))).toBe("ok");
+    for (const bad of ["Claude", "a_b", "a b", "a/b", "é"])
+      expect(client(create({ agent_id: bad })), bad).toBe("bad_request");
+    for (const type of ["models.list", "models.current", "reasoning.current"]) {
+      expect(boundary((n) => ({ type, agent_id: "a".repeat(n) }), LIMITS.workspaceIdChars)).toEqual([
+        "ok",
+        "bad_request",
+      ]);
+    }
+    const agent = (name: string) => ({ agent_id: "claude", name, status: "ready" });
+    expect(
+      boundary(
+        (n) => ({ type: "agents.changed", agent: agent("n".repeat(n)) }),
+        LIMITS.workspaceNameChars,
+        server,
+      ),
+    ).toEqual(["ok", "bad_request"]);
+    const agents = (n: number) => ({ type: "agents.snapshot", agents: Array(n).fill(agent("A")) });
+    expect(boundary(agents, LIMITS.agents, server)).toEqual(["ok", "bad_request"]);
+    const workspace = (name: string, ids: string[] = ["claude"]) => ({
+      workspace_id: "site",
+      name,
+      agents: ids,
+      git: true,
+    });
+    const workspaces = (list: unknown[]) => ({ type: "workspaces.snapshot", workspaces: list });
+    expect(boundary((n) => workspaces(Array(n).fill(workspace("W"))), LIMITS.workspaces, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(
+      boundary((n) => workspaces([workspace("n".repeat(n))]), LIMITS.workspaceNameChars, server),
+    ).toEqual(["ok", "bad_request"]);
+    expect(
+      boundary((n) => workspaces([workspace("W", Array(n).fill("claude"))]), LIMITS.agents, server),
+    ).toEqual(["ok", "bad_request"]);
+  });
+
   it("devices: pairing codes of 22..128 URL-safe characters", () => {
     const hello = (n: number) => ({
       type: "hello",
@@ -489,11 +542,13 @@ const subscription = {
 
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
-    // + activity (tool.get), modes (modes.list, mode.set, commands.list), inbox (conversation.read, .archive, .search)
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3);
+    // + activity (tool.get), modes (modes.list, mode.set, commands.list), inbox (conversation.read, .archive, .search),
+    // workspaces (agents.list, workspaces.list)
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2);
     // + activity (plan.updated, usage.updated), thoughts (thought.delta, .complete), modes (modes.snapshot,
-    // mode.changed, commands.snapshot), inbox (conversation.status, .results)
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 2 + 2 + 3 + 2);
+    // mode.changed, commands.snapshot), inbox (conversation.status, .results), workspaces (agents.snapshot,
+    // agents.changed, workspaces.snapshot)
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 2 + 2 + 3 + 2 + 3);
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

@@ -14,10 +14,10 @@ type Def = { title?: string; properties?: { type?: { const?: string } } };
 describe("JSON Schema bundles", () => {
   const built = buildSchemas();
 
-  it("covers the 45 message types of the spec and the 41 of the extensions", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3); // + activity, modes, inbox
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 4 + 3 + 2); // + activity and thoughts, modes, inbox
-    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 5 + 6 + 5); // + activity and thoughts, modes, inbox
+  it("covers the 45 message types of the spec and the 46 of the extensions", () => {
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2); // + activity, modes, inbox, workspaces
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 4 + 3 + 2 + 3); // + activity and thoughts, modes, inbox, workspaces
+    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 5 + 6 + 5 + 5); // + activity and thoughts, modes, inbox, workspaces
   });
 
   it.each(Object.keys(built))(

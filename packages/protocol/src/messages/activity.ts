@@ -1,5 +1,5 @@
 import { z } from "zod/v3";
-import { boundedText, conversationEvent, jsonSchemaHints, OpaqueId, request, Timestamp } from "../common.js";
+import { boundedBytes, boundedText, conversationEvent, OpaqueId, request, Timestamp } from "../common.js";
 import { LIMITS, PLAN_ENTRY_PRIORITIES, PLAN_ENTRY_STATUSES, TOOL_KINDS } from "../constants.js";
 
 // The `activity` extension (FEATURE_ACTIVITY): the agent's work beside its answer. Tool calls gain
@@ -7,26 +7,8 @@ import { LIMITS, PLAN_ENTRY_PRIORITIES, PLAN_ENTRY_STATUSES, TOOL_KINDS } from "
 // preview of it, and the agent's plan and context usage get events of their own. Paths are relative to
 // the conversation's path base; anything outside it is scrubbed (docs/security.md).
 
-const encoder = new TextEncoder();
-
-/** Length of a string in UTF-8 bytes. */
-export function utf8ByteLength(s: string): number {
-  return encoder.encode(s).byteLength;
-}
-
-/**
- * A diff's unified patch, at most {@link LIMITS}.toolPatchBytes of UTF-8. JSON Schema cannot count
- * bytes, so it states the same number as `maxLength` (code points), a bound every valid patch meets.
- */
-const Patch = z.string().superRefine((s, ctx) => {
-  if (s.length > LIMITS.toolPatchBytes / 3 && utf8ByteLength(s) > LIMITS.toolPatchBytes) {
-    ctx.addIssue({
-      code: z.ZodIssueCode.custom,
-      message: `must be at most ${LIMITS.toolPatchBytes} bytes of UTF-8`,
-    });
-  }
-});
-jsonSchemaHints.set(Patch._def.schema, { maxLength: LIMITS.toolPatchBytes, nonBlank: false });
+/** A diff's unified patch, at most {@link LIMITS}.toolPatchBytes of UTF-8. */
+const Patch = boundedBytes(LIMITS.toolPatchBytes);
 
 const PathText = boundedText({ max: LIMITS.toolPathChars });
 

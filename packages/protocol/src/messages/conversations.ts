@@ -20,6 +20,7 @@ import { QueuedRun } from "./queue.js";
 import { ClientMessageId } from "./resume.js";
 import { HistoryThought } from "./thoughts.js";
 import { ToolState } from "./tools.js";
+import { optionalWorkspacesFields, workspacesCreateFields, workspacesListFilters } from "./workspaces.js";
 
 const name = boundedText({ max: LIMITS.conversationNameChars, nonBlank: true });
 
@@ -32,6 +33,7 @@ export const ConversationSummary = z
     last_active: Timestamp.nullable(),
     source: z.string().describe("Which agent backend owns the session, e.g. simulator, acp"),
     ...optionalInboxFields,
+    ...optionalWorkspacesFields,
   })
   .describe("A conversation");
 
@@ -58,6 +60,7 @@ export const ConversationList = request(
       .describe(
         "Only with the inbox feature: true lists archived conversations only; default: unarchived ones",
       ),
+    ...workspacesListFilters,
   },
   "List conversations",
 );
@@ -77,6 +80,7 @@ export const ConversationCreate = request(
     client_message_id: ClientMessageId.optional().describe(
       "Only with the resume feature: idempotency key, unique on the server; a repeat within 24 h gets the same conversation",
     ),
+    ...workspacesCreateFields,
   },
   "Create a conversation",
 );
@@ -84,14 +88,14 @@ export const ConversationCreate = request(
 /** `conversation.created`: reply to `conversation.create`. */
 export const ConversationCreated = conversationEvent(
   "conversation.created",
-  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields },
+  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields, ...optionalWorkspacesFields },
   "A conversation was created",
 );
 
 /** `conversation.updated`: broadcast when a conversation appears or its name changes. */
 export const ConversationUpdated = conversationEvent(
   "conversation.updated",
-  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields },
+  { conversation_id: z.string(), name: z.string(), ...optionalInboxFields, ...optionalWorkspacesFields },
   "A conversation appeared or changed",
 );
 

@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { conversationEvent, event, OpaqueId, request, Timestamp } from "../common.js";
 import { REASONING_EFFORTS, SETTING_SCOPES } from "../constants.js";
+import { optionalAgentIdEvent, optionalAgentIdRequest } from "./workspaces.js";
 
 /** One provider of `models.snapshot`. */
 export const ModelProvider = z
@@ -18,7 +19,7 @@ const scope = z.enum(SETTING_SCOPES);
 /** `models.list`: optional `conversation_id` makes the current values reflect its override. */
 export const ModelsList = request(
   "models.list",
-  { conversation_id: OpaqueId.optional() },
+  { conversation_id: OpaqueId.optional(), ...optionalAgentIdRequest },
   "List providers and models",
 );
 
@@ -39,7 +40,7 @@ export const ModelsSnapshot = event(
 /** `models.current`. */
 export const ModelsCurrent = request(
   "models.current",
-  { conversation_id: OpaqueId.optional() },
+  { conversation_id: OpaqueId.optional(), ...optionalAgentIdRequest },
   "Read the current model",
 );
 
@@ -63,6 +64,7 @@ export const ModelSet = request(
     model: OpaqueId,
     provider: OpaqueId.optional(),
     conversation_id: OpaqueId.optional().describe("Present: conversation override; absent: global default"),
+    ...optionalAgentIdRequest,
   },
   "Change the model",
 );
@@ -75,6 +77,7 @@ export const ModelChanged = conversationEvent(
     provider: z.string().nullable(),
     scope,
     conversation_id: z.string().optional().describe("Present when scope is conversation"),
+    ...optionalAgentIdEvent,
   },
   "The model changed",
 );

@@ -1,6 +1,7 @@
 import { z } from "zod/v3";
 import { conversationEvent, OpaqueId, request, Timestamp } from "../common.js";
 import { REASONING_EFFORTS, SETTING_SCOPES } from "../constants.js";
+import { optionalAgentIdEvent, optionalAgentIdRequest } from "./workspaces.js";
 
 const effort = z.enum(REASONING_EFFORTS);
 const scope = z.enum(SETTING_SCOPES);
@@ -8,7 +9,7 @@ const scope = z.enum(SETTING_SCOPES);
 /** `reasoning.current`. */
 export const ReasoningCurrent = request(
   "reasoning.current",
-  { conversation_id: OpaqueId.optional() },
+  { conversation_id: OpaqueId.optional(), ...optionalAgentIdRequest },
   "Read the reasoning effort",
 );
 
@@ -29,13 +30,13 @@ export const ReasoningSnapshot = conversationEvent(
 /** `reasoning.set`: `none` disables thinking. */
 export const ReasoningSet = request(
   "reasoning.set",
-  { effort, conversation_id: OpaqueId.optional() },
+  { effort, conversation_id: OpaqueId.optional(), ...optionalAgentIdRequest },
   "Change the reasoning effort",
 );
 
 /** `reasoning.changed`: reply (with request_id) and broadcast (without). */
 export const ReasoningChanged = conversationEvent(
   "reasoning.changed",
-  { effort, scope, conversation_id: z.string().optional() },
+  { effort, scope, conversation_id: z.string().optional(), ...optionalAgentIdEvent },
   "The reasoning effort changed",
 );

@@ -1,7 +1,7 @@
 import { z } from "zod/v3";
-import { conversationEvent, Timestamp } from "../common.js";
+import { conversationEvent, Timestamp, utf8ByteLength } from "../common.js";
 import { LIMITS, TOOL_STATUSES } from "../constants.js";
-import { toolActivityFields, utf8ByteLength } from "./activity.js";
+import { toolActivityFields } from "./activity.js";
 
 const toolFields = {
   conversation_id: z.string(),

@@ -74,6 +74,8 @@ sealed interface ClientMessage {
             ConversationRead::class to ConversationRead.serializer(),
             ConversationArchive::class to ConversationArchive.serializer(),
             ConversationSearch::class to ConversationSearch.serializer(),
+            AgentsList::class to AgentsList.serializer(),
+            WorkspacesList::class to WorkspacesList.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -123,12 +125,16 @@ data class Ping(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property archived `archived`: Only with the inbox feature: true lists archived conversations only; default: unarchived ones. May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: list only this agent's conversations. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: list only this workspace's conversations. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("conversation.list")
 data class ConversationList(
     @SerialName("request_id") override val requestId: String? = null,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
 ) : ClientMessage
 
 /**
@@ -137,6 +143,9 @@ data class ConversationList(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property name `name`: Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server). May be absent.
  * @property clientMessageId `client_message_id`: Only with the resume feature: idempotency key, unique on the server; a repeat within 24 h gets the same conversation. Schema: minLength 1, maxLength 64, pattern `\S` (checked by the server). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
+ * @property worktree `worktree`: Only with the workspaces feature: true runs the conversation in a new git worktree of the workspace, on a new branch pheby/<id>. May be absent.
  */
 @Serializable
 @SerialName("conversation.create")
@@ -144,6 +153,9 @@ data class ConversationCreate(
     @SerialName("request_id") override val requestId: String? = null,
     val name: String? = null,
     @SerialName("client_message_id") val clientMessageId: String? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val worktree: StrictBoolean? = null,
 ) : ClientMessage
 
 /**
@@ -300,12 +312,14 @@ data class YoloSet(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the agent whose global setting this is; default: the default agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("models.list")
 data class ModelsList(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+    @SerialName("agent_id") val agentId: String? = null,
 ) : ClientMessage
 
 /**
@@ -313,12 +327,14 @@ data class ModelsList(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the agent whose global setting this is; default: the default agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("models.current")
 data class ModelsCurrent(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+    @SerialName("agent_id") val agentId: String? = null,
 ) : ClientMessage
 
 /**
@@ -328,6 +344,7 @@ data class ModelsCurrent(
  * @property model `model`
  * @property provider `provider`: May be absent.
  * @property conversationId `conversation_id`: Present: conversation override; absent: global default. May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the agent whose global setting this is; default: the default agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("model.set")
@@ -336,6 +353,7 @@ data class ModelSet(
     val model: OpaqueId,
     val provider: OpaqueId? = null,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+    @SerialName("agent_id") val agentId: String? = null,
 ) : ClientMessage
 
 /**
@@ -343,12 +361,14 @@ data class ModelSet(
  *
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the agent whose global setting this is; default: the default agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("reasoning.current")
 data class ReasoningCurrent(
     @SerialName("request_id") override val requestId: String? = null,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+    @SerialName("agent_id") val agentId: String? = null,
 ) : ClientMessage
 
 /**
@@ -357,6 +377,7 @@ data class ReasoningCurrent(
  * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
  * @property effort `effort`
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the agent whose global setting this is; default: the default agent. Schema: pattern `^[a-z0-9-]{1,32}$` (checked by the server). May be absent.
  */
 @Serializable
 @SerialName("reasoning.set")
@@ -364,6 +385,7 @@ data class ReasoningSet(
     @SerialName("request_id") override val requestId: String? = null,
     val effort: ReasoningEffort,
     @SerialName("conversation_id") val conversationId: OpaqueId? = null,
+    @SerialName("agent_id") val agentId: String? = null,
 ) : ClientMessage
 
 /**
@@ -664,4 +686,26 @@ data class ConversationSearch(
     @SerialName("request_id") override val requestId: String? = null,
     val query: String,
     val limit: StrictLong? = null,
+) : ClientMessage
+
+/**
+ * `agents.list`: List the agents.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("agents.list")
+data class AgentsList(
+    @SerialName("request_id") override val requestId: String? = null,
+) : ClientMessage
+
+/**
+ * `workspaces.list`: List the workspaces.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("workspaces.list")
+data class WorkspacesList(
+    @SerialName("request_id") override val requestId: String? = null,
 ) : ClientMessage

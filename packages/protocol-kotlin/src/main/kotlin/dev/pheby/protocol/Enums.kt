@@ -6,6 +6,27 @@ package dev.pheby.protocol
 import kotlinx.serialization.Serializable
 
 /**
+ * Known values: `idle`, `starting`, `ready`, `failed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = AgentStatus.Serializer::class)
+sealed class AgentStatus(value: String) : OpenEnum(value) {
+    object IDLE : AgentStatus("idle")
+    object STARTING : AgentStatus("starting")
+    object READY : AgentStatus("ready")
+    object FAILED : AgentStatus("failed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : AgentStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<AgentStatus>({ listOf(IDLE, STARTING, READY, FAILED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<AgentStatus>("dev.pheby.protocol.AgentStatus", { of(it) })
+}
+
+/**
  * Known values: `once`, `session`, `always`, `deny`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */

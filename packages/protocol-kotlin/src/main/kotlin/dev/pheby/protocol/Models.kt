@@ -18,6 +18,20 @@ typealias Hex32Id = String
 typealias OpaqueId = String
 
 /**
+ * An agent.
+ *
+ * @property agentId `agent_id`: [a-z0-9-], 1..32 characters.
+ * @property name `name`: Display name, at most 200 characters. Schema: maxLength 200 (checked by the server).
+ * @property status `status`: idle: not started yet (spawned on first use); starting; ready: running and answering; failed: could not start or crashed.
+ */
+@Serializable
+data class Agent(
+    @SerialName("agent_id") val agentId: String,
+    val name: String,
+    val status: AgentStatus,
+)
+
+/**
  * An agent slash command.
  *
  * @property name `name`: The command's name without the leading slash: send it as a chat.send whose text starts with /name. Schema: minLength 1, maxLength 200, pattern `\S` (checked by the server).
@@ -180,6 +194,9 @@ data class ConversationPreview(
  * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
  * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
  * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. May be absent.
+ * @property branch `branch`: Only with the workspaces feature: the branch of the conversation's git worktree, or null without one. May be absent or null; both are kept apart.
  */
 @Serializable
 data class ConversationSummary(
@@ -193,6 +210,9 @@ data class ConversationSummary(
     val unread: StrictLong? = null,
     val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val branch: OptionalNullable<String> = OptionalNullable.Absent,
 )
 
 /**
@@ -569,4 +589,20 @@ data class UploadResponse(
 data class UsageCost(
     val amount: StrictDouble,
     val currency: String,
+)
+
+/**
+ * A workspace.
+ *
+ * @property workspaceId `workspace_id`: [a-z0-9-], 1..32 characters.
+ * @property name `name`: Display name, at most 200 characters. Schema: maxLength 200 (checked by the server).
+ * @property agents `agents`: The agents allowed in this workspace, the first being its default. Schema: maxItems 64 (checked by the server).
+ * @property git `git`: true when the workspace is inside a git repository (worktrees possible).
+ */
+@Serializable
+data class Workspace(
+    @SerialName("workspace_id") val workspaceId: String,
+    val name: String,
+    val agents: List<String>,
+    val git: StrictBoolean,
 )

@@ -86,6 +86,9 @@ sealed interface ServerMessage {
             CommandsSnapshot::class to CommandsSnapshot.serializer(),
             ConversationStatus::class to ConversationStatus.serializer(),
             ConversationResults::class to ConversationResults.serializer(),
+            AgentsSnapshot::class to AgentsSnapshot.serializer(),
+            AgentsChanged::class to AgentsChanged.serializer(),
+            WorkspacesSnapshot::class to WorkspacesSnapshot.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -171,6 +174,9 @@ data class ConversationSnapshot(
  * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
  * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
  * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. May be absent.
+ * @property branch `branch`: Only with the workspaces feature: the branch of the conversation's git worktree, or null without one. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -184,6 +190,9 @@ data class ConversationCreated(
     val unread: StrictLong? = null,
     val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val branch: OptionalNullable<String> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -198,6 +207,9 @@ data class ConversationCreated(
  * @property unread `unread`: Only with the inbox feature: Assistant messages completed after this reader last read the conversation. Schema: minimum 0 (checked by the server). May be absent.
  * @property preview `preview`: Only with the inbox feature: The last message, or null when there is none. May be absent or null; both are kept apart.
  * @property archived `archived`: Only with the inbox feature: Archived (one state for every reader). May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature: the conversation's agent. May be absent.
+ * @property workspaceId `workspace_id`: Only with the workspaces feature: the conversation's workspace. May be absent.
+ * @property branch `branch`: Only with the workspaces feature: the branch of the conversation's git worktree, or null without one. May be absent or null; both are kept apart.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -211,6 +223,9 @@ data class ConversationUpdated(
     val unread: StrictLong? = null,
     val preview: OptionalNullable<ConversationPreview> = OptionalNullable.Absent,
     val archived: StrictBoolean? = null,
+    @SerialName("agent_id") val agentId: String? = null,
+    @SerialName("workspace_id") val workspaceId: String? = null,
+    val branch: OptionalNullable<String> = OptionalNullable.Absent,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -650,6 +665,7 @@ data class ModelCurrent(
  * @property provider `provider`: Always present; may be null.
  * @property scope `scope`: Where the current values come from.
  * @property conversationId `conversation_id`: Present when scope is conversation. May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature, on a global change: the agent whose default changed. May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -660,6 +676,7 @@ data class ModelChanged(
     val provider: String?,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    @SerialName("agent_id") val agentId: String? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -695,6 +712,7 @@ data class ReasoningSnapshot(
  * @property effort `effort`
  * @property scope `scope`
  * @property conversationId `conversation_id`: May be absent.
+ * @property agentId `agent_id`: Only with the workspaces feature, on a global change: the agent whose default changed. May be absent.
  * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
  */
 @Serializable
@@ -704,6 +722,7 @@ data class ReasoningChanged(
     val effort: ReasoningEffort,
     val scope: SettingScope,
     @SerialName("conversation_id") val conversationId: String? = null,
+    @SerialName("agent_id") val agentId: String? = null,
     val seq: StrictLong? = null,
 ) : ServerMessage
 
@@ -1083,4 +1102,43 @@ data class ConversationResults(
     @SerialName("request_id") override val requestId: String? = null,
     val query: String,
     val results: List<SearchResult>,
+) : ServerMessage
+
+/**
+ * `agents.snapshot`: The agents.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property agents `agents`: In configuration order, the first being the default agent. Schema: maxItems 64 (checked by the server).
+ */
+@Serializable
+@SerialName("agents.snapshot")
+data class AgentsSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val agents: List<Agent>,
+) : ServerMessage
+
+/**
+ * `agents.changed`: An agent's status changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property agent `agent`
+ */
+@Serializable
+@SerialName("agents.changed")
+data class AgentsChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    val agent: Agent,
+) : ServerMessage
+
+/**
+ * `workspaces.snapshot`: The workspaces.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property workspaces `workspaces`: In configuration order. Schema: maxItems 256 (checked by the server).
+ */
+@Serializable
+@SerialName("workspaces.snapshot")
+data class WorkspacesSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    val workspaces: List<Workspace>,
 ) : ServerMessage

@@ -41,15 +41,18 @@ const val FEATURE_THOUGHTS: String = "thoughts"
 /** The `inbox` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_INBOX: String = "inbox"
 
+/** The `workspaces` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_WORKSPACES: String = "workspaces"
+
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -119,6 +122,8 @@ val REQUEST_REPLIES: Map<String, RequestReplies> = mapOf(
     "conversation.read" to RequestReplies(ConversationRead::class, Reply("conversation.status", ConversationStatus::class, ReplyRule.BROADCAST)),
     "conversation.archive" to RequestReplies(ConversationArchive::class, Reply("conversation.status", ConversationStatus::class, ReplyRule.BROADCAST)),
     "conversation.search" to RequestReplies(ConversationSearch::class, Reply("conversation.results", ConversationResults::class, ReplyRule.REQUESTER)),
+    "agents.list" to RequestReplies(AgentsList::class, Reply("agents.snapshot", AgentsSnapshot::class, ReplyRule.REQUESTER)),
+    "workspaces.list" to RequestReplies(WorkspacesList::class, Reply("workspaces.snapshot", WorkspacesSnapshot::class, ReplyRule.REQUESTER)),
 )
 
 /** The client message types that get no reply on success (only an `error` on failure). */
@@ -172,6 +177,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_INBOX to FeatureTables(
         types = listOf("conversation.read", "conversation.archive", "conversation.search", "conversation.status", "conversation.results"),
         fields = mapOf("conversation.list" to listOf("archived"), "conversation.snapshot" to listOf("conversations[].status", "conversations[].pending", "conversations[].unread", "conversations[].preview", "conversations[].archived"), "conversation.created" to listOf("status", "pending", "unread", "preview", "archived"), "conversation.updated" to listOf("status", "pending", "unread", "preview", "archived")),
+    ),
+    FEATURE_WORKSPACES to FeatureTables(
+        types = listOf("agents.list", "workspaces.list", "agents.snapshot", "agents.changed", "workspaces.snapshot"),
+        fields = mapOf("conversation.create" to listOf("agent_id", "workspace_id", "worktree"), "conversation.list" to listOf("agent_id", "workspace_id"), "models.list" to listOf("agent_id"), "models.current" to listOf("agent_id"), "model.set" to listOf("agent_id"), "reasoning.current" to listOf("agent_id"), "reasoning.set" to listOf("agent_id"), "conversation.snapshot" to listOf("conversations[].agent_id", "conversations[].workspace_id", "conversations[].branch"), "conversation.created" to listOf("agent_id", "workspace_id", "branch"), "conversation.updated" to listOf("agent_id", "workspace_id", "branch"), "model.changed" to listOf("agent_id"), "reasoning.changed" to listOf("agent_id")),
     ),
 )
 
@@ -368,4 +377,16 @@ object Limits {
 
     /** `LIMITS.searchSnippetChars`. */
     const val SEARCH_SNIPPET_CHARS: Int = 200
+
+    /** `LIMITS.workspaceIdChars`. */
+    const val WORKSPACE_ID_CHARS: Int = 32
+
+    /** `LIMITS.workspaceNameChars`. */
+    const val WORKSPACE_NAME_CHARS: Int = 200
+
+    /** `LIMITS.agents`. */
+    const val AGENTS: Int = 64
+
+    /** `LIMITS.workspaces`. */
+    const val WORKSPACES: Int = 256
 }

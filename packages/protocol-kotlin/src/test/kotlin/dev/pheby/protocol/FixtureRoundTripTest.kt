@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 37 client message types (18 of v1, 19 of extensions) are covered") {
-                assertEquals(37, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 39 client message types (18 of v1, 21 of extensions) are covered") {
+                assertEquals(39, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 49 server message types (27 of v1, 22 of extensions) are covered") {
-                assertEquals(49, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 52 server message types (27 of v1, 25 of extensions) are covered") {
+                assertEquals(52, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -165,6 +165,10 @@ class FixtureRoundTripTest {
         "conversation-search-query-201.json" to "maxLength 200",
         "conversation-search-limit-0.json" to "minimum 1",
         "conversation-search-limit-51.json" to "maximum 50",
+        "conversation-create-agent-id-uppercase.json" to "pattern ^[a-z0-9-]{1,32}$",
+        "conversation-create-workspace-id-33.json" to "pattern ^[a-z0-9-]{1,32}$",
+        "conversation-create-workspace-id-empty.json" to "pattern ^[a-z0-9-]{1,32}$",
+        "model-set-agent-id-slash.json" to "pattern ^[a-z0-9-]{1,32}$",
     )
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
@@ -197,6 +201,8 @@ class FixtureRoundTripTest {
         "conversation-status-preview-201.json" to "maxLength 200",
         "conversation-results-51.json" to "maxItems 50",
         "conversation-results-snippet-201.json" to "maxLength 200",
+        "agents-snapshot-65.json" to "maxItems 64",
+        "agents-changed-name-201.json" to "maxLength 200",
     )
     private val acceptedHttp = mapOf(
         "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",

@@ -196,7 +196,22 @@ class FutureServerTest {
         is ThoughtDelta, is ThoughtComplete -> "thoughts"
         is PlanUpdated, is UsageUpdated -> "activity"
         is ConversationStatus, is ConversationResults -> "inbox"
+        is AgentsSnapshot, is AgentsChanged, is WorkspacesSnapshot -> "workspaces"
         is ServerMessage.Unknown -> "unknown ${message.type}"
+    }
+
+    @Test
+    fun `a newer server's agent status decodes to Unknown, and workspaces frames keep every known field`() {
+        val changed = decode("agents-changed-unknown-status.json") as AgentsChanged
+        assertInstanceOf(AgentStatus.Unknown::class.java, changed.agent.status)
+        assertEquals("sleeping", changed.agent.status.value)
+        assertEquals("claude", changed.agent.agentId)
+        val agents = decode("agents-snapshot-unknown-fields.json") as AgentsSnapshot
+        assertEquals(AgentStatus.READY, agents.agents.single().status)
+        val workspaces = decode("workspaces-snapshot-unknown-fields.json") as WorkspacesSnapshot
+        assertEquals(listOf("claude"), workspaces.workspaces.single().agents)
+        val list = decode("conversation-snapshot-workspaces-unknown-fields.json") as ConversationSnapshot
+        assertEquals(OptionalNullable.Value("pheby/a1b2c3d4"), list.conversations.single().branch)
     }
 
     @Test
