@@ -13,6 +13,7 @@ import dev.pheby.protocol.FEATURE_QUEUE
 import dev.pheby.protocol.FEATURE_RESUME
 import dev.pheby.protocol.FEATURE_SCHEDULES
 import dev.pheby.protocol.FEATURE_THOUGHTS
+import dev.pheby.protocol.FEATURE_WORKSPACES
 import dev.pheby.protocol.HELLO_FEATURES_SENT_MAX
 
 /**
@@ -67,11 +68,19 @@ object Features {
     const val INBOX: String = FEATURE_INBOX
 
     /**
+     * Several agents and workspaces on one server: `agents.list`, `agents.changed`, `workspaces.list`, the
+     * agent, workspace and worktree of `conversation.create`, each conversation entry's `agent_id`,
+     * `workspace_id` and `branch`, the list's filters, and `agent_id` on the global model and reasoning
+     * calls (asked for by default).
+     */
+    const val WORKSPACES: String = FEATURE_WORKSPACES
+
+    /**
      * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX]. Add to it for the others:
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX], [WORKSPACES]. Add to it for the others:
      * `features = Features.DEFAULTS + Features.THOUGHTS`.
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX)
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX, WORKSPACES)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES
