@@ -2,6 +2,7 @@ package dev.pheby.client
 
 import dev.pheby.protocol.FEATURES
 import dev.pheby.protocol.FEATURE_ACTIVITY
+import dev.pheby.protocol.FEATURE_CHANGES
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.FEATURE_DEVICES
 import dev.pheby.protocol.FEATURE_EXPIRY
@@ -76,11 +77,17 @@ object Features {
     const val WORKSPACES: String = FEATURE_WORKSPACES
 
     /**
-     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX], [WORKSPACES]. Add to it for the others:
-     * `features = Features.DEFAULTS + Features.THOUGHTS`.
+     * What a conversation changed in its git working tree, for a review: `changes.list`, `changes.diff`,
+     * and `changes.changed` at the end of a run that changed it (asked for by default).
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX, WORKSPACES)
+    const val CHANGES: String = FEATURE_CHANGES
+
+    /**
+     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX], [WORKSPACES], [CHANGES]. Add to it for the
+     * others: `features = Features.DEFAULTS + Features.THOUGHTS`.
+     */
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX, WORKSPACES, CHANGES)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES

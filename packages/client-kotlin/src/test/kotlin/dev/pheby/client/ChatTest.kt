@@ -44,7 +44,7 @@ class ChatTest : ServerTest() {
     fun `hello asks for the default extensions and the server enables them, a client that asks for nothing gets v1`() = blocking {
         val state = client.state.value as ConnectionState.Open
         val served = setOf(FEATURE_DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES, Features.INBOX)
-        // workspaces is asked for too; the server enables it once it implements it.
+        // workspaces and changes are asked for too; the server enables them once it implements them.
         assertTrue(state.features.containsAll(served), "${state.features}")
         assertTrue(Features.DEFAULTS.containsAll(state.features), "only what was asked for: ${state.features}")
         assertEquals(state.features, state.ready.features.orEmpty().toSet())

@@ -1,17 +1,25 @@
 package dev.pheby.client
 
 import dev.pheby.protocol.PhebyJson
+import dev.pheby.protocol.ServerMessage
+import dev.pheby.protocol.decodeServerMessage
+import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.Dispatchers
+import kotlinx.coroutines.async
 import kotlinx.coroutines.runInterruptible
 import kotlinx.serialization.json.JsonObject
 import kotlinx.serialization.json.JsonPrimitive
 import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
+import mockwebserver3.MockResponse
+import mockwebserver3.MockWebServer
 import okhttp3.Response
 import okhttp3.WebSocket
 import okhttp3.WebSocketListener
+import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import java.io.File
+import java.net.InetAddress
 import java.util.concurrent.CompletableFuture
 import java.util.concurrent.LinkedBlockingQueue
 import java.util.concurrent.TimeUnit
@@ -97,4 +105,35 @@ internal class ScriptedPeer : WebSocketListener() {
         )
         send(JsonObject(frame).toString())
     }
+}
+
+/**
+ * A test class whose server is scripted: a MockWebServer on 127.0.0.1 (one per test), clients with the
+ * default features [connected] to a [ScriptedPeer] of it, and the fixtures to compare the client's frames with.
+ */
+abstract class ScriptedTest {
+    protected val server = MockWebServer().apply { start(InetAddress.getByName("127.0.0.1"), 0) }
+
+    @AfterEach
+    fun closeServer() = server.close()
+
+    /** A client with the default features (close it), connected to a peer whose `ready` enables [enabled]. */
+    internal suspend fun CoroutineScope.connected(enabled: List<String>): Pair<PhebyClient, ScriptedPeer> {
+        val peer = ScriptedPeer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
+        val client = PhebyClient(PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", reconnect = null))
+        val connected = async { client.connect() }
+        peer.accept(enabled = enabled)
+        connected.await()
+        return client to peer
+    }
+
+    /** [sent] is the client fixture [path], but for what the client chose itself (`request_id` and [generated]). */
+    protected fun assertSent(path: String, sent: JsonObject, vararg generated: String) {
+        val keys = setOf("request_id") + generated
+        assertEquals(JsonObject(fixtureObject(path) - keys), JsonObject(sent - keys))
+    }
+
+    /** The server fixture [path] as the reply to [request] (with its `request_id`). */
+    protected fun reply(path: String, request: JsonObject): ServerMessage =
+        decodeServerMessage(JsonObject(fixtureObject(path) + ("request_id" to request.getValue("request_id"))).toString())
 }

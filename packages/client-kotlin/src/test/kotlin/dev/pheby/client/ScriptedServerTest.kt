@@ -76,7 +76,7 @@ class ScriptedServerTest {
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
             // In FEATURE_PRIORITY order, whatever the options' order.
-            assertEquals("""["delta.append","resume","queue","push","activity","modes","inbox","workspaces"]""", hello.getValue("features").toString())
+            assertEquals("""["delta.append","resume","queue","push","activity","modes","inbox","workspaces","changes"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }

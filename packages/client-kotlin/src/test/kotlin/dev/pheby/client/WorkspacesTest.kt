@@ -8,27 +8,20 @@ import dev.pheby.protocol.ModelChanged
 import dev.pheby.protocol.OptionalNullable
 import dev.pheby.protocol.ReasoningChanged
 import dev.pheby.protocol.ReasoningEffort
-import dev.pheby.protocol.ServerMessage
 import dev.pheby.protocol.SettingScope
 import dev.pheby.protocol.decodeServerMessage
 import dev.pheby.protocol.toJson
-import kotlinx.coroutines.CoroutineScope
 import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
 import kotlinx.coroutines.flow.take
 import kotlinx.coroutines.flow.toList
-import kotlinx.serialization.json.JsonObject
-import mockwebserver3.MockResponse
-import mockwebserver3.MockWebServer
-import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import java.net.InetAddress
 
 /**
  * The `workspaces` extension: the frames the client sends for each call are `@pheby/protocol`'s fixtures
@@ -36,33 +29,7 @@ import java.net.InetAddress
  * scripted WebSocket peer on 127.0.0.1 plays the server (pheby-server's multi-agent core is not on this
  * branch), so what is asserted is the client's side of the wire: what it sends, never what a server does.
  */
-class WorkspacesTest {
-    private val server = MockWebServer().apply { start(InetAddress.getByName("127.0.0.1"), 0) }
-
-    @AfterEach
-    fun close() = server.close()
-
-    /** A client with the default features, connected to a peer whose `ready` enables [enabled]. */
-    private suspend fun CoroutineScope.connected(enabled: List<String>): Pair<PhebyClient, ScriptedPeer> {
-        val peer = ScriptedPeer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
-        val client = PhebyClient(PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", reconnect = null))
-        val connected = async { client.connect() }
-        val hello = peer.accept(enabled = enabled)
-        connected.await()
-        assertTrue(Features.WORKSPACES in hello.getValue("features").toString(), "asked for by default")
-        return client to peer
-    }
-
-    /** [sent] is the client fixture [path], but for what the client chose itself ([generated]: `request_id`, …). */
-    private fun assertSent(path: String, sent: JsonObject, vararg generated: String) {
-        val keys = setOf("request_id") + generated
-        assertEquals(JsonObject(fixtureObject(path) - keys), JsonObject(sent - keys))
-    }
-
-    /** The server fixture [path] as the reply to [request] (its `request_id`). */
-    private fun reply(path: String, request: JsonObject): ServerMessage =
-        decodeServerMessage(JsonObject(fixtureObject(path) + ("request_id" to request.getValue("request_id"))).toString())
-
+class WorkspacesTest : ScriptedTest() {
     @Test
     fun `agents and workspaces are listed, and agents_changed updates an agent of the list`() = blocking {
         val (client, peer) = connected(listOf("delta.append", "resume", "workspaces"))
