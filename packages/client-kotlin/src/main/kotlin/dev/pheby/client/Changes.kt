@@ -23,8 +23,8 @@ import kotlinx.coroutines.flow.filterIsInstance
  * that was `HEAD` when the conversation was created, or a worktree's branch point: `commit` and a short
  * `label`), untracked files included and ignored ones not: each `fileId`, `path`, `oldPath` (renames
  * only), `status` ([dev.pheby.protocol.ChangeStatus]), `type` ([dev.pheby.protocol.ChangedFileType]:
- * file, symlink, submodule; both open enums), `additions`, `deletions` and `binary`; at most 1,000, then
- * `truncated`. Without a worktree it is the working tree's
+ * file, symlink, submodule; both open enums: show an unknown one as modified / a file), `additions`,
+ * `deletions` (line counts, 0 for a binary file) and `binary`; at most 1,000, then `truncated`. Without a worktree it is the working tree's
  * state, so it includes changes made by others in the same directory. Throws [PhebyException]:
  * `not_implemented` when the conversation is not in a git repository, `internal_error` when git did not
  * answer in time, `conversation_not_found`, and `unknown_type` without [Features.CHANGES].
@@ -43,8 +43,9 @@ suspend fun PhebyClient.diffChange(conversationId: String, fileId: String): Chan
 
 /**
  * Every `changes.changed` from now on, of [conversationId] (null: of every conversation): a run (`runId`)
- * ended and the conversation's changes against its base are now `fileCount` files, `additions` and
- * `deletions`. List again ([listChanges]) for the files.
+ * ended and the conversation's changes against its base are now `fileCount` files (all of them, also past
+ * 1,000), `additions` and `deletions`. List again ([listChanges]) for the files. With `resume` it carries
+ * `seq` and a drop loses none: the re-open of a followed conversation replays it.
  */
 fun PhebyClient.changeUpdates(conversationId: String? = null): Flow<ChangesChanged> =
     events.filterIsInstance<ChangesChanged>().filter { conversationId == null || it.conversationId == conversationId }

@@ -23,8 +23,9 @@ import kotlinx.coroutines.flow.filterIsInstance
 
 /**
  * `agents.list`: the server's agents (`agentId`, `name`, `status`: [dev.pheby.protocol.AgentStatus]
- * `IDLE` not started yet, `STARTING`, `READY`, `FAILED`; `Unknown` from a newer server), the default agent
- * first. Listing never starts an agent. Throws [PhebyException] `unknown_type` without [Features.WORKSPACES].
+ * `IDLE` not started yet, `STARTING`, `READY`, `FAILED`; `Unknown` from a newer server: show it as idle),
+ * in the server's configuration order, the default agent first (agents start on first use). Throws
+ * [PhebyException] `unknown_type` without [Features.WORKSPACES].
  */
 suspend fun PhebyClient.listAgents(): AgentsSnapshot = request(AgentsList())
 
