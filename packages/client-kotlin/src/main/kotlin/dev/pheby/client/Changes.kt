@@ -1,6 +1,6 @@
 package dev.pheby.client
 
-// The `changes` extension (docs/protocol.md, "Extension: changes"): what a conversation changed in its
+// The `changes` extension (docs/protocol.md, "Extension: review the changes"): what a conversation changed in its
 // workspace, file by file, for a review before merging or asking for more. Asked for by default (as in
 // @pheby/client). Read-only: staging, committing or reverting is something to ask the agent for. Files
 // are addressed by the `fileId`s the server hands out, never by a path the client names; every `path` is
@@ -24,10 +24,11 @@ import kotlinx.coroutines.flow.filterIsInstance
  * `label`), untracked files included and ignored ones not: each `fileId`, `path`, `oldPath` (renames
  * only), `status` ([dev.pheby.protocol.ChangeStatus]), `type` ([dev.pheby.protocol.ChangedFileType]:
  * file, symlink, submodule; both open enums: show an unknown one as modified / a file), `additions`,
- * `deletions` (line counts, 0 for a binary file) and `binary`; at most 1,000, then `truncated`. Without a worktree it is the working tree's
- * state, so it includes changes made by others in the same directory. Throws [PhebyException]:
- * `not_implemented` when the conversation is not in a git repository, `internal_error` when git did not
- * answer in time, `conversation_not_found`, and `unknown_type` without [Features.CHANGES].
+ * `deletions` (line counts, 0 for a binary file) and `binary`; at most 1,000, then `truncated`. Without a
+ * worktree it is the working tree's state, so it includes changes made by others in the same directory.
+ * Throws [PhebyException]: `not_implemented` when the conversation is not in a git repository,
+ * `internal_error` when git did not answer in time, `conversation_not_found`, and `unknown_type` without
+ * [Features.CHANGES].
  */
 suspend fun PhebyClient.listChanges(conversationId: String): ChangesSnapshot =
     request(ChangesList(conversationId = conversationId))
