@@ -9,6 +9,8 @@ import kotlinx.coroutines.CoroutineStart
 import kotlinx.coroutines.async
 import kotlinx.coroutines.flow.filterIsInstance
 import kotlinx.coroutines.flow.first
+import kotlinx.coroutines.flow.toList
+import kotlinx.coroutines.flow.transformWhile
 import kotlinx.coroutines.runBlocking
 import org.junit.jupiter.api.AfterAll
 import org.junit.jupiter.api.Assertions.assertEquals
@@ -74,6 +76,28 @@ class WorkspacesServerTest : ServerTest() {
         assertTrue(expectPheby("bad_request") { client.createConversation("Nobody", agentId = "nobody") }.message!!.contains("agent_id"))
         assertTrue(expectPheby("bad_request") { client.createConversation("Nowhere", workspaceId = "nowhere") }.message!!.contains("workspace_id"))
         assertFalse(client.listConversations().conversations.any { it.name == "Nobody" || it.name == "Nowhere" }, "nothing created")
+    }
+
+    @Test
+    fun `an agent comes up on first use - every workspaces client sees it starting, then ready`() = blocking {
+        // A server of its own: this class's server has its agent up once any test ran.
+        PhebyServer().start().use { fresh ->
+            fresh.client().use { user ->
+                fresh.client().use { other ->
+                    val before = user.listAgents().agents
+                    assertEquals(AgentStatus.IDLE, before.single().status, "spawned on first use, not at start")
+                    val seen = async(start = CoroutineStart.UNDISPATCHED) {
+                        other.agentChanges("default").transformWhile { emit(it); it.agent.status != AgentStatus.READY }.toList()
+                    }
+                    checkRun(user.chat(user.createConversation("First use").conversationId, "hello").toList())
+                    val changes = seen.await()
+                    assertEquals(listOf(AgentStatus.STARTING, AgentStatus.READY), changes.map { it.agent.status })
+                    assertTrue(changes.all { it.requestId == null }, "events nobody asked for")
+                    val after = user.listAgents().agents
+                    assertEquals(after, changes.fold(before) { list, event -> list.withChange(event) }, "the events make the list")
+                }
+            }
+        }
     }
 
     @Test
