@@ -16,6 +16,7 @@ import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Assumptions.assumeTrue
 import org.junit.jupiter.api.BeforeEach
 import org.junit.jupiter.api.Test
+import kotlin.time.Duration.Companion.milliseconds
 
 /**
  * The `changes` extension against the real server's simulator: `/sim changes` edits the simulator's own
@@ -80,6 +81,41 @@ class ChangesServerTest : ServerTest() {
 
         expectPheby("not_found") { client.diffChange(id, "c-" + "0".repeat(16)) }
         expectPheby("conversation_not_found") { client.listChanges("0".repeat(32)) }
+    }
+
+    @Test
+    fun `a phone that dropped during the run gets its changes_changed in the replay, as an observer saw it`() = blocking {
+        // A server of its own, with a proxy the test cuts (as ResumeTest does): the first /sim changes there
+        // is the one that changes the list.
+        PhebyServer().start().use { fresh ->
+            TcpProxy { fresh.port }.use { proxy ->
+                val options = PhebyClientOptions(
+                    url = proxy.url,
+                    secret = fresh.secret,
+                    reconnect = ReconnectPolicy(initialDelay = 100.milliseconds, maxDelay = 500.milliseconds),
+                )
+                PhebyClient(options).use { phone ->
+                    phone.connect()
+                    fresh.client().use { observer ->
+                        val id = phone.createConversation("Changes resumed").conversationId
+                        phone.follow(id)
+                        phone.openConversation(id)
+                        assertTrue(phone.position(id) != null, "the phone has a seq to resume from")
+                        val replayed = async(start = CoroutineStart.UNDISPATCHED) { phone.changeUpdates(id).first() }
+
+                        proxy.pause()
+                        phone.state.first { it is ConnectionState.Reconnecting }
+                        val live = async(start = CoroutineStart.UNDISPATCHED) { observer.changeUpdates(id).first() }
+                        checkRun(observer.chat(id, "/sim changes").toList())
+                        val seen = live.await()
+                        proxy.resume()
+
+                        assertEquals(seen, replayed.await(), "the same event, seq included")
+                        assertEquals(3L, seen.fileCount)
+                    }
+                }
+            }
+        }
     }
 
     @Test
