@@ -2,6 +2,7 @@ package dev.pheby.client
 
 import dev.pheby.protocol.FEATURES
 import dev.pheby.protocol.FEATURE_ACTIVITY
+import dev.pheby.protocol.FEATURE_CHANGES
 import dev.pheby.protocol.FEATURE_DELTA_APPEND
 import dev.pheby.protocol.FEATURE_DEVICES
 import dev.pheby.protocol.FEATURE_EXPIRY
@@ -13,6 +14,7 @@ import dev.pheby.protocol.FEATURE_QUEUE
 import dev.pheby.protocol.FEATURE_RESUME
 import dev.pheby.protocol.FEATURE_SCHEDULES
 import dev.pheby.protocol.FEATURE_THOUGHTS
+import dev.pheby.protocol.FEATURE_WORKSPACES
 import dev.pheby.protocol.HELLO_FEATURES_SENT_MAX
 
 /**
@@ -67,11 +69,25 @@ object Features {
     const val INBOX: String = FEATURE_INBOX
 
     /**
-     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
-     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX]. Add to it for the others:
-     * `features = Features.DEFAULTS + Features.THOUGHTS`.
+     * Several agents and workspaces on one server: `agents.list`, `agents.changed`, `workspaces.list`, the
+     * agent, workspace and worktree of `conversation.create`, each conversation entry's `agent_id`,
+     * `workspace_id` and `branch`, the list's filters, and `agent_id` on the global model and reasoning
+     * calls (asked for by default).
      */
-    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX)
+    const val WORKSPACES: String = FEATURE_WORKSPACES
+
+    /**
+     * What a conversation changed in its git working tree, for a review: `changes.list`, `changes.diff`,
+     * and `changes.changed` at the end of a run that changed it (asked for by default).
+     */
+    const val CHANGES: String = FEATURE_CHANGES
+
+    /**
+     * What [PhebyClientOptions.features] asks for by default, as `@pheby/client` does: [DELTA_APPEND],
+     * [PUSH], [RESUME], [QUEUE], [ACTIVITY], [MODES], [INBOX], [WORKSPACES], [CHANGES]. Add to it for the
+     * others: `features = Features.DEFAULTS + Features.THOUGHTS`.
+     */
+    val DEFAULTS: Set<String> = setOf(DELTA_APPEND, PUSH, RESUME, QUEUE, ACTIVITY, MODES, INBOX, WORKSPACES, CHANGES)
 
     /** Every feature `@pheby/protocol` defines, in its order (`FEATURES`). */
     val ALL: List<String> = FEATURES

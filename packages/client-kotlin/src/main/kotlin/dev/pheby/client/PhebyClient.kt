@@ -307,18 +307,41 @@ class PhebyClient(
 
     /**
      * `conversation.list`: every conversation. On an `inbox` connection ([Features.INBOX]) the unarchived
-     * ones, or with [archived] the archived ones only. Without `inbox` the server ignores [archived] (a v1
-     * list is every conversation); false is not sent, so the request stays v1's.
+     * ones, or with [archived] the archived ones only. On a `workspaces` connection ([Features.WORKSPACES])
+     * only those of agent [agentId] and of workspace [workspaceId] when given, and each entry says its
+     * `agentId`, `workspaceId` and `branch`. A server without the feature ignores the filters (a v1 list
+     * is every conversation); false and null are not sent, so the request stays v1's.
      */
-    suspend fun listConversations(archived: Boolean = false): ConversationSnapshot =
-        request(ConversationList(archived = archived.takeIf { it }))
+    suspend fun listConversations(archived: Boolean = false, agentId: String? = null, workspaceId: String? = null): ConversationSnapshot =
+        request(ConversationList(archived = archived.takeIf { it }, agentId = agentId, workspaceId = workspaceId))
 
     /**
      * `conversation.create`; every client also gets `conversation.updated`. With `resume` it carries
      * [clientMessageId] (a new one when null), so a retry after a drop never creates a second one.
+     *
+     * With `workspaces` ([Features.WORKSPACES]) it picks the agent ([agentId]) and the workspace
+     * ([workspaceId]) of [listAgents] / [listWorkspaces]: neither is the default agent in the first
+     * workspace that allows it, only a workspace its first agent, only an agent the first workspace that
+     * allows it; [worktree] gives the conversation a git worktree of its own on a new branch
+     * `pheby/<8 characters of its ID>` (the reply's `branch`). An unknown ID, an agent the workspace does not
+     * allow, or a worktree outside a git repository: `bad_request` naming the field, and nothing is created.
+     * Null and false are not sent (a server without the feature ignores them anyway).
      */
-    suspend fun createConversation(name: String? = null, clientMessageId: String? = null): ConversationCreated =
-        request(ConversationCreate(name = name, clientMessageId = clientMessageId))
+    suspend fun createConversation(
+        name: String? = null,
+        clientMessageId: String? = null,
+        agentId: String? = null,
+        workspaceId: String? = null,
+        worktree: Boolean = false,
+    ): ConversationCreated = request(
+        ConversationCreate(
+            name = name,
+            clientMessageId = clientMessageId,
+            agentId = agentId,
+            workspaceId = workspaceId,
+            worktree = worktree.takeIf { it },
+        ),
+    )
 
     /**
      * `conversation.open`: the newest [limit] messages (default 200, at most 500) before
@@ -374,23 +397,31 @@ class PhebyClient(
     suspend fun setYolo(conversationId: String, enabled: Boolean): YoloChanged =
         request(YoloSet(conversationId = conversationId, enabled = enabled))
 
-    /** `models.list`: providers and models; with [conversationId], its current model. */
-    suspend fun listModels(conversationId: String? = null): ModelsSnapshot = request(ModelsList(conversationId = conversationId))
+    // The global model and reasoning calls take [agentId] with `workspaces` ([Features.WORKSPACES]): the
+    // agent whose global setting they read or set (null: the default agent, as on a v1 connection). With a
+    // conversationId, it must be that conversation's agent (else `bad_request` naming `agent_id`); a
+    // conversation's calls act on its own agent anyway. A global change of another agent than the default
+    // reaches only `workspaces` clients, with its `agentId`.
 
-    /** `models.current`: the global model, or the conversation's effective one. */
-    suspend fun currentModel(conversationId: String? = null): ModelCurrent = request(ModelsCurrent(conversationId = conversationId))
+    /** `models.list`: providers and models (of agent [agentId]); with [conversationId], its current model. */
+    suspend fun listModels(conversationId: String? = null, agentId: String? = null): ModelsSnapshot =
+        request(ModelsList(conversationId = conversationId, agentId = agentId))
 
-    /** `model.set`: with [conversationId] a conversation override, without it the global default (broadcast). */
-    suspend fun setModel(model: String, provider: String? = null, conversationId: String? = null): ModelChanged =
-        request(ModelSet(model = model, provider = provider, conversationId = conversationId))
+    /** `models.current`: the global model (of agent [agentId]), or the conversation's effective one. */
+    suspend fun currentModel(conversationId: String? = null, agentId: String? = null): ModelCurrent =
+        request(ModelsCurrent(conversationId = conversationId, agentId = agentId))
 
-    /** `reasoning.current`: the global effort, or the conversation's effective one. */
-    suspend fun currentReasoning(conversationId: String? = null): ReasoningSnapshot =
-        request(ReasoningCurrent(conversationId = conversationId))
+    /** `model.set`: with [conversationId] a conversation override, without it the global default of agent [agentId] (broadcast). */
+    suspend fun setModel(model: String, provider: String? = null, conversationId: String? = null, agentId: String? = null): ModelChanged =
+        request(ModelSet(model = model, provider = provider, conversationId = conversationId, agentId = agentId))
+
+    /** `reasoning.current`: the global effort (of agent [agentId]), or the conversation's effective one. */
+    suspend fun currentReasoning(conversationId: String? = null, agentId: String? = null): ReasoningSnapshot =
+        request(ReasoningCurrent(conversationId = conversationId, agentId = agentId))
 
     /** `reasoning.set` (`none` turns thinking off); scoped like [setModel]. */
-    suspend fun setReasoning(effort: ReasoningEffort, conversationId: String? = null): ReasoningChanged =
-        request(ReasoningSet(effort = effort, conversationId = conversationId))
+    suspend fun setReasoning(effort: ReasoningEffort, conversationId: String? = null, agentId: String? = null): ReasoningChanged =
+        request(ReasoningSet(effort = effort, conversationId = conversationId, agentId = agentId))
 
     /**
      * Sends a message and emits its run as it happens, then completes: the `run.accepted` reply, then

@@ -22,8 +22,10 @@ import kotlin.time.Duration.Companion.seconds
  *   `@pheby/client` does: [Features.DELTA_APPEND] (either way `message.delta` events carry the whole
  *   draft), [Features.PUSH] (adds no events), [Features.RESUME] (`seq` on conversation frames, replay
  *   after a drop, retry-safe sends), [Features.QUEUE] (`queue.changed` events), [Features.ACTIVITY]
- *   (tool detail, approval previews, plan and usage), [Features.MODES] (modes and slash commands) and
- *   [Features.INBOX] (status, unread, preview and archive on list entries, `conversation.status` events).
+ *   (tool detail, approval previews, plan and usage), [Features.MODES] (modes and slash commands),
+ *   [Features.INBOX] (status, unread, preview and archive on list entries, `conversation.status` events),
+ *   [Features.WORKSPACES] (agents, workspaces and worktrees; `agents.changed` events) and
+ *   [Features.CHANGES] (what a conversation changed in its git working tree; `changes.changed` events).
  *   Names the client has no behaviour for are still asked for; their frames reach [PhebyClient.events]
  *   as they come. Add [Features.THOUGHTS], [Features.SCHEDULES] or [Features.EXPIRY] with
  *   `Features.DEFAULTS + Features.THOUGHTS`.

@@ -16,8 +16,6 @@ import dev.pheby.protocol.ThoughtDelta
 import dev.pheby.protocol.decodeServerMessage
 import dev.pheby.protocol.toJson
 import kotlinx.coroutines.CoroutineStart
-import kotlinx.coroutines.Dispatchers
-import kotlinx.coroutines.runInterruptible
 import kotlinx.coroutines.async
 import kotlinx.coroutines.coroutineScope
 import kotlinx.coroutines.flow.filterIsInstance
@@ -32,20 +30,14 @@ import kotlinx.serialization.json.jsonObject
 import kotlinx.serialization.json.jsonPrimitive
 import mockwebserver3.MockResponse
 import mockwebserver3.MockWebServer
-import okhttp3.Response
-import okhttp3.WebSocket
-import okhttp3.WebSocketListener
 import org.junit.jupiter.api.AfterEach
 import org.junit.jupiter.api.Assertions.assertEquals
 import org.junit.jupiter.api.Assertions.assertFalse
 import org.junit.jupiter.api.Assertions.assertNull
 import org.junit.jupiter.api.Assertions.assertTrue
 import org.junit.jupiter.api.Test
-import java.io.File
 import java.net.InetAddress
 import java.util.Collections
-import java.util.concurrent.CompletableFuture
-import java.util.concurrent.LinkedBlockingQueue
 import java.util.concurrent.TimeUnit
 import kotlin.time.Duration.Companion.milliseconds
 import kotlin.time.Duration.Companion.minutes
@@ -58,67 +50,20 @@ import kotlin.time.Duration.Companion.seconds
  * with frames from `@pheby/protocol`'s fixtures.
  */
 class ScriptedServerTest {
-    private val fixtures = File(repoRoot, "packages/protocol/fixtures")
     private val server = MockWebServer().apply { start(InetAddress.getByName("127.0.0.1"), 0) }
 
     @AfterEach
     fun close() = server.close()
 
-    private fun fixture(path: String): String {
-        val json = PhebyJson.parseToJsonElement(File(fixtures, path).readText()).jsonObject
-        return (json["frame"] ?: json).toString()
-    }
-
-    /** The server end of one connection: what the client sent, and the socket to answer on. */
-    private class Peer : WebSocketListener() {
-        private val socket = CompletableFuture<WebSocket>()
-        private val frames = LinkedBlockingQueue<JsonObject>()
-
-        override fun onOpen(webSocket: WebSocket, response: Response) {
-            socket.complete(webSocket)
-        }
-
-        override fun onMessage(webSocket: WebSocket, text: String) {
-            frames.add(PhebyJson.parseToJsonElement(text).jsonObject)
-        }
-
-        override fun onClosing(webSocket: WebSocket, code: Int, reason: String) {
-            webSocket.close(code, null)
-        }
-
-        /** The client's next frame; suspends (off the test's thread, so the client's coroutines run meanwhile). */
-        suspend fun next(): JsonObject = runInterruptible(Dispatchers.IO) {
-            checkNotNull(frames.poll(30, TimeUnit.SECONDS)) { "the client sent nothing" }
-        }
-
-        fun send(text: String) = socket.get(30, TimeUnit.SECONDS).send(text)
-
-        fun close(code: Int, reason: String? = null) = socket.get(30, TimeUnit.SECONDS).close(code, reason)
-
-        /** Reads the hello and answers ready, enabling [enabled] (`delta.append` unless told otherwise). */
-        suspend fun accept(features: Boolean = true, enabled: List<String> = listOf("delta.append")): JsonObject = next().also { hello ->
-            assertEquals("hello", hello.type)
-            val id = hello.getValue("request_id").jsonPrimitive.content
-            val enabled = if (features) ""","features":${enabled.joinToString(",", "[", "]") { "\"$it\"" }}""" else ""
-            send("""{"type":"ready","request_id":"$id","protocol_version":1,"server":"scripted"$enabled,"ts":"2026-09-02T18:00:00+00:00"}""")
-        }
-
-        /** Reads the hello and refuses it as the server does: an error echoing its request_id, then [closeCode]. */
-        suspend fun refuse(code: String, message: String, closeCode: Int, reason: String) {
-            val id = next().getValue("request_id").jsonPrimitive.content
-            send("""{"type":"error","request_id":"$id","error":{"code":"$code","message":"$message"},"ts":"2026-09-02T18:00:00+00:00"}""")
-            close(closeCode, reason)
-        }
-    }
 
     /** Connects [client] to [peer], which accepts its hello. */
-    private suspend fun connect(client: PhebyClient, peer: Peer) = coroutineScope {
+    private suspend fun connect(client: PhebyClient, peer: ScriptedPeer) = coroutineScope {
         val connected = async { client.connect() }
         peer.accept()
         connected.await()
     }
 
-    private fun peer() = Peer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
+    private fun peer() = ScriptedPeer().also { server.enqueue(MockResponse.Builder().webSocketUpgrade(it).build()) }
 
     private fun client(policy: ReconnectPolicy? = ReconnectPolicy(initialDelay = 50.milliseconds)) =
         PhebyClient(PhebyClientOptions(url = server.url("/ws").toString(), secret = "s3cret", reconnect = policy))
@@ -131,7 +76,7 @@ class ScriptedServerTest {
             val hello = peer.accept()
             assertEquals("s3cret", hello.getValue("secret").jsonPrimitive.content)
             // In FEATURE_PRIORITY order, whatever the options' order.
-            assertEquals("""["delta.append","resume","queue","push","activity","modes","inbox"]""", hello.getValue("features").toString())
+            assertEquals("""["delta.append","resume","queue","push","activity","modes","inbox","workspaces","changes"]""", hello.getValue("features").toString())
             connected.await()
             val events = async(start = CoroutineStart.UNDISPATCHED) { client.events.take(4).toList() }
             val invalid = async(start = CoroutineStart.UNDISPATCHED) { client.invalidFrames.first() }
@@ -371,10 +316,5 @@ class ScriptedServerTest {
             }
         }
     }
-
 }
 
-/** The conversation of the shared fixtures. */
-private const val CONVERSATION = "a1b2c3d4e5f60718293a4b5c6d7e8f90"
-
-private val JsonObject.type: String get() = getValue("type").jsonPrimitive.content

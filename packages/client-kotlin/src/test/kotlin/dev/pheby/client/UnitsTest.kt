@@ -101,9 +101,9 @@ class UnitsTest {
     }
 
     @Test
-    fun `the client asks for append deltas, push, resume, queue, activity, modes and inbox by default, as @pheby-client does`() {
+    fun `the client asks for append deltas, push, resume, queue, activity, modes, inbox, workspaces and changes by default, as @pheby-client does`() {
         assertEquals(
-            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES, Features.INBOX),
+            setOf(Features.DELTA_APPEND, Features.PUSH, Features.RESUME, Features.QUEUE, Features.ACTIVITY, Features.MODES, Features.INBOX, Features.WORKSPACES, Features.CHANGES),
             PhebyClientOptions(url = "ws://h/ws", secret = "s").features,
         )
         assertEquals(PhebyClientOptions(url = "ws://h/ws", secret = "s").features, Features.DEFAULTS)
