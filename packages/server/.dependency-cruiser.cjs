@@ -24,7 +24,6 @@ const LAYERS = [
     "schedules",
     "changes",
     "worktrees",
-    "changes",
   ],
   ["runs", "mcp"],
   ["handlers", "host"],

@@ -28,7 +28,7 @@ describe("the changes migration and store", () => {
       conv,
     );
     migrate(db);
-    expect(db.pragma("user_version", { simple: true })).toBe(15);
+    expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.length);
     db.close();
 
     const store = new Store(dir);
