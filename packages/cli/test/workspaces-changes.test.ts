@@ -1,12 +1,13 @@
 // `pheby agents`, `pheby workspaces`, `pheby conversations create --agent --workspace --worktree`, the
-// list's agent@workspace [branch] column and `pheby changes`: the built CLI as a child process. The
-// server does not answer the workspaces and changes extensions yet, so their answers come from a
-// scripted peer on 127.0.0.1 replaying @pheby/protocol's own valid fixtures (each checked against the
-// features the peer enabled); against the real apps/server, which does not enable them, the commands
-// fail with the protocol exit code and say why.
-import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+// list's agent@workspace [branch] column and `pheby changes`: the built CLI as a child process. Against
+// a scripted peer on 127.0.0.1 replaying @pheby/protocol's own valid fixtures (each checked against the
+// features the peer enabled), for every shape the output has; then against the real apps/server with
+// two simulator agents and two workspaces (a real git repository in a temp dir, and a plain
+// directory): a real worktree, the filters, `/sim where`, and `/sim changes` listed and diffed.
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { decodeServerFrame, FEATURE_CHANGES, FEATURE_WORKSPACES } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultHandler, ScriptedPeer, TS } from "../../client/test/peer.js";
@@ -232,31 +233,174 @@ describe("pheby agents, workspaces, conversations and changes against a scripted
   });
 });
 
+describe("against an older server that does not enable them (a v1 peer)", () => {
+  let peer: ScriptedPeer;
+  beforeAll(async () => {
+    peer = await ScriptedPeer.start();
+  });
+  afterAll(async () => {
+    await peer?.close();
+  });
+
+  it("each fails with the protocol exit code and names the missing extension", async () => {
+    for (const [args, feature] of [
+      [["agents"], "workspaces"],
+      [["workspaces"], "workspaces"],
+      [["changes", CONV], "changes"],
+      [["conversations", "create", "x", "--worktree"], "workspaces"],
+      [["models", "--agent", "default"], "workspaces"],
+    ] as const) {
+      const result = await runPheby(peer.url, "s3cret", [...args]);
+      expect(result.code, args.join(" ")).toBe(2);
+      expect(result.err).toContain(`needs the server's ${feature} extension`);
+    }
+  });
+});
+
 const unavailable = serverUnavailable();
 
+/** Plain git for the fixture, isolated from the machine's config. */
+function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", args, {
+    cwd,
+    encoding: "utf8",
+    env: {
+      PATH: process.env.PATH,
+      HOME: cwd,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_AUTHOR_NAME: "T",
+      GIT_AUTHOR_EMAIL: "t@example.com",
+      GIT_COMMITTER_NAME: "T",
+      GIT_COMMITTER_EMAIL: "t@example.com",
+    },
+  });
+}
+
 describe.skipIf(unavailable !== undefined)(
-  `pheby agents, workspaces and changes against apps/server, which does not enable them${unavailable ? ` (${unavailable})` : ""}`,
+  `pheby agents, workspaces, conversations and changes against apps/server with two simulator agents${unavailable ? ` (${unavailable})` : ""}`,
   () => {
     let server: TestServer;
+    let root: string;
+    let repo: string;
+    let worktrees: string;
+    const run = (args: string[]) => runPheby(server.url, server.secret, args);
+
     beforeAll(async () => {
-      server = await startServer();
+      root = realpathSync(mkdtempSync(join(tmpdir(), "pheby-cli-workspaces-")));
+      repo = join(root, "repo");
+      const notes = join(root, "notes");
+      worktrees = join(root, "worktrees");
+      mkdirSync(repo);
+      mkdirSync(notes);
+      git(repo, "init", "-q", "-b", "main");
+      writeFileSync(join(repo, "README.md"), "repo\n");
+      git(repo, "add", "-A");
+      git(repo, "commit", "-q", "-m", "initial");
+      const config = join(root, "pheby.yaml");
+      writeFileSync(
+        config,
+        [
+          "agents:",
+          "  - { id: sim-a, name: First, kind: simulator }",
+          "  - { id: sim-b, name: Second, kind: simulator }",
+          "workspaces:",
+          `  - { id: repo, name: Repository, path: ${JSON.stringify(repo)} }`,
+          `  - { id: notes, name: Notes, path: ${JSON.stringify(notes)}, agents: [sim-b] }`,
+          "",
+        ].join("\n"),
+      );
+      server = await startServer({ PHEBY_CONFIG: config, PHEBY_WORKTREES_DIR: worktrees });
     });
     afterAll(async () => {
       await server?.stop();
+      if (root) rmSync(root, { recursive: true, force: true });
     });
 
-    it("each fails with the protocol exit code and names the missing extension", async () => {
-      for (const [args, feature] of [
-        [["agents"], "workspaces"],
-        [["workspaces"], "workspaces"],
-        [["changes", CONV], "changes"],
-        [["conversations", "create", "x", "--worktree"], "workspaces"],
-        [["models", "--agent", "default"], "workspaces"],
-      ] as const) {
-        const result = await runPheby(server.url, server.secret, [...args]);
-        expect(result.code, args.join(" ")).toBe(2);
-        expect(result.err).toContain(`needs the server's ${feature} extension`);
-      }
+    it("pheby agents and pheby workspaces list what the configuration says", async () => {
+      const agents = await run(["agents"]);
+      expect(agents.code, agents.err).toBe(0);
+      expect(agents.out.split("\n").filter(Boolean)).toEqual([
+        expect.stringMatching(/^\* sim-a +(idle|starting|ready) +First$/),
+        expect.stringMatching(/^ {2}sim-b +idle +Second$/),
+      ]);
+      const workspaces = await run(["workspaces"]);
+      expect(workspaces.code, workspaces.err).toBe(0);
+      expect(workspaces.out.split("\n").filter(Boolean)).toEqual([
+        expect.stringMatching(/^repo +git +sim-a,sim-b +Repository$/),
+        expect.stringMatching(/^notes +- +sim-b +Notes$/),
+      ]);
+      for (const text of [agents.out, workspaces.out]) expect(text).not.toContain(root);
+    });
+
+    it("conversations create --agent --workspace --worktree makes a real worktree on pheby/<8>; the list filters", async () => {
+      const created = await run([
+        "conversations",
+        "create",
+        "Fix it",
+        "--agent",
+        "sim-b",
+        "--workspace",
+        "repo",
+        "--worktree",
+        "--json",
+      ]);
+      expect(created.code, created.err).toBe(0);
+      const [entry] = jsonLines(created.out);
+      const id = entry!.conversation_id as string;
+      const branch = `pheby/${id.slice(0, 8)}`;
+      expect(entry).toEqual({
+        conversation_id: id,
+        name: "Fix it",
+        agent_id: "sim-b",
+        workspace_id: "repo",
+        branch,
+      });
+      expect(git(join(worktrees, id), "symbolic-ref", "--short", "HEAD").trim()).toBe(branch);
+      const where = await run(["chat", id, "/sim where"]);
+      expect(where.code, where.err).toBe(0);
+      expect(where.out).toContain(
+        `This conversation runs with agent sim-b in workspace repo, on branch ${branch} of its own worktree, in the directory . of its git working tree.`,
+      );
+      const notes = await run(["conversations", "create", "Notes", "--workspace", "notes"]);
+      expect(notes.code, notes.err).toBe(0);
+      expect(notes.out).toMatch(/^[0-9a-f]{32} {2}sim-b@notes {2}Notes\n$/);
+      const inRepo = await run(["conversations", "--workspace", "repo"]);
+      expect(inRepo.code, inRepo.err).toBe(0);
+      const lines = inRepo.out.split("\n").filter(Boolean);
+      expect(lines).toEqual([
+        expect.stringMatching(new RegExp(`^${id} +.+ +sim-b@repo \\[${branch}\\] +Fix it$`)),
+      ]);
+      const refused = await run(["conversations", "create", "x", "--workspace", "notes", "--worktree"]);
+      expect(refused.code).toBe(2);
+      expect(refused.err).toContain("worktree");
+    });
+
+    it("pheby changes <conversation> [file] after /sim changes: the files with their counts, then a patch", async () => {
+      const created = await run(["conversations", "create", "Changes", "--agent", "sim-a", "--json"]);
+      const id = jsonLines(created.out)[0]!.conversation_id as string;
+      const before = await run(["changes", id]);
+      expect(before.code).toBe(2);
+      expect(before.err).toContain("not in a git repository");
+      const chat = await run(["chat", id, "/sim changes"]);
+      expect(chat.code, chat.err).toBe(0);
+      expect(chat.out).toContain(
+        "I edited src/app.ts, created src/feature.ts and deleted docs/old-notes.md.",
+      );
+      const list = await run(["changes", id]);
+      expect(list.code, list.err).toBe(0);
+      expect(list.out.split("\n").filter(Boolean)).toEqual([
+        expect.stringMatching(/^base [0-9a-f]{7,} · 3 files \+5 −2$/),
+        "D  +0     -1      docs/old-notes.md",
+        "M  +2     -1      src/app.ts",
+        "A  +3     -0      src/feature.ts",
+      ]);
+      const patch = await run(["changes", id, "src/feature.ts"]);
+      expect(patch.code, patch.err).toBe(0);
+      expect(patch.out).toContain("+export function feature() {");
+      expect(patch.out).not.toContain(root);
+      // The simulator wrote in its own repository, never in the workspace.
+      expect(git(repo, "status", "--porcelain")).toBe("");
     });
   },
 );

@@ -1,21 +1,9 @@
-// The `workspaces` and `changes` extensions through the client's typed calls. Until the server answers
-// them, the frames are checked against a scripted peer (every frame it sends is a valid
-// @pheby/protocol frame of the feature it enabled, every request the client sends decodes on the
-// server's side with those features); against the real server of today on port 0 (the simulator, no
-// multi-agent support yet; imported from its build by path, see in-memory.test.ts) the defaults ask for both, and a server that did not enable them answers unknown_type
-// while v1 list entries stay v1.
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import {
-  decodeClientFrame,
-  decodeServerFrame,
-  FEATURE_CHANGES,
-  FEATURE_WORKSPACES,
-  type ServerMessage,
-} from "@pheby/protocol";
+// The `workspaces` and `changes` extensions through the client's typed calls, frame by frame against a
+// scripted peer (every frame it sends is a valid @pheby/protocol frame of the feature it enabled, every
+// request the client sends decodes on the server's side with those features). The same calls against
+// the real server (two simulator agents, a git and a plain workspace) are in workspaces-server.test.ts.
+import { decodeClientFrame, decodeServerFrame, FEATURE_CHANGES, FEATURE_WORKSPACES } from "@pheby/protocol";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPhebyServer, createSimulatorBackend, type PhebyServer } from "../../server/dist/index.js";
 import { DEFAULT_FEATURES, type InvalidFrame, PhebyClient, PhebyError } from "../src/index.js";
 import { defaultHandler, ScriptedPeer, TS } from "./peer.js";
 
@@ -317,44 +305,5 @@ describe("workspaces and changes: the facade's frames, against a scripted peer",
       deletions: 1,
     });
     expect(await changed).toMatchObject({ run_id: RUN, file_count: 3, additions: 2, deletions: 1 });
-  });
-});
-
-describe("workspaces and changes against today's server, which does not enable them", () => {
-  const SECRET = "workspaces-secret-0123456789";
-  let dataDir: string;
-  let server: PhebyServer;
-  const frames: ServerMessage[] = [];
-  let client: PhebyClient;
-
-  beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "pheby-client-workspaces-"));
-    server = createPhebyServer({ secret: SECRET, dataDir, agent: createSimulatorBackend({ delayMs: 1 }) });
-    const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
-    client = new PhebyClient({ url: `ws://127.0.0.1:${port}/ws`, secret: SECRET, pingIntervalMs: 0 });
-    client.on("*", (m) => frames.push(m));
-    await client.connect();
-  });
-  afterAll(async () => {
-    client?.close();
-    await server?.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  it("asks for them, is not granted them, and gets unknown_type for their requests", async () => {
-    expect(client.features).not.toContain(FEATURE_WORKSPACES);
-    expect(client.features).not.toContain(FEATURE_CHANGES);
-    await expect(client.listAgents()).rejects.toMatchObject({ code: "unknown_type" });
-    await expect(client.listChanges(CONV)).rejects.toMatchObject({ code: "unknown_type" });
-  });
-
-  it("their fields on a v1 request are ignored: the conversation is created and listed as v1", async () => {
-    const created = await client.createConversation({ name: "here", agentId: "nobody", worktree: true });
-    expect(created).not.toHaveProperty("agent_id");
-    const listed = await client.listConversations({ agentId: "nobody" });
-    expect(listed.map((c) => c.conversation_id)).toContain(created.conversation_id);
-    for (const frame of frames) {
-      expect(decodeServerFrame(JSON.stringify(frame), { features: client.features }).ok).toBe(true);
-    }
   });
 });

@@ -168,6 +168,11 @@ export interface TurnInput {
    * paths shown to clients are relative to its path base. Absent: the backend's own directory.
    */
   cwd?: string;
+  /**
+   * Where the conversation runs, as clients know it (the `workspaces` extension's ids and its
+   * worktree's branch, never a path). Absent in tests and older servers.
+   */
+  placement?: TurnPlacement;
   text: string;
   attachments: AttachmentRef[];
   settings: TurnSettings;
@@ -183,6 +188,14 @@ export interface TurnInput {
    * reopened) gives it to the agent as context. Read on demand; absent in tests and older servers.
    */
   history?(maxBytes: number): TranscriptTail;
+}
+
+/** A conversation's placement by id ({@link TurnInput.placement}). */
+export interface TurnPlacement {
+  agentId: string;
+  workspaceId: string;
+  /** The branch of the conversation's own worktree, or null without one. */
+  branch: string | null;
 }
 
 /** How a turn ended. */

@@ -16,9 +16,11 @@ import type {
   ClarifyQuestion,
   ProducedFile,
   TranscriptTail,
+  TurnPlacement,
   TurnResult,
   TurnSink,
 } from "../agent/port.js";
+import { placementFields } from "../agents/fields.js";
 import type { AgentRegistry } from "../agents/registry.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
@@ -478,6 +480,7 @@ export class RunEngine {
         conversationId: conv.id,
         sessionId: conv.session_id ?? "",
         cwd: this.deps.agents.workdirOf(conv),
+        placement: placementOf(conv),
         text: turn.text,
         attachments: (turn.attachments ?? []).map((c) => c.ref),
         settings,
@@ -990,4 +993,10 @@ function v1ToolState(row: ToolRow): ToolState {
     ...(row.status === "failed" && row.error !== null ? { error: row.error } : {}),
     ts: iso(row.ts),
   };
+}
+
+/** The conversation's placement as a turn carries it (the ids its `workspaces` entries show). */
+function placementOf(conv: ConversationRow): TurnPlacement {
+  const { agent_id, workspace_id, branch } = placementFields(conv);
+  return { agentId: agent_id, workspaceId: workspace_id, branch };
 }

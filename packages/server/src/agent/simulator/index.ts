@@ -26,6 +26,7 @@ import type {
 } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 import { pdfDocument, pngImage } from "./files.js";
+import { whereText } from "./where.js";
 import { applySimChanges, ensureSimWorkspace, SIM_CHANGES, SIM_WORKSPACE_DIR } from "./workspace.js";
 
 /** Options of {@link createSimulatorBackend}. */
@@ -144,7 +145,7 @@ const SIM_PLACE: PlaceContext = { cwd: "/pheby-sim", base: "/pheby-sim", scrub: 
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
   "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], /sim diff, /sim output, " +
-  "/sim think [N] (1..1000000), /sim plan, /sim mode, /sim mode leave, /sim compact, /sim changes.";
+  "/sim think [N] (1..1000000), /sim plan, /sim mode, /sim mode leave, /sim compact, /sim changes, /sim where.";
 
 /**
  * The simulator's modes (the `modes` extension), in its order; a session starts in `default`.
@@ -185,6 +186,7 @@ export const SIM_COMMANDS: AgentCommandInfo[] = [
   ["mode", "Says which mode the turn runs in", "[leave]"],
   ["compact", "Compacts the conversation's context", null],
   ["changes", "Edits, creates and deletes files in the simulator's own git repository", null],
+  ["where", "Says which agent, workspace, branch and directory the conversation runs in", null],
 ].map(([name, description, hint]) => ({
   name: `sim ${name}`,
   description: description as string,
@@ -655,6 +657,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         return output(sink, signal);
       case "changes":
         return changes(sink, signal);
+      case "where":
+        return reply(whereText(input), sink, signal);
       default:
         return reply(HELP, sink, signal);
     }
