@@ -4,11 +4,12 @@
 // features the peer enabled), for every shape the output has; then against the real apps/server with
 // two simulator agents and two workspaces (a real git repository in a temp dir, and a plain
 // directory): a real worktree, the filters, `/sim where`, and `/sim changes` listed and diffed.
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { decodeServerFrame, FEATURE_CHANGES, FEATURE_WORKSPACES } from "@pheby/protocol";
+import { fixtureGit as git } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { defaultHandler, ScriptedPeer, TS } from "../../client/test/peer.js";
 import { serverUnavailable, startServer, type TestServer } from "../../conformance/test/server.js";
@@ -258,24 +259,6 @@ describe("against an older server that does not enable them (a v1 peer)", () => 
 });
 
 const unavailable = serverUnavailable();
-
-/** Plain git for the fixture, isolated from the machine's config. */
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      PATH: process.env.PATH,
-      HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "T",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "T",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
-  });
-}
 
 describe.skipIf(unavailable !== undefined)(
   `pheby agents, workspaces, conversations and changes against apps/server with two simulator agents${unavailable ? ` (${unavailable})` : ""}`,

@@ -5,7 +5,6 @@
 // `/sim changes` in the simulator's own repository (the simulator never writes into a workspace:
 // docs/simulator.md) through listChanges, diffChange and changes.changed. A connection without the two
 // features keeps v1.
-import { execFileSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -18,6 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { decodeServerFrame, FEATURE_CHANGES, FEATURE_WORKSPACES, type ServerMessage } from "@pheby/protocol";
+import { fixtureGit as git } from "@pheby/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPhebyServer, createSimulatorBackend, type PhebyServer } from "../../server/dist/index.js";
 import { DEFAULT_FEATURES, type InvalidFrame, PhebyClient } from "../src/index.js";
@@ -33,24 +33,6 @@ const clients: PhebyClient[] = [];
 const invalid: InvalidFrame[] = [];
 /** Every frame any client received, to check none names a server path. */
 const raw: string[] = [];
-
-/** Plain git for the fixture, isolated from the machine's config. */
-function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      PATH: process.env.PATH,
-      HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "T",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "T",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
-  });
-}
 
 async function connect(features?: readonly string[]): Promise<PhebyClient> {
   const client = new PhebyClient({

@@ -3,7 +3,6 @@
  * plain git (never the runner under test), and a repository whose config tries every way git has to
  * run a command: each writes a marker file if it runs.
  */
-import { execFileSync } from "node:child_process";
 import {
   chmodSync,
   existsSync,
@@ -15,27 +14,13 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fixtureGit } from "@pheby/testkit";
 
 /** A fresh directory with symlinks resolved. */
 export const tempDir = (prefix = "pheby-git-") => realpathSync(mkdtempSync(join(tmpdir(), prefix)));
 
 /** Plain git for setting fixtures up, isolated from the machine's config. */
-export function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      PATH: process.env.PATH,
-      HOME: cwd,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "T",
-      GIT_AUTHOR_EMAIL: "t@example.com",
-      GIT_COMMITTER_NAME: "T",
-      GIT_COMMITTER_EMAIL: "t@example.com",
-    },
-  });
-}
+export const git = fixtureGit;
 
 /** A repository with `files` committed (path → content). */
 export function repoWith(files: Record<string, string | Buffer>): string {

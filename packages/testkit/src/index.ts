@@ -8,6 +8,8 @@
  *
  * @packageDocumentation
  */
+
+export { fixtureGit } from "./git.js";
 export {
   type CloseInfo,
   type ConnectOptions,
