@@ -7,10 +7,8 @@
  * Qwen Code's own CLI at the desk is found through `conversation.list` and its history opened.
  * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
-import { execFile } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import {
   FEATURE_CHANGES,
   FEATURE_WORKSPACES,
@@ -30,10 +28,12 @@ import {
   gitWorkspace,
   lastPid,
   multiAgentScript,
+  opencodeEnv,
   opencodeOptions,
   qwenModelEnv,
   qwenOptions,
   recordingPid,
+  runCli,
   SLOW_PROMPT,
   TOOL_SAID,
   tempWorkspace,
@@ -41,7 +41,6 @@ import {
   WHERE_PROMPT,
 } from "./multi-agent.js";
 
-const execFileAsync = promisify(execFile);
 const reason = skipReason("qwen") ?? skipReason("opencode");
 if (reason) console.info(reason);
 
@@ -57,6 +56,7 @@ describe.skipIf(reason !== null)(
     const dirs = {} as { alpha: string; beta: string; repo: string; pids: string };
     const pidFile = { qwen: "", opencode: "" };
     let qwenHome: string;
+    let opencodeHome: string;
 
     beforeAll(async () => {
       llm = await startFakeLlm(multiAgentScript());
@@ -69,6 +69,7 @@ describe.skipIf(reason !== null)(
       pidFile.qwen = join(dirs.pids, "qwen");
       pidFile.opencode = join(dirs.pids, "opencode");
       qwenHome = tempHome("qwen");
+      opencodeHome = tempHome("opencode");
       // As pheby-server does without an agent `cwd`: each agent process starts in its first workspace.
       p = await startPhebyAgents(
         [
@@ -80,7 +81,7 @@ describe.skipIf(reason !== null)(
           {
             id: "opencode",
             name: "OpenCode",
-            options: recordingPid(opencodeOptions(llm, dirs.beta), pidFile.opencode),
+            options: recordingPid(opencodeOptions(llm, dirs.beta, opencodeHome), pidFile.opencode),
           },
         ],
         [
@@ -97,7 +98,7 @@ describe.skipIf(reason !== null)(
       const worktrees = p ? `${p.ts.dataDir}-worktrees` : undefined; // the server's default, beside it
       await p?.close();
       await llm?.close();
-      for (const dir of [dirs.alpha, dirs.beta, dirs.repo, dirs.pids, worktrees, qwenHome])
+      for (const dir of [dirs.alpha, dirs.beta, dirs.repo, dirs.pids, worktrees, qwenHome, opencodeHome])
         if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
@@ -280,29 +281,43 @@ describe.skipIf(reason !== null)(
       expectNoServerPaths(notProse(), [worktree, dirs.repo]);
     });
 
+    /**
+     * The conversation of `agentId` in workspace beta whose history holds `text` (a session started
+     * at the desk, found by `conversation.list` and opened), with that history.
+     */
+    async function deskConversation(agentId: string, text: string) {
+      const { conversations } = await p.client.request({ type: "conversation.list", agent_id: agentId });
+      const candidates = conversations.filter((e) => e.workspace_id === "beta" && e.session_id !== null);
+      for (const e of candidates) {
+        const h = await p.client.request({ type: "conversation.open", conversation_id: e.conversation_id });
+        if (h.messages.some((m) => m.role === "user" && m.text.includes(text))) return { e, h };
+      }
+      throw new Error(`no ${agentId} conversation holds "${text}": ${JSON.stringify(conversations)}`);
+    }
+
     it("a session started with Qwen Code's own CLI at the desk is a conversation of Qwen in that workspace, with its history", async () => {
       // The desk: the same config home as the ACP agent, in the beta workspace, one-shot.
-      // Asynchronously: the fake model answering it runs in this process.
-      await execFileAsync(AGENT_BINS.qwen, ["-p", "hello from the desk"], {
+      await runCli(AGENT_BINS.qwen, ["-p", "hello from the qwen desk"], {
         cwd: dirs.beta,
-        env: { ...process.env, HOME: qwenHome, ...qwenModelEnv(llm) },
-        timeout: 120_000,
+        env: { HOME: qwenHome, ...qwenModelEnv(llm) },
       });
-      const { conversations } = await p.client.request({ type: "conversation.list", agent_id: "qwen" });
-      const desk = conversations.filter((e) => e.workspace_id === "beta" && e.session_id !== null);
-      const history = await Promise.all(
-        desk.map(async (e) => ({
-          e,
-          h: await p.client.request({ type: "conversation.open", conversation_id: e.conversation_id }),
-        })),
-      );
-      const found = history.find(({ h }) =>
-        h.messages.some((m) => m.role === "user" && m.text.includes("hello from the desk")),
-      );
-      expect(found, JSON.stringify(conversations)).toBeDefined();
-      expect(found!.e).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null, source: "acp" });
-      expect(found!.h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-      expect(found!.h.messages[1]!.text).toContain(HELLO);
+      const { e, h } = await deskConversation("qwen", "hello from the qwen desk");
+      expect(e).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null, source: "acp" });
+      expect(h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      expect(h.messages[1]!.text).toContain(HELLO);
+    });
+
+    it("a session started with OpenCode's own CLI at the desk is a conversation of OpenCode in that workspace, with its history", async () => {
+      await runCli(AGENT_BINS.opencode, ["run", "hello from the opencode desk"], {
+        cwd: dirs.beta,
+        env: opencodeEnv(llm, opencodeHome),
+      });
+      // conversation.list imports only from agents that run: use OpenCode first (its catalogue).
+      await p.client.request({ type: "models.list", agent_id: "opencode" }, { timeoutMs: 120_000 });
+      const { e, h } = await deskConversation("opencode", "hello from the opencode desk");
+      expect(e).toMatchObject({ agent_id: "opencode", workspace_id: "beta", branch: null, source: "acp" });
+      expect(h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      expect(h.messages[1]!.text).toContain(HELLO);
     });
   },
 );
