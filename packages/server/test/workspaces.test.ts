@@ -349,6 +349,77 @@ describe("workspaces: agents and workspaces", () => {
   });
 });
 
+describe("workspaces: sessions keyed by agent and id", () => {
+  /** A backend listing one session `shared` ("started at the desk"), and deleting nothing. */
+  function listing(failStart = false): AgentBackend {
+    return {
+      name: "scripted",
+      capabilities: { ...NO_CAPABILITIES, listSessions: true },
+      async start() {},
+      ...(failStart
+        ? {
+            async ensureReady() {
+              throw new Error("cannot start");
+            },
+          }
+        : {}),
+      async createSession(conversationId) {
+        return { sessionId: `own-${conversationId}` };
+      },
+      async listSessions() {
+        return [{ sessionId: "shared", title: "At the desk" }];
+      },
+      async prompt(): Promise<TurnResult> {
+        return { status: "completed" };
+      },
+      async close() {},
+    };
+  }
+
+  it("imports the same session id of two agents as two conversations; deleting one keeps the other", async () => {
+    const ts = await serve({
+      agents: [
+        { id: "alpha", name: "Alpha", backend: listing() },
+        { id: "beta", name: "Beta", backend: listing() },
+      ],
+    });
+    const c = await connect(ts);
+    const desk = async () => (await list(c)).filter((e) => e.session_id === "shared").map((e) => e.agent_id);
+    // Beta has not run yet: only the default agent's session is imported.
+    expect(await desk()).toEqual(["alpha"]);
+    await create(c, { agent_id: "beta" });
+    expect((await desk()).sort()).toEqual(["alpha", "beta"]);
+    const ofAlpha = (await list(c)).find((e) => e.session_id === "shared" && e.agent_id === "alpha")!;
+    await c.ok(
+      { type: "conversation.delete", conversation_id: ofAlpha.conversation_id },
+      "conversation.deleted",
+    );
+    // Alpha's tombstone keeps its session out; beta's stays.
+    expect(await desk()).toEqual(["beta"]);
+  });
+
+  it("an agent that cannot start is failed (agents.changed), and the others work on", async () => {
+    const ts = await serve({
+      agents: [
+        { id: "alpha", name: "Alpha", backend: listing() },
+        { id: "broken", name: "Broken", backend: listing(true) },
+      ],
+    });
+    const c = await connect(ts);
+    await c.request({ type: "conversation.create", agent_id: "broken" }, "conversation.created");
+    const failed = (await c.nextAny(
+      (m) => m.type === "agents.changed" && m.agent.status === "failed",
+    )) as ServerMessageOf<"agents.changed">;
+    expect(failed.agent.agent_id).toBe("broken");
+    const ofAlpha = (await create(c)).conversation_id;
+    const runId = await send(c, ofAlpha, "hi");
+    const done = (await c.nextAny(
+      (m) => m.type === "run.finished" && m.run_id === runId,
+    )) as ServerMessageOf<"run.finished">;
+    expect(done.status).toBe("completed");
+  });
+});
+
 describe("workspaces: options", () => {
   const base = () => ({ secret: SECRET, dataDir: temp(), agentTools: { enabled: false } });
   const sim = () => createSimulatorBackend();
