@@ -186,6 +186,30 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.changes when a proxy miscounts a changed file, quoting the snapshot", async () => {
+      // The snapshot's src/app.ts loses its deletion: a valid frame, a wrong answer.
+      const proxy = await brokenProxy(server.url, (f) =>
+        f.includes('"changes.snapshot"')
+          ? f.replace(
+              /("path":"src\/app\.ts","status":"modified","type":"file","additions":2,"deletions":)1/,
+              "$10",
+            )
+          : f,
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.changes"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "changes.snapshot" } });
+        expect(check!.reason).toContain("src/app.ts as modified +2 −1");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails a check when a connection that did not enable resume gets seq, even on a valid frame", async () => {
       // Adds seq to every frame with a conversation_id: valid for the schema, not for a v1 connection.
       const proxy = await brokenProxy(server.url, (f) =>

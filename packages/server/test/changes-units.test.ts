@@ -4,7 +4,7 @@
  * with a newline, a quote or bytes that are not UTF-8, a 10 MB file (its patch cut), the patch bound
  * at its limit and one byte past it, and a repository armed with malicious config (nothing runs).
  */
-import { mkdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { LIMITS } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
@@ -239,5 +239,47 @@ describe("listing a work tree's changes against its base", () => {
     const dir = tempDir();
     git(dir, "init", "-q");
     expect(await headCommit(runner, dir)).toBeNull();
+  });
+});
+
+describe("submodules, nested repositories and names git cannot be handed", () => {
+  it("a submodule moved to another commit is type submodule; its dirty work tree is never entered (its own fsmonitor does not run)", async () => {
+    const inner = repoWith({ "lib.txt": "v1\n" });
+    const dir = repoWith({ "a.txt": "a\n" });
+    git(dir, "-c", "protocol.file.allow=always", "submodule", "add", "-q", inner, "sub");
+    git(dir, "commit", "-q", "-m", "submodule");
+    const sub = join(dir, "sub");
+    writeFileSync(join(sub, "lib.txt"), "v2\n");
+    git(sub, "commit", "-q", "-am", "v2");
+    writeFileSync(join(sub, "lib.txt"), "dirty\n"); // uncommitted inside the submodule
+    const markers = tempDir();
+    const trap = join(tempDir(), "fsmonitor");
+    writeFileSync(trap, `#!/bin/sh\ntouch '${join(markers, "submodule-fsmonitor")}'\n`, { mode: 0o755 });
+    git(sub, "config", "core.fsmonitor", trap);
+    mkdirSync(join(dir, "nested"));
+    git(join(dir, "nested"), "init", "-q");
+    const { list, patch } = await changesOf(dir);
+    expect(list.changes.map(wire).map(({ file_id: _, ...f }) => f)).toEqual([
+      { path: "nested", status: "added", type: "submodule", additions: 0, deletions: 0, binary: false },
+      { path: "sub", status: "modified", type: "submodule", additions: 1, deletions: 1, binary: false },
+    ]);
+    expect((await patch("sub")).patch).toMatch(
+      /-Subproject commit [0-9a-f]{40}\n\+Subproject commit [0-9a-f]{40}\n/,
+    );
+    expect(await patch("nested")).toEqual({ patch: "", truncated: false });
+    expect(readdirSync(markers)).toEqual([]);
+  });
+
+  it("diffs a tracked file whose name is not UTF-8 (a glob pathspec stands in for it)", async () => {
+    const dir = repoWith({ "a.txt": "a\n" });
+    const name = Buffer.concat([Buffer.from(`${dir}/caf`), Buffer.from([0xe9]), Buffer.from(".txt")]);
+    writeFileSync(name, "old\n");
+    git(dir, "add", "-A");
+    git(dir, "commit", "-q", "-m", "latin-1 name");
+    writeFileSync(name, "new\n");
+    const { byPath, patch } = await changesOf(dir);
+    expect([...byPath.keys()]).toEqual(["caf\uFFFD.txt"]);
+    const text = (await patch("caf\uFFFD.txt")).patch;
+    expect(text).toContain("-old\n+new\n");
   });
 });

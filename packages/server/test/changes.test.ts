@@ -178,6 +178,15 @@ describe("changes.list and changes.diff", () => {
     );
   });
 
+  it("is not_implemented for a working directory not made yet, even where a repository would hold it", async () => {
+    const outer = repoWith({ "a.txt": "a\n" });
+    writeFileSync(join(outer, "a.txt"), "changed\n");
+    const ts = await serve(simulatorIn(join(outer, "not-yet")));
+    const c = await connect(ts, CHANGES);
+    const conv = await createConversation(c);
+    await c.expectError({ type: "changes.list", conversation_id: conv }, "not_implemented", "not made yet");
+  });
+
   it(`lists ${LIMITS.changesFiles} files whole, and ${LIMITS.changesFiles + 1} cut with truncated`, async () => {
     const dir = repoWith({ "keep.txt": "k\n" });
     mkdirSync(join(dir, "many"));

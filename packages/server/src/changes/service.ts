@@ -89,7 +89,9 @@ export class Changes {
     const conversation = this.deps.store.getConversation(conversationId);
     if (!conversation) return null;
     const workdir = conversationWorkdir(this.deps.agents, conversation);
-    if (workdir === undefined) return null;
+    // A directory not made yet (the simulator's repository before `/sim changes`) is in no repository,
+    // whatever holds the place it would be in.
+    if (workdir === undefined || !existsSync(workdir)) return null;
     const base = pathBaseOf(workdir);
     return existsSync(join(base, ".git")) ? base : null;
   }
