@@ -3,6 +3,7 @@
 // every field of `agent:` plus an id and a name.
 
 import { delimiter } from "node:path";
+import { LIMITS } from "@pheby/protocol";
 import {
   AGENT_TOOL_NAMES,
   DEFAULT_ASK_TIMEOUT_MS,
@@ -13,13 +14,11 @@ import {
 import { z } from "zod/v3";
 import { bool, int, list, nonEmpty, seconds } from "./config-values.js";
 
-/** Agent and workspace ids: what clients name them by (`agent_id`, `workspace_id`). */
-export const ID_PATTERN = /^[a-z0-9-]{1,32}$/;
-/** At most this many agents and workspaces: the protocol's `LIMITS.agents` and `LIMITS.workspaces`. */
-export const MAX_AGENTS = 64;
-export const MAX_WORKSPACES = 256;
+/** At most this many agents and workspaces, and name lengths: the protocol's `LIMITS`. */
+export const MAX_AGENTS = LIMITS.agents;
+export const MAX_WORKSPACES = LIMITS.workspaces;
 /** Longest agent or workspace name (what a phone shows). */
-export const MAX_NAME_LENGTH = 200;
+export const MAX_NAME_LENGTH = LIMITS.workspaceNameChars;
 
 /** Pheby's MCP server, offered to ACP agents in their sessions (docs/agents.md). */
 const AgentMcpConfig = z
@@ -83,7 +82,8 @@ export const AgentConfig = z
 /** The single agent's settings. */
 export type AgentConfig = z.infer<typeof AgentConfig>;
 
-const id = z.string().regex(ID_PATTERN, "must be 1 to 32 characters of a-z, 0-9 and -");
+/** Agent and workspace ids (what clients name them by): the server's own rule. */
+const id = optionRules.entityId;
 const name = nonEmpty.pipe(z.string().max(MAX_NAME_LENGTH));
 
 /**

@@ -90,6 +90,10 @@ export async function worktreesCommand(prune: boolean, config: Config, io: Outpu
       `Removed ${removed} worktree${removed === 1 ? "" : "s"}; their branches are kept (git branch --list 'pheby/*').`,
     );
     return 0;
+  } catch (err) {
+    // Git failing (a timeout, a repository it cannot read): say so, with git's own first line.
+    io.err(`pheby-server: worktrees: ${err instanceof Error ? err.message : String(err)}`);
+    return 1;
   } finally {
     admin.close();
   }

@@ -229,7 +229,7 @@ describe("agents: and workspaces:", () => {
       "workspaces.0.id",
       "workspaces.0.agents.0",
     ])
-      expect(message).toContain(`${key}: must be 1 to 32 characters of a-z, 0-9 and -`);
+      expect(message).toContain(`${key}: must be 1-32 characters of a-z, 0-9 and -`);
     expect(
       load({
         agents: [
@@ -356,9 +356,17 @@ describe("agents: and workspaces:", () => {
       ],
       workspaces: [{ id: "w", path: site }],
     });
-    expect(agentSpecs(load(withUsers("nobody"))).map((a) => a.user?.name)).toEqual([
-      "nobody",
-      "nobody",
+    const config = load(withUsers("nobody"));
+    const specs = agentSpecs(config);
+    expect(specs.map((a) => a.user?.name)).toEqual(["nobody", "nobody", undefined]);
+    // @pheby/server gets each ACP agent's user (git makes its worktrees as that user).
+    const options = serverAgentOptions(
+      specs.map((spec) => ({ spec, backend: {} as AgentBackend })),
+      workspaceSpecs(config),
+    );
+    expect(options.agents.map((a) => a.user?.uid)).toEqual([
+      specs[0]!.user!.uid,
+      specs[0]!.user!.uid,
       undefined,
     ]);
     // daemon's primary group (1) is not nobody's.

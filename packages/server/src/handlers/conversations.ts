@@ -284,7 +284,7 @@ export const conversationHandlers: HandlerTable = {
     ctx.scheduler.deleteForConversation(id);
     ctx.store.deleteConversation(id, ctx.clock.now());
     ctx.inbox.forget(id);
-    if (conv.branch !== null) await dropWorktree(ctx, id);
+    if (conv.branch) await dropWorktree(ctx, id);
     const deleted = { type: "conversation.deleted", conversation_id: id } as const;
     return { rule: "requester", reply: deleted, broadcast: eventOf(deleted) };
   },
