@@ -4,7 +4,8 @@
  * conversation answered by its own agent in its own directory (the fake model has the agent run
  * `pwd && ls`); a SIGKILL of one agent's process leaves the other's run completing; a worktree
  * conversation's agent writes into its worktree, never into the workspace; and a session started with
- * Qwen Code's own CLI at the desk is found through `conversation.list` and its history opened.
+ * each agent's own CLI at the desk (`qwen -p`, `opencode run`) is found through `conversation.list` as a
+ * conversation of that agent and workspace, and its history opened.
  * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -108,8 +109,7 @@ describe.skipIf(reason !== null)(
       workspace_id?: string;
       worktree?: boolean;
     }): Promise<Entry> {
-      const created = await p.client.request({ type: "conversation.create", ...fields });
-      return created;
+      return p.client.request({ type: "conversation.create", ...fields });
     }
 
     /** Run {@link WHERE_PROMPT} in `id`: the run, its shell tool's wire output and what the agent's shell really printed. */
