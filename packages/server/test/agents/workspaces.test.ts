@@ -263,6 +263,7 @@ describe.skipIf(reason !== null)(
       expect(entry, worktrees).toBeDefined();
       const worktree = /^worktree (.+)$/m.exec(entry!)![1]!;
       expect(worktree).not.toBe(dirs.repo);
+      expect(worktree.startsWith(`${p.ts.dataDir}/`)).toBe(false); // never inside the data directory
 
       const seen = toolResults(llm).length;
       const run = await p.chat(w.conversation_id, "run: echo pheby > from-worktree.txt && pwd", 120_000);
