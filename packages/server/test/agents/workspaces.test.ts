@@ -53,7 +53,7 @@ describe.skipIf(reason !== null)(
   () => {
     let llm: FakeLlm;
     let p: PhebyAgents;
-    /** alpha: Qwen's own workspace; beta: OpenCode's and Qwen's; repo: a git repository (worktrees). */
+    /** alpha: Qwen's first workspace; beta: OpenCode's first; repo: a git repository (worktrees, Qwen). */
     const dirs = {} as { alpha: string; beta: string; repo: string; pids: string };
     const pidFile = { qwen: "", opencode: "" };
     let qwenHome: string;
@@ -86,7 +86,7 @@ describe.skipIf(reason !== null)(
           },
         ],
         [
-          { id: "alpha", name: "Alpha", path: dirs.alpha, agents: ["qwen"] },
+          { id: "alpha", name: "Alpha", path: dirs.alpha, agents: ["qwen", "opencode"] },
           { id: "beta", name: "Beta", path: dirs.beta, agents: ["opencode", "qwen"] },
           { id: "repo", name: "Repository", path: dirs.repo, agents: ["qwen"] },
         ],
@@ -151,54 +151,51 @@ describe.skipIf(reason !== null)(
       ]);
       const { workspaces } = await p.client.request({ type: "workspaces.list" });
       expect(workspaces).toEqual([
-        { workspace_id: "alpha", name: "Alpha", agents: ["qwen"], git: false },
+        { workspace_id: "alpha", name: "Alpha", agents: ["qwen", "opencode"], git: false },
         { workspace_id: "beta", name: "Beta", agents: ["opencode", "qwen"], git: false },
         { workspace_id: "repo", name: "Repository", agents: ["qwen"], git: true },
       ]);
     });
 
     it("each conversation is answered by its own agent in its own workspace", async () => {
-      const a = await create({ agent_id: "qwen", workspace_id: "alpha" });
-      const b = await create({ agent_id: "opencode", workspace_id: "beta" });
-      // Qwen in OpenCode's workspace: its session works there although its process started in alpha.
-      const c = await create({ agent_id: "qwen", workspace_id: "beta" });
-      expect(a).toMatchObject({ agent_id: "qwen", workspace_id: "alpha", branch: null });
-      expect(b).toMatchObject({ agent_id: "opencode", workspace_id: "beta", branch: null });
-      expect(c).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null });
-
-      const inA = await where(a.conversation_id);
-      const inB = await where(b.conversation_id);
-      const inC = await where(c.conversation_id);
-
-      // What each agent's shell printed: its workspace's real path and that workspace's marker.
-      expect(inA.printed).toContain(dirs.alpha);
-      expect(inA.printed).toContain("alpha.marker");
-      expect(inB.printed).toContain(dirs.beta);
-      expect(inB.printed).toContain("beta.marker");
-      expect(inC.printed).toContain(dirs.beta);
-      expect(inC.printed).toContain("beta.marker");
-      expect(inC.printed).not.toContain("alpha.marker");
-
-      // As the server shows it: the shell tool of each agent ran, its output names the workspace's
-      // files, and the workspace's path is a placeholder, never the path.
-      expect(inA.wire).toContain("alpha.marker");
-      expect(inB.wire).toContain("beta.marker");
-      expect(inC.wire).toContain("beta.marker");
-      expect(inA.run.complete.text.startsWith(TOOL_SAID)).toBe(true);
-      expect(inA.run.complete.text).toContain("alpha.marker");
-      expect(inB.run.complete.text).toContain("beta.marker");
-      expect(inC.run.complete.text).toContain("beta.marker");
-      // The shell's output as the server shows it: the workspace's path as its placeholder.
-      // `pwd` printed the path base itself, which the server shows as ".".
-      for (const run of [inA, inB, inC]) expect(shownLines(run.shown), run.wire).toContain(".");
+      // Each agent in its first workspace (where its process started) and in the other one (its
+      // session's cwd is not its process's).
+      const cases = [
+        { agent_id: "qwen", workspace_id: "alpha", tool: "Shell" }, // Qwen titles its shell "Shell"
+        { agent_id: "opencode", workspace_id: "beta", tool: "bash" },
+        { agent_id: "qwen", workspace_id: "beta", tool: "Shell" },
+        { agent_id: "opencode", workspace_id: "alpha", tool: "bash" },
+      ] as const;
+      const markers = { alpha: "alpha.marker", beta: "beta.marker" };
+      const created: Array<{ id: string; agent_id: string; workspace_id: string }> = [];
+      for (const { agent_id, workspace_id, tool } of cases) {
+        const entry = await create({ agent_id, workspace_id });
+        expect(entry).toMatchObject({ agent_id, workspace_id, branch: null });
+        created.push({ id: entry.conversation_id, agent_id, workspace_id });
+        const run = await where(entry.conversation_id);
+        const other = workspace_id === "alpha" ? "beta" : "alpha";
+        // What the agent's shell printed: its workspace's real path and that workspace's marker.
+        expect(run.printed).toContain(dirs[workspace_id]);
+        expect(run.printed).toContain(markers[workspace_id]);
+        expect(run.printed).not.toContain(markers[other]);
+        // As the server shows it: the agent's own shell tool ran; its output lists the workspace's
+        // files, and `pwd` printed the path base itself, which the server shows as ".".
+        expect(framesOf(run.run.frames, "tool.event").map((e) => e.tool_name)).toContain(tool);
+        expect(run.wire).toContain(markers[workspace_id]);
+        expect(run.wire).not.toContain(markers[other]);
+        expect(shownLines(run.shown), run.wire).toContain(".");
+        expect(run.run.complete.text.startsWith(TOOL_SAID)).toBe(true);
+        expect(run.run.complete.text).toContain(markers[workspace_id]);
+      }
       // No frame but the model's own prose (which repeats what it was told) names a server directory.
-      expectNoServerPaths(notProse(), [dirs.alpha, dirs.beta, dirs.repo, p.ts.dataDir, qwenHome]);
-
-      // The tool names say which agent ran each: Qwen's "Shell" title, OpenCode's bash.
-      const names = (run: typeof inA) => framesOf(run.run.frames, "tool.event").map((e) => e.tool_name);
-      expect(names(inA)).toContain("Shell");
-      expect(names(inB)).toContain("bash");
-      expect(names(inC)).toContain("Shell");
+      expectNoServerPaths(notProse(), [
+        dirs.alpha,
+        dirs.beta,
+        dirs.repo,
+        p.ts.dataDir,
+        qwenHome,
+        opencodeHome,
+      ]);
 
       // The agent processes: one each, started in their own first workspace.
       const qwenPid = lastPid(pidFile.qwen);
@@ -209,10 +206,10 @@ describe.skipIf(reason !== null)(
 
       const { conversations } = await p.client.request({ type: "conversation.list", workspace_id: "beta" });
       expect(conversations.map((e) => [e.conversation_id, e.agent_id]).sort()).toEqual(
-        [
-          [b.conversation_id, "opencode"],
-          [c.conversation_id, "qwen"],
-        ].sort(),
+        created
+          .filter((c) => c.workspace_id === "beta")
+          .map((c) => [c.id, c.agent_id])
+          .sort(),
       );
     });
 
