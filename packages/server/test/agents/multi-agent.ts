@@ -4,7 +4,7 @@
  * (a shell command named in the prompt, multi-step file edits), real workspace directories and git
  * repositories, and the pids of the agent processes the server spawned.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -71,6 +71,36 @@ export function cwdOf(pid: number): string {
   return realpathSync(`/proc/${pid}/cwd`);
 }
 
+/**
+ * Run an agent's own CLI to its end, with no stdin (CLIs append piped stdin to a one-shot prompt, so an
+ * open pipe would keep them waiting) and asynchronously (the fake model answering it runs in this
+ * process). Rejects with its output when it fails or outlives `timeoutMs`.
+ */
+export function runCli(
+  command: string,
+  args: string[],
+  options: { cwd: string; env: Record<string, string>; timeoutMs?: number },
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      // PWD too: OpenCode takes its project directory from it, not from its working directory.
+      env: { ...process.env, PWD: options.cwd, ...options.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    child.stdout.on("data", (d) => (output += d));
+    child.stderr.on("data", (d) => (output += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 120_000);
+    child.on("error", reject);
+    child.on("close", (code, signal) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(output);
+      else reject(new Error(`${command} ${args.join(" ")} ended with ${signal ?? code}: ${output}`));
+    });
+  });
+}
+
 /** Qwen Code (`qwen --acp`) started in `cwd` against `llm`, in `yolo` mode (no permission questions). */
 export function qwenOptions(llm: FakeLlm, cwd: string, home = tempHome("qwen")): AcpBackendOptions {
   return {
@@ -92,7 +122,17 @@ export function qwenModelEnv(llm: FakeLlm): Record<string, string> {
  * environment (`OPENCODE_CONFIG_CONTENT`) so no `opencode.json` lands in a workspace; bash and
  * edits allowed without asking.
  */
-export function opencodeOptions(llm: FakeLlm, cwd: string): AcpBackendOptions {
+export function opencodeOptions(llm: FakeLlm, cwd: string, home = tempHome("opencode")): AcpBackendOptions {
+  return {
+    command: [AGENT_BINS.opencode, "acp"],
+    cwd,
+    env: opencodeEnv(llm, home),
+    allowedFileRoots: [], // the server adds its workspaces
+  };
+}
+
+/** The environment that points OpenCode (ACP or its own CLI) at the fake LLM, with `home` as its HOME. */
+export function opencodeEnv(llm: FakeLlm, home: string): Record<string, string> {
   const config = {
     autoupdate: false,
     share: "disabled",
@@ -108,17 +148,12 @@ export function opencodeOptions(llm: FakeLlm, cwd: string): AcpBackendOptions {
     permission: { bash: "allow", edit: "allow" },
   };
   return {
-    command: [AGENT_BINS.opencode, "acp"],
-    cwd,
-    env: {
-      HOME: tempHome("opencode"),
-      // As opencode.test.ts: the plugin OpenCode installs on first start stays with the installed agent.
-      XDG_CONFIG_HOME: join(AGENTS_DIR, "opencode", "config"),
-      OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
-      OPENCODE_DISABLE_MODELS_FETCH: "1",
-      OPENCODE_DISABLE_AUTOUPDATE: "1",
-    },
-    allowedFileRoots: [], // the server adds its workspaces
+    HOME: home,
+    // As opencode.test.ts: the plugin OpenCode installs on first start stays with the installed agent.
+    XDG_CONFIG_HOME: join(AGENTS_DIR, "opencode", "config"),
+    OPENCODE_CONFIG_CONTENT: JSON.stringify(config),
+    OPENCODE_DISABLE_MODELS_FETCH: "1",
+    OPENCODE_DISABLE_AUTOUPDATE: "1",
   };
 }
 

@@ -4,13 +4,12 @@
  * conversation answered by its own agent in its own directory (the fake model has the agent run
  * `pwd && ls`); a SIGKILL of one agent's process leaves the other's run completing; a worktree
  * conversation's agent writes into its worktree, never into the workspace; and a session started with
- * Qwen Code's own CLI at the desk is found through `conversation.list` and its history opened.
+ * each agent's own CLI at the desk (`qwen -p`, `opencode run`) is found through `conversation.list` as a
+ * conversation of that agent and workspace, and its history opened.
  * Every frame is validated against `@pheby/protocol` (test/setup.ts).
  */
-import { execFile } from "node:child_process";
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import {
   FEATURE_CHANGES,
   FEATURE_WORKSPACES,
@@ -30,10 +29,12 @@ import {
   gitWorkspace,
   lastPid,
   multiAgentScript,
+  opencodeEnv,
   opencodeOptions,
   qwenModelEnv,
   qwenOptions,
   recordingPid,
+  runCli,
   SLOW_PROMPT,
   TOOL_SAID,
   tempWorkspace,
@@ -41,7 +42,6 @@ import {
   WHERE_PROMPT,
 } from "./multi-agent.js";
 
-const execFileAsync = promisify(execFile);
 const reason = skipReason("qwen") ?? skipReason("opencode");
 if (reason) console.info(reason);
 
@@ -53,10 +53,11 @@ describe.skipIf(reason !== null)(
   () => {
     let llm: FakeLlm;
     let p: PhebyAgents;
-    /** alpha: Qwen's own workspace; beta: OpenCode's and Qwen's; repo: a git repository (worktrees). */
+    /** alpha: Qwen's first workspace; beta: OpenCode's first; repo: a git repository (worktrees, Qwen). */
     const dirs = {} as { alpha: string; beta: string; repo: string; pids: string };
     const pidFile = { qwen: "", opencode: "" };
     let qwenHome: string;
+    let opencodeHome: string;
 
     beforeAll(async () => {
       llm = await startFakeLlm(multiAgentScript());
@@ -69,6 +70,7 @@ describe.skipIf(reason !== null)(
       pidFile.qwen = join(dirs.pids, "qwen");
       pidFile.opencode = join(dirs.pids, "opencode");
       qwenHome = tempHome("qwen");
+      opencodeHome = tempHome("opencode");
       // As pheby-server does without an agent `cwd`: each agent process starts in its first workspace.
       p = await startPhebyAgents(
         [
@@ -80,11 +82,11 @@ describe.skipIf(reason !== null)(
           {
             id: "opencode",
             name: "OpenCode",
-            options: recordingPid(opencodeOptions(llm, dirs.beta), pidFile.opencode),
+            options: recordingPid(opencodeOptions(llm, dirs.beta, opencodeHome), pidFile.opencode),
           },
         ],
         [
-          { id: "alpha", name: "Alpha", path: dirs.alpha, agents: ["qwen"] },
+          { id: "alpha", name: "Alpha", path: dirs.alpha, agents: ["qwen", "opencode"] },
           { id: "beta", name: "Beta", path: dirs.beta, agents: ["opencode", "qwen"] },
           { id: "repo", name: "Repository", path: dirs.repo, agents: ["qwen"] },
         ],
@@ -97,7 +99,7 @@ describe.skipIf(reason !== null)(
       const worktrees = p ? `${p.ts.dataDir}-worktrees` : undefined; // the server's default, beside it
       await p?.close();
       await llm?.close();
-      for (const dir of [dirs.alpha, dirs.beta, dirs.repo, dirs.pids, worktrees, qwenHome])
+      for (const dir of [dirs.alpha, dirs.beta, dirs.repo, dirs.pids, worktrees, qwenHome, opencodeHome])
         if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
@@ -107,8 +109,7 @@ describe.skipIf(reason !== null)(
       workspace_id?: string;
       worktree?: boolean;
     }): Promise<Entry> {
-      const created = await p.client.request({ type: "conversation.create", ...fields });
-      return created;
+      return p.client.request({ type: "conversation.create", ...fields });
     }
 
     /** Run {@link WHERE_PROMPT} in `id`: the run, its shell tool's wire output and what the agent's shell really printed. */
@@ -150,54 +151,51 @@ describe.skipIf(reason !== null)(
       ]);
       const { workspaces } = await p.client.request({ type: "workspaces.list" });
       expect(workspaces).toEqual([
-        { workspace_id: "alpha", name: "Alpha", agents: ["qwen"], git: false },
+        { workspace_id: "alpha", name: "Alpha", agents: ["qwen", "opencode"], git: false },
         { workspace_id: "beta", name: "Beta", agents: ["opencode", "qwen"], git: false },
         { workspace_id: "repo", name: "Repository", agents: ["qwen"], git: true },
       ]);
     });
 
     it("each conversation is answered by its own agent in its own workspace", async () => {
-      const a = await create({ agent_id: "qwen", workspace_id: "alpha" });
-      const b = await create({ agent_id: "opencode", workspace_id: "beta" });
-      // Qwen in OpenCode's workspace: its session works there although its process started in alpha.
-      const c = await create({ agent_id: "qwen", workspace_id: "beta" });
-      expect(a).toMatchObject({ agent_id: "qwen", workspace_id: "alpha", branch: null });
-      expect(b).toMatchObject({ agent_id: "opencode", workspace_id: "beta", branch: null });
-      expect(c).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null });
-
-      const inA = await where(a.conversation_id);
-      const inB = await where(b.conversation_id);
-      const inC = await where(c.conversation_id);
-
-      // What each agent's shell printed: its workspace's real path and that workspace's marker.
-      expect(inA.printed).toContain(dirs.alpha);
-      expect(inA.printed).toContain("alpha.marker");
-      expect(inB.printed).toContain(dirs.beta);
-      expect(inB.printed).toContain("beta.marker");
-      expect(inC.printed).toContain(dirs.beta);
-      expect(inC.printed).toContain("beta.marker");
-      expect(inC.printed).not.toContain("alpha.marker");
-
-      // As the server shows it: the shell tool of each agent ran, its output names the workspace's
-      // files, and the workspace's path is a placeholder, never the path.
-      expect(inA.wire).toContain("alpha.marker");
-      expect(inB.wire).toContain("beta.marker");
-      expect(inC.wire).toContain("beta.marker");
-      expect(inA.run.complete.text.startsWith(TOOL_SAID)).toBe(true);
-      expect(inA.run.complete.text).toContain("alpha.marker");
-      expect(inB.run.complete.text).toContain("beta.marker");
-      expect(inC.run.complete.text).toContain("beta.marker");
-      // The shell's output as the server shows it: the workspace's path as its placeholder.
-      // `pwd` printed the path base itself, which the server shows as ".".
-      for (const run of [inA, inB, inC]) expect(shownLines(run.shown), run.wire).toContain(".");
+      // Each agent in its first workspace (where its process started) and in the other one (its
+      // session's cwd is not its process's).
+      const cases = [
+        { agent_id: "qwen", workspace_id: "alpha", tool: "Shell" }, // Qwen titles its shell "Shell"
+        { agent_id: "opencode", workspace_id: "beta", tool: "bash" },
+        { agent_id: "qwen", workspace_id: "beta", tool: "Shell" },
+        { agent_id: "opencode", workspace_id: "alpha", tool: "bash" },
+      ] as const;
+      const markers = { alpha: "alpha.marker", beta: "beta.marker" };
+      const created: Array<{ id: string; agent_id: string; workspace_id: string }> = [];
+      for (const { agent_id, workspace_id, tool } of cases) {
+        const entry = await create({ agent_id, workspace_id });
+        expect(entry).toMatchObject({ agent_id, workspace_id, branch: null });
+        created.push({ id: entry.conversation_id, agent_id, workspace_id });
+        const run = await where(entry.conversation_id);
+        const other = workspace_id === "alpha" ? "beta" : "alpha";
+        // What the agent's shell printed: its workspace's real path and that workspace's marker.
+        expect(run.printed).toContain(dirs[workspace_id]);
+        expect(run.printed).toContain(markers[workspace_id]);
+        expect(run.printed).not.toContain(markers[other]);
+        // As the server shows it: the agent's own shell tool ran; its output lists the workspace's
+        // files, and `pwd` printed the path base itself, which the server shows as ".".
+        expect(framesOf(run.run.frames, "tool.event").map((e) => e.tool_name)).toContain(tool);
+        expect(run.wire).toContain(markers[workspace_id]);
+        expect(run.wire).not.toContain(markers[other]);
+        expect(shownLines(run.shown), run.wire).toContain(".");
+        expect(run.run.complete.text.startsWith(TOOL_SAID)).toBe(true);
+        expect(run.run.complete.text).toContain(markers[workspace_id]);
+      }
       // No frame but the model's own prose (which repeats what it was told) names a server directory.
-      expectNoServerPaths(notProse(), [dirs.alpha, dirs.beta, dirs.repo, p.ts.dataDir, qwenHome]);
-
-      // The tool names say which agent ran each: Qwen's "Shell" title, OpenCode's bash.
-      const names = (run: typeof inA) => framesOf(run.run.frames, "tool.event").map((e) => e.tool_name);
-      expect(names(inA)).toContain("Shell");
-      expect(names(inB)).toContain("bash");
-      expect(names(inC)).toContain("Shell");
+      expectNoServerPaths(notProse(), [
+        dirs.alpha,
+        dirs.beta,
+        dirs.repo,
+        p.ts.dataDir,
+        qwenHome,
+        opencodeHome,
+      ]);
 
       // The agent processes: one each, started in their own first workspace.
       const qwenPid = lastPid(pidFile.qwen);
@@ -208,10 +206,10 @@ describe.skipIf(reason !== null)(
 
       const { conversations } = await p.client.request({ type: "conversation.list", workspace_id: "beta" });
       expect(conversations.map((e) => [e.conversation_id, e.agent_id]).sort()).toEqual(
-        [
-          [b.conversation_id, "opencode"],
-          [c.conversation_id, "qwen"],
-        ].sort(),
+        created
+          .filter((c) => c.workspace_id === "beta")
+          .map((c) => [c.id, c.agent_id])
+          .sort(),
       );
     });
 
@@ -262,6 +260,7 @@ describe.skipIf(reason !== null)(
       expect(entry, worktrees).toBeDefined();
       const worktree = /^worktree (.+)$/m.exec(entry!)![1]!;
       expect(worktree).not.toBe(dirs.repo);
+      expect(worktree.startsWith(`${p.ts.dataDir}/`)).toBe(false); // never inside the data directory
 
       const seen = toolResults(llm).length;
       const run = await p.chat(w.conversation_id, "run: echo pheby > from-worktree.txt && pwd", 120_000);
@@ -280,29 +279,43 @@ describe.skipIf(reason !== null)(
       expectNoServerPaths(notProse(), [worktree, dirs.repo]);
     });
 
+    /**
+     * The conversation of `agentId` in workspace beta whose history holds `text` (a session started
+     * at the desk, found by `conversation.list` and opened), with that history.
+     */
+    async function deskConversation(agentId: string, text: string) {
+      const { conversations } = await p.client.request({ type: "conversation.list", agent_id: agentId });
+      const candidates = conversations.filter((e) => e.workspace_id === "beta" && e.session_id !== null);
+      for (const e of candidates) {
+        const h = await p.client.request({ type: "conversation.open", conversation_id: e.conversation_id });
+        if (h.messages.some((m) => m.role === "user" && m.text.includes(text))) return { e, h };
+      }
+      throw new Error(`no ${agentId} conversation holds "${text}": ${JSON.stringify(conversations)}`);
+    }
+
     it("a session started with Qwen Code's own CLI at the desk is a conversation of Qwen in that workspace, with its history", async () => {
       // The desk: the same config home as the ACP agent, in the beta workspace, one-shot.
-      // Asynchronously: the fake model answering it runs in this process.
-      await execFileAsync(AGENT_BINS.qwen, ["-p", "hello from the desk"], {
+      await runCli(AGENT_BINS.qwen, ["-p", "hello from the qwen desk"], {
         cwd: dirs.beta,
-        env: { ...process.env, HOME: qwenHome, ...qwenModelEnv(llm) },
-        timeout: 120_000,
+        env: { HOME: qwenHome, ...qwenModelEnv(llm) },
       });
-      const { conversations } = await p.client.request({ type: "conversation.list", agent_id: "qwen" });
-      const desk = conversations.filter((e) => e.workspace_id === "beta" && e.session_id !== null);
-      const history = await Promise.all(
-        desk.map(async (e) => ({
-          e,
-          h: await p.client.request({ type: "conversation.open", conversation_id: e.conversation_id }),
-        })),
-      );
-      const found = history.find(({ h }) =>
-        h.messages.some((m) => m.role === "user" && m.text.includes("hello from the desk")),
-      );
-      expect(found, JSON.stringify(conversations)).toBeDefined();
-      expect(found!.e).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null, source: "acp" });
-      expect(found!.h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
-      expect(found!.h.messages[1]!.text).toContain(HELLO);
+      const { e, h } = await deskConversation("qwen", "hello from the qwen desk");
+      expect(e).toMatchObject({ agent_id: "qwen", workspace_id: "beta", branch: null, source: "acp" });
+      expect(h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      expect(h.messages[1]!.text).toContain(HELLO);
+    });
+
+    it("a session started with OpenCode's own CLI at the desk is a conversation of OpenCode in that workspace, with its history", async () => {
+      await runCli(AGENT_BINS.opencode, ["run", "hello from the opencode desk"], {
+        cwd: dirs.beta,
+        env: opencodeEnv(llm, opencodeHome),
+      });
+      // conversation.list imports only from agents that run: use OpenCode first (its catalogue).
+      await p.client.request({ type: "models.list", agent_id: "opencode" }, { timeoutMs: 120_000 });
+      const { e, h } = await deskConversation("opencode", "hello from the opencode desk");
+      expect(e).toMatchObject({ agent_id: "opencode", workspace_id: "beta", branch: null, source: "acp" });
+      expect(h.messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      expect(h.messages[1]!.text).toContain(HELLO);
     });
   },
 );
