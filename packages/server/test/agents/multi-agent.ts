@@ -4,10 +4,11 @@
  * (a shell command named in the prompt, multi-step file edits), real workspace directories and git
  * repositories, and the pids of the agent processes the server spawned.
  */
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, realpathSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fixtureGit } from "@pheby/testkit";
 import type { AcpBackendOptions } from "../../src/agent/acp/index.js";
 import type { ChatMessage, FakeLlm, LlmRequest, Reply } from "../acp/fake-llm.js";
 import { textOf } from "../acp/fake-llm.js";
@@ -20,21 +21,7 @@ export function tempWorkspace(label: string): string {
 }
 
 /** Git with no system or global configuration (the test's own repositories). */
-export function git(cwd: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd,
-    encoding: "utf8",
-    env: {
-      ...process.env,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "Pheby Test",
-      GIT_AUTHOR_EMAIL: "test@example.invalid",
-      GIT_COMMITTER_NAME: "Pheby Test",
-      GIT_COMMITTER_EMAIL: "test@example.invalid",
-    },
-  });
-}
+export const git = fixtureGit;
 
 /** A git repository at a fresh temp dir with `files` committed on `main`. */
 export function gitWorkspace(label: string, files: Record<string, string>): string {
