@@ -13,6 +13,7 @@ import {
   hasChromium,
   launchChromium,
   makePng,
+  openPage,
   RESULTS,
   runSettled,
   SECRET,
@@ -40,7 +41,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
   let page: Page;
   let other: PhebyClient;
   /** Uncaught page errors and CSP violations: any of them fails the test in which it happened. */
-  const problems: string[] = [];
+  let problems: string[] = [];
 
   // The page reaches the server through a proxy a test can cut; the Node client goes direct.
   const pageUrl = () => `http://127.0.0.1:${proxy.port}/console/`;
@@ -63,14 +64,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     server = await startServer(dataDir);
     proxy = await startProxy(() => server.port);
     browser = await launchChromium();
-    page = await browser.context.newPage();
-    // Fail at the step that hangs, well before the test's own timeout.
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    page.on("websocket", (ws) => ws.on("framereceived", (f) => received.push(String(f.payload))));
-    page.on("console", (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-    });
+    // Fails at the step that hangs, well before the test's own timeout.
+    ({ page, problems } = await openPage(browser.context, received));
     other = new PhebyClient({ url: `ws://127.0.0.1:${server.port}/ws`, secret: SECRET, reconnect: false });
     await other.connect();
   });
