@@ -10,7 +10,11 @@ import {
   helloFeatureNames,
   PROTOCOL_VERSION,
   type PresenceState,
+  type Agent as ProtocolAgent,
+  type ChangedFile as ProtocolChangedFile,
+  type Workspace as ProtocolWorkspace,
   type PushEventKind,
+  type ReasoningEffort,
   type ReplyOf,
   type RequestType,
   type Schedule,
@@ -41,7 +45,7 @@ export interface PhebyClientOptions {
   secret: string;
   /**
    * The Pheby extensions to ask for in `hello.features` (default {@link DEFAULT_FEATURES}: `delta.append`,
-   * `push`, `resume`, `queue`, `activity`, `modes`, `inbox`); {@link PhebyClient.features} says which the server enabled. The one
+   * `push`, `resume`, `queue`, `activity`, `modes`, `inbox`, `workspaces`, `changes`); {@link PhebyClient.features} says which the server enabled. The one
    * switch for every extension: add to the defaults for the others
    * (`[...DEFAULT_FEATURES, FEATURE_SCHEDULES]`), leave one out to go without it (`[]`: plain v1).
    * The client's own behaviour follows the list: only with `resume` in it does a send carry a
@@ -125,6 +129,52 @@ export type ConversationEntry = ServerMessageOf<"conversation.snapshot">["conver
 export type ConversationStatus = ConversationStatusValue;
 /** One result of {@link PhebyClient.search}. */
 export type SearchHit = ServerMessageOf<"conversation.results">["results"][number];
+
+/** An agent the server runs (the `workspaces` extension): `agent_id`, `name`, `status`. */
+export type Agent = ProtocolAgent;
+/** A workspace the server offers (the `workspaces` extension): `workspace_id`, `name`, `agents`, `git`. */
+export type Workspace = ProtocolWorkspace;
+/** What {@link PhebyClient.createConversation} takes: a name and, with `workspaces`, where it runs. */
+export interface CreateConversationOptions {
+  name?: string;
+  /** `workspaces`: the conversation's agent (default: the workspace's first, or the default agent). */
+  agentId?: string;
+  /** `workspaces`: the conversation's workspace (default: the first that allows the agent). */
+  workspaceId?: string;
+  /** `workspaces`: run it in a new git worktree of the workspace, on a branch `pheby/<id>`. */
+  worktree?: boolean;
+  /** `resume`: the idempotency key (one is made up when absent and `resume` is asked for). */
+  clientMessageId?: string;
+}
+/** Which conversations {@link PhebyClient.listConversations} lists. */
+export interface ListConversationsOptions {
+  /** `inbox`: only the archived ones (default: the unarchived ones). */
+  archived?: boolean;
+  /** `workspaces`: only this agent's. */
+  agentId?: string;
+  /** `workspaces`: only this workspace's. */
+  workspaceId?: string;
+}
+/** The scope of a model or reasoning call: a conversation's, or (with `agentId`, `workspaces`) an agent's global one. */
+export interface SettingScopeOptions {
+  conversationId?: string;
+  /** `workspaces`: the agent whose global setting this is (default: the default agent). */
+  agentId?: string;
+}
+/** What a conversation changed (the `changes` extension's `changes.snapshot`): `base`, `files`, `truncated`. */
+export type ChangesSnapshot = ServerMessageOf<"changes.snapshot">;
+/** One changed file of a {@link ChangesSnapshot}. */
+export type ChangedFile = ProtocolChangedFile;
+/** One changed file's patch (`changes.file`): `path`, `patch` (null for a binary file), `truncated`. */
+export type ChangedFilePatch = ServerMessageOf<"changes.file">;
+
+// The wire fields of a scope: only those given, so a v1 call stays a v1 frame.
+function scopeFields(options: SettingScopeOptions): { conversation_id?: string; agent_id?: string } {
+  return {
+    ...(options.conversationId === undefined ? {} : { conversation_id: options.conversationId }),
+    ...(options.agentId === undefined ? {} : { agent_id: options.agentId }),
+  };
+}
 
 /** Frame types and `"*"` (every frame), as {@link PhebyClient.on} takes them. */
 export type FrameEvents = { [T in ServerMessageType]: ServerMessageOf<T> } & { "*": ServerMessage };
@@ -502,16 +552,120 @@ export class PhebyClient {
 
   /**
    * `conversation.list`: the conversations, with the `inbox` extension's `status`, `pending`, `unread`,
-   * `preview` and `archived` on each entry when it is enabled. On an `inbox` connection the list holds
-   * the unarchived conversations, or only the archived ones with `archived: true`; without `inbox`
-   * every conversation (and `archived` is ignored).
+   * `preview` and `archived` on each entry when it is enabled, and the `workspaces` extension's
+   * `agent_id`, `workspace_id` and `branch`. On an `inbox` connection the list holds the unarchived
+   * conversations, or only the archived ones with `archived: true`; `agentId` / `workspaceId` (with
+   * `workspaces`) keep one agent's or one workspace's. A filter of a feature the server did not enable
+   * is ignored by it (every conversation is listed).
    */
-  async listConversations(
-    options: { archived?: boolean } = {},
-  ): Promise<ServerMessageOf<"conversation.snapshot">["conversations"]> {
+  async listConversations(options: ListConversationsOptions = {}): Promise<ConversationEntry[]> {
     return (
-      await this.request({ type: "conversation.list", ...(options.archived ? { archived: true } : {}) })
+      await this.request({
+        type: "conversation.list",
+        ...(options.archived ? { archived: true } : {}),
+        ...(options.agentId === undefined ? {} : { agent_id: options.agentId }),
+        ...(options.workspaceId === undefined ? {} : { workspace_id: options.workspaceId }),
+      })
     ).conversations;
+  }
+
+  /**
+   * `conversation.create`: a new conversation, with the `workspaces` extension in the agent and
+   * workspace given (see {@link CreateConversationOptions} for the defaults), in a git worktree of its
+   * own with `worktree: true`. Rejects with `bad_request` naming the field for an unknown ID, an agent
+   * not allowed in that workspace, or a worktree outside a git repository (nothing is created).
+   */
+  createConversation(
+    options: CreateConversationOptions = {},
+  ): Promise<ServerMessageOf<"conversation.created">> {
+    return this.request({
+      type: "conversation.create",
+      ...(options.name === undefined ? {} : { name: options.name }),
+      ...(options.agentId === undefined ? {} : { agent_id: options.agentId }),
+      ...(options.workspaceId === undefined ? {} : { workspace_id: options.workspaceId }),
+      ...(options.worktree === undefined ? {} : { worktree: options.worktree }),
+      ...(options.clientMessageId === undefined ? {} : { client_message_id: options.clientMessageId }),
+    });
+  }
+
+  /**
+   * `agents.list` (the `workspaces` extension): the agents the server runs, the default first, each
+   * with its `status` (`idle` until first used, `starting`, `ready`, `failed`). A status change reaches
+   * `on("agents.changed", …)`; it is not replayed after a drop, so list again after a reconnect.
+   */
+  async listAgents(): Promise<Agent[]> {
+    return (await this.request({ type: "agents.list" })).agents;
+  }
+
+  /**
+   * `workspaces.list` (the `workspaces` extension): the workspaces the server offers, by ID and name
+   * (never a path), each with the agents allowed there (its default first) and whether it is a git
+   * repository (`git`: a worktree is possible).
+   */
+  async listWorkspaces(): Promise<Workspace[]> {
+    return (await this.request({ type: "workspaces.list" })).workspaces;
+  }
+
+  /**
+   * `models.list`: the providers and models of a conversation's agent (`conversationId`), or of an
+   * agent's global scope (`agentId`, the `workspaces` extension; default: the default agent).
+   */
+  listModels(options: SettingScopeOptions = {}): Promise<ServerMessageOf<"models.snapshot">> {
+    return this.request({ type: "models.list", ...scopeFields(options) });
+  }
+
+  /** `models.current`: the current model of a conversation, or of an agent's global scope. */
+  currentModel(options: SettingScopeOptions = {}): Promise<ServerMessageOf<"model.current">> {
+    return this.request({ type: "models.current", ...scopeFields(options) });
+  }
+
+  /**
+   * `model.set`: a conversation's override (`conversationId`), or the global default of an agent
+   * (`agentId`, `workspaces`; default: the default agent). Every client hears `model.changed`.
+   */
+  setModel(
+    model: string,
+    options: SettingScopeOptions & { provider?: string } = {},
+  ): Promise<ServerMessageOf<"model.changed">> {
+    return this.request({
+      type: "model.set",
+      model,
+      ...(options.provider === undefined ? {} : { provider: options.provider }),
+      ...scopeFields(options),
+    });
+  }
+
+  /** `reasoning.current`: the reasoning effort of a conversation, or of an agent's global scope. */
+  currentReasoning(options: SettingScopeOptions = {}): Promise<ServerMessageOf<"reasoning.snapshot">> {
+    return this.request({ type: "reasoning.current", ...scopeFields(options) });
+  }
+
+  /** `reasoning.set`: the reasoning effort of a conversation, or an agent's global one (`none`: off). */
+  setReasoning(
+    effort: ReasoningEffort,
+    options: SettingScopeOptions = {},
+  ): Promise<ServerMessageOf<"reasoning.changed">> {
+    return this.request({ type: "reasoning.set", effort, ...scopeFields(options) });
+  }
+
+  /**
+   * `changes.list` (the `changes` extension): what the conversation changed in its git repository
+   * against `base` (the commit it started from), file by file with line counts; at most 1,000 files
+   * (`truncated` past that). Without a worktree the list is of the shared working tree, so it includes
+   * others' changes in that directory. Rejects with `not_implemented` when the conversation is not in
+   * a git repository. `on("changes.changed", …)` hears the totals move at the end of a run.
+   */
+  listChanges(conversationId: string): Promise<ChangesSnapshot> {
+    return this.request({ type: "changes.list", conversation_id: conversationId });
+  }
+
+  /**
+   * `changes.diff` (the `changes` extension): one changed file's unified diff against the base, by the
+   * `file_id` {@link listChanges} gave (`patch` null for a binary file, `truncated` past 256 KiB).
+   * Rejects with `not_found` once that file no longer differs from the base (list again).
+   */
+  diffChange(conversationId: string, fileId: string): Promise<ChangedFilePatch> {
+    return this.request({ type: "changes.diff", conversation_id: conversationId, file_id: fileId });
   }
 
   /**

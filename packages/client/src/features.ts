@@ -4,12 +4,14 @@
 // helloFeatureNames, shared with the Kotlin client through meta.json.
 import {
   FEATURE_ACTIVITY,
+  FEATURE_CHANGES,
   FEATURE_DELTA_APPEND,
   FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
+  FEATURE_WORKSPACES,
 } from "@pheby/protocol";
 
 /**
@@ -18,8 +20,11 @@ import {
  * a drop, retry-safe sends), `queue` (`queue.changed` events), `activity` (tool detail: diffs and
  * output, approval previews, `tool.get`, `plan.updated`, `usage.updated`), `modes` (the agent's modes
  * and slash commands: `listModes`, `setMode`, `listCommands`, `mode.changed` and `commands.snapshot`
- * events, `conversation.history.mode_id`) and `inbox` (status, unread and a preview on each list entry,
- * `conversation.status` events, read marks, archive, search). Add to it for the others:
+ * events, `conversation.history.mode_id`), `inbox` (status, unread and a preview on each list entry,
+ * `conversation.status` events, read marks, archive, search), `workspaces` (agents and workspaces:
+ * `listAgents`, `listWorkspaces`, `createConversation({ agentId, workspaceId, worktree })`, each list
+ * entry's `agent_id`, `workspace_id` and `branch`, `agents.changed` events) and `changes` (what a
+ * conversation changed: `listChanges`, `diffChange`, `changes.changed` events). Add to it for the others:
  * `features: [...DEFAULT_FEATURES, FEATURE_SCHEDULES]`; `thoughts` (the agent's thinking, often the
  * bulk of a run's bytes) is asked for only by apps that show it. `features: []` asks for none (plain v1).
  */
@@ -31,4 +36,6 @@ export const DEFAULT_FEATURES: readonly string[] = [
   FEATURE_ACTIVITY,
   FEATURE_MODES,
   FEATURE_INBOX,
+  FEATURE_WORKSPACES,
+  FEATURE_CHANGES,
 ];

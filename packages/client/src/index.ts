@@ -9,19 +9,27 @@
  */
 export { type BackoffOptions, backoffDelay } from "./backoff.js";
 export {
+  type Agent,
+  type ChangedFile,
+  type ChangedFilePatch,
+  type ChangesSnapshot,
   type ChatOptions,
   type ConnectionState,
   type ConversationEntry,
   type ConversationStatus,
+  type CreateConversationOptions,
   type FrameEvents,
   type InboxStatus,
   type InvalidFrame,
+  type ListConversationsOptions,
   PhebyClient,
   type PhebyClientOptions,
   type PushSubscriptionKeys,
   type ReplyTo,
   type ResyncResult,
   type SearchHit,
+  type SettingScopeOptions,
+  type Workspace,
 } from "./client.js";
 export { PhebyError, type PhebyErrorCode } from "./errors.js";
 export { DEFAULT_FEATURES } from "./features.js";

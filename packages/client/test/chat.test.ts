@@ -314,7 +314,7 @@ describe("hello.features", () => {
     expect(hello.features).toEqual([...FEATURE_PRIORITY, ...unknown].slice(0, 16));
   });
 
-  it("the default asks for delta.append, resume, queue, push, activity, modes and inbox", async () => {
+  it("the default asks for delta.append, resume, queue, push, activity, modes, inbox, workspaces and changes", async () => {
     const c = client();
     await c.connect();
     expect(peer.connections[0]!.received[0]!.features).toEqual([
@@ -325,6 +325,8 @@ describe("hello.features", () => {
       "activity",
       "modes",
       "inbox",
+      "workspaces",
+      "changes",
     ]);
   });
 });

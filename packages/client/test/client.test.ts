@@ -488,7 +488,17 @@ describe("PhebyClient with resume", () => {
     await c.connect();
     // In FEATURE_PRIORITY order.
     expect(peer.connections[0]!.received[0]).toMatchObject({
-      features: ["delta.append", "resume", "queue", "push", "activity", "modes", "inbox"],
+      features: [
+        "delta.append",
+        "resume",
+        "queue",
+        "push",
+        "activity",
+        "modes",
+        "inbox",
+        "workspaces",
+        "changes",
+      ],
     });
     await c.request({ type: "conversation.create" });
     await c.request({ type: "chat.send", conversation_id: "c1", text: "x" });

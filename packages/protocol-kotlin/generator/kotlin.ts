@@ -65,6 +65,8 @@ const ENUM_NAMES: Record<string, string> = {
   "high|medium|low": "PlanEntryPriority",
   "waiting|running|failed|idle": "ConversationStatusValue",
   "idle|starting|ready|failed": "AgentStatus",
+  "added|modified|deleted|renamed|type_changed": "ChangeStatus",
+  "file|symlink|submodule": "ChangedFileType",
 };
 
 // String constants other than `type` become single-value enums (type-safe, and decoding rejects

@@ -8,6 +8,8 @@ import {
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
+  ChangedFile,
+  ChangesBase,
   ContextUsage,
   ConversationPreview,
   ConversationSummary,
@@ -65,7 +67,6 @@ export function pushPayloadName(kind: string): string {
 
 // Every nested object gets a name: code generators (the Kotlin models) need one per class.
 const sharedDefinitions: Record<string, ZodTypeAny> = {
-  Agent,
   AgentCommand,
   AgentMode,
   AttachmentDescriptor,
@@ -98,7 +99,12 @@ const sharedDefinitions: Record<string, ZodTypeAny> = {
   ToolOtherBlock,
   ToolTextBlock,
   UsageCost,
+  // workspaces
+  Agent,
   Workspace,
+  // changes
+  ChangedFile,
+  ChangesBase,
 };
 
 /**

@@ -158,6 +158,12 @@ export const LIMITS = {
   agents: 64,
   /** `workspaces`: most workspaces one server configures (`workspaces.snapshot`). */
   workspaces: 256,
+  /** `changes`: most files of one `changes.snapshot`; the rest are left out and `truncated` is true. */
+  changesFiles: 1_000,
+  /** `changes`: maximum size of one file's `patch` in `changes.file`, in UTF-8 bytes (256 KiB), then `truncated`. */
+  changesPatchBytes: 256 * 1024,
+  /** `changes`: maximum length of a `file_id`. */
+  changesFileIdChars: 64,
 } as const;
 
 /**
@@ -236,6 +242,13 @@ export const FEATURE_INBOX = "inbox" as const;
  */
 export const FEATURE_WORKSPACES = "workspaces" as const;
 
+/**
+ * Pheby extension of v1: what a conversation changed in its git repository, read-only: `changes.list`
+ * (files against the conversation's base commit), `changes.diff` (one file's patch) and the
+ * `changes.changed` event at the end of a run that changed them.
+ */
+export const FEATURE_CHANGES = "changes" as const;
+
 /** Every feature this protocol package defines (a server may support fewer; unknown names are ignored). */
 export const FEATURES = [
   FEATURE_DELTA_APPEND,
@@ -250,6 +263,7 @@ export const FEATURES = [
   FEATURE_THOUGHTS,
   FEATURE_INBOX,
   FEATURE_WORKSPACES,
+  FEATURE_CHANGES,
 ] as const;
 /** One feature name defined by this package. */
 export type Feature = (typeof FEATURES)[number];
@@ -270,6 +284,7 @@ export type Feature = (typeof FEATURES)[number];
  * 10. `thoughts`: the agent's thinking, folded away by default; it can be the bulk of a run's bytes.
  * 11. `inbox`: status, unread and search in the list; without it the list still names every conversation.
  * 12. `workspaces`: pick an agent, a project and a worktree; without it every conversation uses the default agent.
+ * 13. `changes`: the review of what a conversation changed, a screen of its own opened after a run.
  *
  * A new feature takes its place in this list in the change that adds it (a test checks that every
  * feature is here exactly once).
@@ -287,6 +302,7 @@ export const FEATURE_PRIORITY = [
   FEATURE_THOUGHTS,
   FEATURE_INBOX,
   FEATURE_WORKSPACES,
+  FEATURE_CHANGES,
 ] as const satisfies readonly Feature[];
 
 /**
@@ -421,6 +437,16 @@ export type ConversationStatusValue = (typeof CONVERSATION_STATUSES)[number];
 export const AGENT_STATUSES = ["idle", "starting", "ready", "failed"] as const;
 /** One agent status. */
 export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+/** `changes`: how a file differs from the conversation's base commit (git's name-status letters A, M, D, R, T). */
+export const CHANGE_STATUSES = ["added", "modified", "deleted", "renamed", "type_changed"] as const;
+/** One change status. */
+export type ChangeStatus = (typeof CHANGE_STATUSES)[number];
+
+/** `changes`: what a changed path is in the working tree (or was, when deleted). */
+export const CHANGED_FILE_TYPES = ["file", "symlink", "submodule"] as const;
+/** One changed file type. */
+export type ChangedFileType = (typeof CHANGED_FILE_TYPES)[number];
 
 /** `push`: the events a subscription can ask for (`push.subscribe.events`; all of them by default). */
 export const PUSH_EVENT_KINDS = ["approval", "clarify", "run_finished", "message"] as const;

@@ -6,6 +6,7 @@
  */
 import {
   FEATURE_ACTIVITY,
+  FEATURE_CHANGES,
   FEATURE_DELTA_APPEND,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
@@ -86,6 +87,12 @@ export const EXTENSION_TYPES = {
   "agents.snapshot": FEATURE_WORKSPACES,
   "agents.changed": FEATURE_WORKSPACES,
   "workspaces.snapshot": FEATURE_WORKSPACES,
+  // changes
+  "changes.list": FEATURE_CHANGES,
+  "changes.diff": FEATURE_CHANGES,
+  "changes.snapshot": FEATURE_CHANGES,
+  "changes.file": FEATURE_CHANGES,
+  "changes.changed": FEATURE_CHANGES,
 } as const satisfies { readonly [T in MessageType]?: Feature };
 
 /** A message type that exists only with a feature. */
@@ -207,6 +214,9 @@ export const EXTENSION_FIELDS = {
   "modes.snapshot": seq,
   "mode.changed": seq,
   "commands.snapshot": seq,
+  "changes.snapshot": seq,
+  "changes.file": seq,
+  "changes.changed": seq,
 } as const satisfies { readonly [T in MessageType]?: Readonly<Record<string, Feature>> };
 
 /** The feature a message type belongs to, or undefined for a v1 type (and for unknown ones). */

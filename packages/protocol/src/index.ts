@@ -27,6 +27,7 @@ export * from "./features.js";
 export * from "./messages/activity.js";
 export * from "./messages/approvals.js";
 export * from "./messages/attachments.js";
+export * from "./messages/changes.js";
 export * from "./messages/chat.js";
 export * from "./messages/clarify.js";
 export * from "./messages/conversations.js";

@@ -11,6 +11,13 @@ import {
 } from "./messages/approvals.js";
 import { AttachmentAdded, AttachmentDescriptor, UploadResponse } from "./messages/attachments.js";
 import {
+  ChangesChanged,
+  ChangesDiff,
+  ChangesFile,
+  ChangesList,
+  ChangesSnapshot,
+} from "./messages/changes.js";
+import {
   ChatSend,
   MessageComplete,
   MessageDelta,
@@ -158,6 +165,9 @@ export const clientMessageSchemas = {
   // workspaces
   "agents.list": AgentsList,
   "workspaces.list": WorkspacesList,
+  // changes
+  "changes.list": ChangesList,
+  "changes.diff": ChangesDiff,
 } as const;
 
 /**
@@ -227,6 +237,10 @@ export const serverMessageSchemas = {
   "agents.snapshot": AgentsSnapshot,
   "agents.changed": AgentsChanged,
   "workspaces.snapshot": WorkspacesSnapshot,
+  // changes
+  "changes.snapshot": ChangesSnapshot,
+  "changes.file": ChangesFile,
+  "changes.changed": ChangesChanged,
 } as const;
 
 /** Client→server message types, as constants. */
@@ -363,6 +377,8 @@ export const REPLY_TYPES = {
   "conversation.search": "conversation.results",
   "agents.list": "agents.snapshot",
   "workspaces.list": "workspaces.snapshot",
+  "changes.list": "changes.snapshot",
+  "changes.diff": "changes.file",
 } as const satisfies Record<Exclude<ClientMessageType, "presence">, ServerMessageType>;
 
 /** A client message type that gets a direct reply (all but `presence`). */
@@ -443,6 +459,8 @@ export const REPLY_RULES = {
   "conversation.search": "requester",
   "agents.list": "requester",
   "workspaces.list": "requester",
+  "changes.list": "requester",
+  "changes.diff": "requester",
 } as const satisfies Record<RequestType, ReplyRule>;
 
 /** Which reply rule each {@link ALTERNATIVE_REPLY_TYPES} reply follows. */

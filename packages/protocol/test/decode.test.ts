@@ -170,8 +170,8 @@ describe("decodeServerFrame", () => {
 describe("REPLY_TYPES", () => {
   it("maps every request to a reply (all but presence; see limits.test.ts)", () => {
     // + activity (tool.get), modes (modes.list, mode.set, commands.list), inbox (conversation.read, .archive, .search),
-    // workspaces (agents.list, workspaces.list)
-    expect(Object.keys(REPLY_TYPES)).toHaveLength(18 + 11 + 1 + 3 + 3 + 2);
+    // workspaces (agents.list, workspaces.list), changes (changes.list, .diff)
+    expect(Object.keys(REPLY_TYPES)).toHaveLength(18 + 11 + 1 + 3 + 3 + 2 + 2);
     expect(REPLY_TYPES["conversation.open"]).toBe("conversation.history");
   });
 });

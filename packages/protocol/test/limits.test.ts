@@ -68,6 +68,9 @@ describe("extension limits", () => {
       workspaceNameChars: 200,
       agents: 64,
       workspaces: 256,
+      changesFiles: 1_000,
+      changesPatchBytes: 262_144,
+      changesFileIdChars: 64,
     });
     expect(PUSH_EVENT_KINDS).toEqual(["approval", "clarify", "run_finished", "message"]);
   });
@@ -347,6 +350,56 @@ describe("extension limits", () => {
     ).toEqual(["ok", "bad_request"]);
   });
 
+  it("changes: file IDs of 1..64, 1,000 files, patches of 256 KiB of UTF-8", () => {
+    const diff = (fileId: string) => ({ type: "changes.diff", conversation_id: conv, file_id: fileId });
+    expect(boundary((n) => diff("f".repeat(n)), LIMITS.changesFileIdChars)).toEqual(["ok", "bad_request"]);
+    expect(client(diff(""))).toBe("bad_request");
+    const base = { commit: "3f786850e387550fdab836ed7e6dc881de23001b", label: "3f78685" };
+    const file = (fileId: string) => ({
+      file_id: fileId,
+      path: "a.txt",
+      status: "modified",
+      type: "file",
+      additions: 1,
+      deletions: 0,
+      binary: false,
+    });
+    const snapshot = (files: unknown[]) => ({
+      type: "changes.snapshot",
+      conversation_id: conv,
+      base,
+      files,
+      truncated: true,
+    });
+    expect(boundary((n) => snapshot(Array(n).fill(file("f1"))), LIMITS.changesFiles, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(boundary((n) => snapshot([file("f".repeat(n))]), LIMITS.changesFileIdChars, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(server(snapshot([]))).toBe("ok");
+    expect(server({ ...snapshot([]), base: { ...base, commit: "a".repeat(64) } })).toBe("ok");
+    expect(server({ ...snapshot([]), base: { ...base, commit: "a".repeat(41) } })).toBe("bad_request");
+    const patch = (text: string | null) => ({
+      type: "changes.file",
+      conversation_id: conv,
+      file_id: "f1",
+      path: "a.txt",
+      patch: text,
+      truncated: true,
+    });
+    // Bytes, not characters: "é" is two bytes of UTF-8.
+    expect(boundary((n) => patch("a".repeat(n)), LIMITS.changesPatchBytes, server)).toEqual([
+      "ok",
+      "bad_request",
+    ]);
+    expect(server(patch("é".repeat(LIMITS.changesPatchBytes / 2)))).toBe("ok");
+    expect(server(patch(`${"é".repeat(LIMITS.changesPatchBytes / 2)}a`))).toBe("bad_request");
+    expect(server(patch(null))).toBe("ok");
+  });
+
   it("devices: pairing codes of 22..128 URL-safe characters", () => {
     const hello = (n: number) => ({
       type: "hello",
@@ -543,12 +596,12 @@ const subscription = {
 describe("replies", () => {
   it("map every request to its reply; presence has none", () => {
     // + activity (tool.get), modes (modes.list, mode.set, commands.list), inbox (conversation.read, .archive, .search),
-    // workspaces (agents.list, workspaces.list)
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2);
+    // workspaces (agents.list, workspaces.list), changes (changes.list, .diff)
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2 + 2);
     // + activity (plan.updated, usage.updated), thoughts (thought.delta, .complete), modes (modes.snapshot,
     // mode.changed, commands.snapshot), inbox (conversation.status, .results), workspaces (agents.snapshot,
-    // agents.changed, workspaces.snapshot)
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 2 + 2 + 3 + 2 + 3);
+    // agents.changed, workspaces.snapshot), changes (changes.snapshot, .file, .changed)
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 2 + 2 + 3 + 2 + 3 + 3);
     expect(Object.keys(REPLY_TYPES).sort()).toEqual(
       CLIENT_MESSAGE_TYPES.filter((t) => t !== "presence").sort(),
     );

@@ -78,6 +78,8 @@ describe("reply rules", () => {
     expect(replyRuleOf("conversation.search", "conversation.results")).toBe("requester");
     expect(replyRuleOf("agents.list", "agents.snapshot")).toBe("requester");
     expect(replyRuleOf("workspaces.list", "workspaces.snapshot")).toBe("requester");
+    expect(replyRuleOf("changes.list", "changes.snapshot")).toBe("requester");
+    expect(replyRuleOf("changes.diff", "changes.file")).toBe("requester");
     expect(replyRuleOf("conversation.open", "conversation.resumed")).toBe("requester");
     expect(replyRuleOf("tool.get", "tool.event")).toBe("requester");
     expect(replyRuleOf("ping", "ready")).toBeUndefined();

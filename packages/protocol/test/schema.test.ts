@@ -14,10 +14,12 @@ type Def = { title?: string; properties?: { type?: { const?: string } } };
 describe("JSON Schema bundles", () => {
   const built = buildSchemas();
 
-  it("covers the 45 message types of the spec and the 46 of the extensions", () => {
-    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2); // + activity, modes, inbox, workspaces
-    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 4 + 3 + 2 + 3); // + activity and thoughts, modes, inbox, workspaces
-    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 5 + 6 + 5 + 5); // + activity and thoughts, modes, inbox, workspaces
+  it("covers the 45 message types of the spec and the 51 of the extensions", () => {
+    // + activity, modes, inbox, workspaces, changes
+    expect(CLIENT_MESSAGE_TYPES).toHaveLength(18 + 12 + 1 + 3 + 3 + 2 + 2);
+    // + activity and thoughts, modes, inbox, workspaces, changes
+    expect(SERVER_MESSAGE_TYPES).toHaveLength(27 + 13 + 4 + 3 + 2 + 3 + 3);
+    expect(Object.keys(EXTENSION_TYPES)).toHaveLength(25 + 5 + 6 + 5 + 5 + 5);
   });
 
   it.each(Object.keys(built))(

@@ -76,6 +76,8 @@ sealed interface ClientMessage {
             ConversationSearch::class to ConversationSearch.serializer(),
             AgentsList::class to AgentsList.serializer(),
             WorkspacesList::class to WorkspacesList.serializer(),
+            ChangesList::class to ChangesList.serializer(),
+            ChangesDiff::class to ChangesDiff.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -708,4 +710,32 @@ data class AgentsList(
 @SerialName("workspaces.list")
 data class WorkspacesList(
     @SerialName("request_id") override val requestId: String? = null,
+) : ClientMessage
+
+/**
+ * `changes.list`: List what a conversation changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ */
+@Serializable
+@SerialName("changes.list")
+data class ChangesList(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+) : ClientMessage
+
+/**
+ * `changes.diff`: Read one changed file's patch.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property fileId `file_id`: A changed file's ID (1..64 characters), valid while the file differs from the base. Schema: minLength 1, maxLength 64 (checked by the server).
+ */
+@Serializable
+@SerialName("changes.diff")
+data class ChangesDiff(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: OpaqueId,
+    @SerialName("file_id") val fileId: String,
 ) : ClientMessage

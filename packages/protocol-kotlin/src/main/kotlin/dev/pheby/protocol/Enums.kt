@@ -89,6 +89,48 @@ sealed class AttachmentKind(value: String) : OpenEnum(value) {
 }
 
 /**
+ * Known values: `file`, `symlink`, `submodule`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ChangedFileType.Serializer::class)
+sealed class ChangedFileType(value: String) : OpenEnum(value) {
+    object FILE : ChangedFileType("file")
+    object SYMLINK : ChangedFileType("symlink")
+    object SUBMODULE : ChangedFileType("submodule")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ChangedFileType(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ChangedFileType>({ listOf(FILE, SYMLINK, SUBMODULE) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ChangedFileType>("dev.pheby.protocol.ChangedFileType", { of(it) })
+}
+
+/**
+ * Known values: `added`, `modified`, `deleted`, `renamed`, `type_changed`.
+ * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
+ */
+@Serializable(with = ChangeStatus.Serializer::class)
+sealed class ChangeStatus(value: String) : OpenEnum(value) {
+    object ADDED : ChangeStatus("added")
+    object MODIFIED : ChangeStatus("modified")
+    object DELETED : ChangeStatus("deleted")
+    object RENAMED : ChangeStatus("renamed")
+    object TYPE_CHANGED : ChangeStatus("type_changed")
+
+    /** A value these models do not know, e.g. from a newer server. [of] makes one; it re-encodes as [value]. */
+    class Unknown internal constructor(value: String) : ChangeStatus(value)
+
+    /** [entries] lists the known values; [of] looks one up by its string. */
+    companion object : OpenEnumValues<ChangeStatus>({ listOf(ADDED, MODIFIED, DELETED, RENAMED, TYPE_CHANGED) }, ::Unknown)
+
+    /** Reads and writes the bare JSON string. */
+    object Serializer : OpenEnumSerializer<ChangeStatus>("dev.pheby.protocol.ChangeStatus", { of(it) })
+}
+
+/**
  * Known values: `waiting`, `running`, `failed`, `idle`.
  * Any other string (from a newer server) decodes to [Unknown] and re-encodes unchanged.
  */

@@ -126,6 +126,42 @@ data class AttachmentDescriptor(
 )
 
 /**
+ * A file that differs from the base.
+ *
+ * @property fileId `file_id`: A changed file's ID (1..64 characters), valid while the file differs from the base. Schema: minLength 1, maxLength 64 (checked by the server).
+ * @property path `path`: Relative to the conversation's path base, /-separated, no ..
+ * @property oldPath `old_path`: Only for a rename: the path in the base. May be absent.
+ * @property status `status`
+ * @property type `type`: What the path is in the working tree (in the base when deleted).
+ * @property additions `additions`: Lines added (0 for a binary file). Schema: minimum 0 (checked by the server).
+ * @property deletions `deletions`: Lines removed (0 for a binary file). Schema: minimum 0 (checked by the server).
+ * @property binary `binary`
+ */
+@Serializable
+data class ChangedFile(
+    @SerialName("file_id") val fileId: String,
+    val path: String,
+    @SerialName("old_path") val oldPath: String? = null,
+    val status: ChangeStatus,
+    val type: ChangedFileType,
+    val additions: StrictLong,
+    val deletions: StrictLong,
+    val binary: StrictBoolean,
+)
+
+/**
+ * The commit the changes are measured against.
+ *
+ * @property commit `commit`: The full hash of the commit that was HEAD when the conversation was created (a worktree's branch point). Schema: pattern `^[0-9a-f]{40}([0-9a-f]{24})?$` (checked by the server).
+ * @property label `label`: A short form for display, e.g. the abbreviated hash.
+ */
+@Serializable
+data class ChangesBase(
+    val commit: String,
+    val label: String,
+)
+
+/**
  * Body of POST /clarify/{clarify_id}.
  *
  * @property response `response`: Schema: minLength 1, maxLength 64000, pattern `\S` (checked by the server).

@@ -89,6 +89,9 @@ sealed interface ServerMessage {
             AgentsSnapshot::class to AgentsSnapshot.serializer(),
             AgentsChanged::class to AgentsChanged.serializer(),
             WorkspacesSnapshot::class to WorkspacesSnapshot.serializer(),
+            ChangesSnapshot::class to ChangesSnapshot.serializer(),
+            ChangesFile::class to ChangesFile.serializer(),
+            ChangesChanged::class to ChangesChanged.serializer(),
         ),
         ::Unknown,
         { (it as? Unknown)?.json },
@@ -1141,4 +1144,71 @@ data class AgentsChanged(
 data class WorkspacesSnapshot(
     @SerialName("request_id") override val requestId: String? = null,
     val workspaces: List<Workspace>,
+) : ServerMessage
+
+/**
+ * `changes.snapshot`: What a conversation changed.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property base `base`
+ * @property files `files`: Every path that differs from the base, untracked files included, ignored ones not. Schema: maxItems 1000 (checked by the server).
+ * @property truncated `truncated`: true when more than 1,000 files differ and the rest are left out.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.snapshot")
+data class ChangesSnapshot(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    val base: ChangesBase,
+    val files: List<ChangedFile>,
+    val truncated: StrictBoolean,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `changes.file`: One changed file's patch.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property fileId `file_id`
+ * @property path `path`: Relative to the conversation's path base.
+ * @property patch `patch`: The unified diff against the base (3 lines of context, at most 256 KiB of UTF-8); null for a binary file. Schema: maxLength 262144 (checked by the server). Always present; may be null.
+ * @property truncated `truncated`: true when the patch was cut at 256 KiB.
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.file")
+data class ChangesFile(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("file_id") val fileId: String,
+    val path: String,
+    val patch: String?,
+    val truncated: StrictBoolean,
+    val seq: StrictLong? = null,
+) : ServerMessage
+
+/**
+ * `changes.changed`: A conversation's changes moved.
+ *
+ * @property requestId `request_id`: Client-chosen correlation ID, echoed on the direct reply. Schema: maxLength 256 (checked by the server). May be absent.
+ * @property conversationId `conversation_id`
+ * @property runId `run_id`: The run at whose end the changes were measured.
+ * @property fileCount `file_count`: How many files differ from the base (all of them, also past 1,000). Schema: minimum 0 (checked by the server).
+ * @property additions `additions`: Schema: minimum 0 (checked by the server).
+ * @property deletions `deletions`: Schema: minimum 0 (checked by the server).
+ * @property seq `seq`: Only with the resume feature: this conversation's event position (an event's own, or the latest one a reply reflects). Schema: minimum 0, maximum 9007199254740991 (checked by the server). May be absent.
+ */
+@Serializable
+@SerialName("changes.changed")
+data class ChangesChanged(
+    @SerialName("request_id") override val requestId: String? = null,
+    @SerialName("conversation_id") val conversationId: String,
+    @SerialName("run_id") val runId: String,
+    @SerialName("file_count") val fileCount: StrictLong,
+    val additions: StrictLong,
+    val deletions: StrictLong,
+    val seq: StrictLong? = null,
 ) : ServerMessage

@@ -44,15 +44,18 @@ const val FEATURE_INBOX: String = "inbox"
 /** The `workspaces` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
 const val FEATURE_WORKSPACES: String = "workspaces"
 
+/** The `changes` extension's name in `hello.features` / `ready.features` (docs/protocol.md, Extensions). */
+const val FEATURE_CHANGES: String = "changes"
+
 /** Every feature `@pheby/protocol` defines (a server may support fewer; unknown names are ignored). */
-val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES)
+val FEATURES: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_PUSH, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_SCHEDULES, FEATURE_EXPIRY, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES, FEATURE_CHANGES)
 
 /**
  * Every feature, ordered by how much it changes what an app can show first (`FEATURE_PRIORITY` of
  * `@pheby/protocol`, where the order is explained): a client that must drop names from its `hello`
  * keeps the first [HELLO_FEATURES_SENT_MAX] in this order.
  */
-val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES)
+val FEATURE_PRIORITY: List<String> = listOf(FEATURE_DELTA_APPEND, FEATURE_RESUME, FEATURE_QUEUE, FEATURE_EXPIRY, FEATURE_PUSH, FEATURE_SCHEDULES, FEATURE_DEVICES, FEATURE_ACTIVITY, FEATURE_MODES, FEATURE_THOUGHTS, FEATURE_INBOX, FEATURE_WORKSPACES, FEATURE_CHANGES)
 
 /**
  * The most names a client puts in `hello.features`: earlier servers (0.1.0) accepted at most 16 and
@@ -124,6 +127,8 @@ val REQUEST_REPLIES: Map<String, RequestReplies> = mapOf(
     "conversation.search" to RequestReplies(ConversationSearch::class, Reply("conversation.results", ConversationResults::class, ReplyRule.REQUESTER)),
     "agents.list" to RequestReplies(AgentsList::class, Reply("agents.snapshot", AgentsSnapshot::class, ReplyRule.REQUESTER)),
     "workspaces.list" to RequestReplies(WorkspacesList::class, Reply("workspaces.snapshot", WorkspacesSnapshot::class, ReplyRule.REQUESTER)),
+    "changes.list" to RequestReplies(ChangesList::class, Reply("changes.snapshot", ChangesSnapshot::class, ReplyRule.REQUESTER)),
+    "changes.diff" to RequestReplies(ChangesDiff::class, Reply("changes.file", ChangesFile::class, ReplyRule.REQUESTER)),
 )
 
 /** The client message types that get no reply on success (only an `error` on failure). */
@@ -144,7 +149,7 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     ),
     FEATURE_RESUME to FeatureTables(
         types = listOf("conversation.resumed"),
-        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "plan.updated" to listOf("seq"), "usage.updated" to listOf("seq"), "thought.delta" to listOf("seq"), "thought.complete" to listOf("seq"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq")),
+        fields = mapOf("conversation.create" to listOf("client_message_id"), "conversation.open" to listOf("since_seq"), "chat.send" to listOf("client_message_id"), "conversation.created" to listOf("seq"), "conversation.updated" to listOf("seq"), "conversation.history" to listOf("seq", "resumed", "messages[].client_message_id", "queue[].client_message_id"), "conversation.renamed" to listOf("seq"), "conversation.deleted" to listOf("seq"), "run.accepted" to listOf("seq"), "message.start" to listOf("seq"), "message.delta" to listOf("seq"), "message.complete" to listOf("seq"), "run.finished" to listOf("seq"), "tool.event" to listOf("seq"), "approval.request" to listOf("seq"), "approval.resolved" to listOf("conversation_id", "seq"), "clarify.request" to listOf("seq"), "clarify.resolved" to listOf("conversation_id", "seq"), "yolo.snapshot" to listOf("seq"), "yolo.changed" to listOf("seq"), "attachment.added" to listOf("seq"), "model.current" to listOf("seq"), "model.changed" to listOf("seq"), "reasoning.snapshot" to listOf("seq"), "reasoning.changed" to listOf("seq"), "run.queued" to listOf("seq"), "queue.changed" to listOf("seq", "queued[].client_message_id"), "plan.updated" to listOf("seq"), "usage.updated" to listOf("seq"), "thought.delta" to listOf("seq"), "thought.complete" to listOf("seq"), "modes.snapshot" to listOf("seq"), "mode.changed" to listOf("seq"), "commands.snapshot" to listOf("seq"), "changes.snapshot" to listOf("seq"), "changes.file" to listOf("seq"), "changes.changed" to listOf("seq")),
     ),
     FEATURE_QUEUE to FeatureTables(
         types = listOf("run.queued", "queue.changed"),
@@ -181,6 +186,10 @@ val EXTENSIONS: Map<String, FeatureTables> = mapOf(
     FEATURE_WORKSPACES to FeatureTables(
         types = listOf("agents.list", "workspaces.list", "agents.snapshot", "agents.changed", "workspaces.snapshot"),
         fields = mapOf("conversation.create" to listOf("agent_id", "workspace_id", "worktree"), "conversation.list" to listOf("agent_id", "workspace_id"), "models.list" to listOf("agent_id"), "models.current" to listOf("agent_id"), "model.set" to listOf("agent_id"), "reasoning.current" to listOf("agent_id"), "reasoning.set" to listOf("agent_id"), "conversation.snapshot" to listOf("conversations[].agent_id", "conversations[].workspace_id", "conversations[].branch"), "conversation.created" to listOf("agent_id", "workspace_id", "branch"), "conversation.updated" to listOf("agent_id", "workspace_id", "branch"), "model.changed" to listOf("agent_id"), "reasoning.changed" to listOf("agent_id")),
+    ),
+    FEATURE_CHANGES to FeatureTables(
+        types = listOf("changes.list", "changes.diff", "changes.snapshot", "changes.file", "changes.changed"),
+        fields = mapOf(),
     ),
 )
 
@@ -389,4 +398,13 @@ object Limits {
 
     /** `LIMITS.workspaces`. */
     const val WORKSPACES: Int = 256
+
+    /** `LIMITS.changesFiles`. */
+    const val CHANGES_FILES: Int = 1000
+
+    /** `LIMITS.changesPatchBytes`. */
+    const val CHANGES_PATCH_BYTES: Int = 262144
+
+    /** `LIMITS.changesFileIdChars`. */
+    const val CHANGES_FILE_ID_CHARS: Int = 64
 }

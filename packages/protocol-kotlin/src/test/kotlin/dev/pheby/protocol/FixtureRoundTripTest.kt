@@ -83,16 +83,16 @@ class FixtureRoundTripTest {
     @TestFactory
     fun `every valid client fixture decodes into its ClientMessage class and round-trips`() =
         messageCases("valid/client", ClientMessage.serializer(), clientTypes) +
-            DynamicTest.dynamicTest("all 39 client message types (18 of v1, 21 of extensions) are covered") {
-                assertEquals(39, memberTypes(ClientMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 41 client message types (18 of v1, 23 of extensions) are covered") {
+                assertEquals(41, memberTypes(ClientMessage.serializer()).size)
                 assertEquals(memberTypes(ClientMessage.serializer()), clientTypes)
             }
 
     @TestFactory
     fun `every valid server fixture decodes into its ServerMessage class and round-trips`() =
         messageCases("valid/server", ServerMessage.serializer(), serverTypes) +
-            DynamicTest.dynamicTest("all 52 server message types (27 of v1, 25 of extensions) are covered") {
-                assertEquals(52, memberTypes(ServerMessage.serializer()).size)
+            DynamicTest.dynamicTest("all 55 server message types (27 of v1, 28 of extensions) are covered") {
+                assertEquals(55, memberTypes(ServerMessage.serializer()).size)
                 assertEquals(memberTypes(ServerMessage.serializer()), serverTypes)
             }
 
@@ -169,6 +169,8 @@ class FixtureRoundTripTest {
         "conversation-create-workspace-id-33.json" to "pattern ^[a-z0-9-]{1,32}$",
         "conversation-create-workspace-id-empty.json" to "pattern ^[a-z0-9-]{1,32}$",
         "model-set-agent-id-slash.json" to "pattern ^[a-z0-9-]{1,32}$",
+        "changes-diff-file-id-65.json" to "maxLength 64",
+        "changes-diff-empty-file-id.json" to "minLength 1",
     )
     private val acceptedServer = mapOf(
         "attachment-added-bad-kind.json" to "unknown AttachmentKind",
@@ -203,6 +205,10 @@ class FixtureRoundTripTest {
         "conversation-results-snippet-201.json" to "maxLength 200",
         "agents-snapshot-65.json" to "maxItems 64",
         "agents-changed-name-201.json" to "maxLength 200",
+        "changes-snapshot-1001-files.json" to "maxItems 1000",
+        "changes-snapshot-short-commit.json" to "pattern (a full commit hash)",
+        "changes-snapshot-negative-additions.json" to "minimum 0",
+        "changes-file-id-65.json" to "maxLength 64",
     )
     private val acceptedHttp = mapOf(
         "ApprovalAnswer.bad-choice.json" to "unknown ApprovalChoice",

@@ -197,6 +197,7 @@ class FutureServerTest {
         is PlanUpdated, is UsageUpdated -> "activity"
         is ConversationStatus, is ConversationResults -> "inbox"
         is AgentsSnapshot, is AgentsChanged, is WorkspacesSnapshot -> "workspaces"
+        is ChangesSnapshot, is ChangesFile, is ChangesChanged -> "changes"
         is ServerMessage.Unknown -> "unknown ${message.type}"
     }
 
@@ -212,6 +213,20 @@ class FutureServerTest {
         assertEquals(listOf("claude"), workspaces.workspaces.single().agents)
         val list = decode("conversation-snapshot-workspaces-unknown-fields.json") as ConversationSnapshot
         assertEquals(OptionalNullable.Value("pheby/a1b2c3d4"), list.conversations.single().branch)
+    }
+
+    @Test
+    fun `a newer server's change status and file type decode to Unknown, the rest of the file kept`() {
+        val copied = (decode("changes-snapshot-unknown-status.json") as ChangesSnapshot).files.single()
+        assertInstanceOf(ChangeStatus.Unknown::class.java, copied.status)
+        assertEquals("copied", copied.status.value)
+        assertEquals(ChangedFileType.FILE, copied.type)
+        val pointer = (decode("changes-snapshot-unknown-type.json") as ChangesSnapshot).files.single()
+        assertInstanceOf(ChangedFileType.Unknown::class.java, pointer.type)
+        assertEquals(ChangeStatus.MODIFIED, pointer.status)
+        assertEquals("src/footer.ts", pointer.path)
+        val changed = decode("changes-changed-unknown-fields.json") as ChangesChanged
+        assertEquals(2L, changed.fileCount)
     }
 
     @Test
