@@ -2,6 +2,7 @@
 // talks to the server only through @pheby/client.
 import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from "@pheby/client";
 import {
+  FEATURE_CHANGES,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
   FEATURE_INBOX,
@@ -10,6 +11,7 @@ import {
   FEATURE_THOUGHTS,
   FEATURE_WORKSPACES,
 } from "@pheby/protocol";
+import { ChangesView } from "./changes.js";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
@@ -123,8 +125,8 @@ async function connect(url: string, secret: string): Promise<void> {
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
     // The client's defaults (tool detail, plan and usage, the agent's modes and commands, the list as an
     // inbox among them), then pairing and devices, scheduled prompts, when questions expire and the
-    // agent's thinking, where the server offers them (modes, inbox and workspaces are named so the
-    // console keeps them if the defaults change).
+    // agent's thinking, where the server offers them (modes, inbox, workspaces and changes are named
+    // so the console keeps them if the defaults change).
     features: [
       ...new Set([
         ...DEFAULT_FEATURES,
@@ -135,6 +137,7 @@ async function connect(url: string, secret: string): Promise<void> {
         FEATURE_THOUGHTS,
         FEATURE_INBOX,
         FEATURE_WORKSPACES,
+        FEATURE_CHANGES,
       ]),
     ],
   });
@@ -158,7 +161,11 @@ function startApp(client: PhebyClient): void {
   /** Create a conversation (with `workspaces`: of the chosen agent, workspace and worktree) and open it. */
   async function createConversation(choice?: NewConversation): Promise<void> {
     try {
-      const created = await client.request({ type: "conversation.create", ...choice });
+      const created = await client.createConversation({
+        agentId: choice?.agent_id,
+        workspaceId: choice?.workspace_id,
+        worktree: choice?.worktree,
+      });
       conversations.upsert(created.conversation_id, created.name, undefined, placementOf(created));
       await openConversation(created.conversation_id);
     } catch (err) {
@@ -254,6 +261,10 @@ function startApp(client: PhebyClient): void {
   const settings = new SettingsBar(client, report);
   const notifications = new NotificationsPanel(client, report);
   const schedules = new SchedulesPanel(client, report);
+  // The Changes view takes the timeline's place while open; the message box stays.
+  const changes = new ChangesView(client, report, (open) => {
+    chat.el.hidden = open;
+  });
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
   /** `workspaces`: the open conversation's agent, workspace and branch, under its title. */
   const place = h("span", { class: "chat-place", "data-testid": "conversation-place" });
@@ -273,11 +284,13 @@ function startApp(client: PhebyClient): void {
       { class: "chat-head" },
       h("div", { class: "chat-title" }, title, place),
       chat.meter.el,
+      changes.button,
       settings.el,
       schedules.el,
     ),
     notifications.el,
     chat.el,
+    changes.el,
     queue.el,
     composer.el,
   );
@@ -369,6 +382,7 @@ function startApp(client: PhebyClient): void {
         modes.load(id),
         loadCommands(id),
         markRead(id),
+        changes.load(id),
       ]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
@@ -411,6 +425,7 @@ function startApp(client: PhebyClient): void {
     void settings.load(null);
     void schedules.load(null);
     void modes.load(null);
+    void changes.load(null);
     composer.setCommands([]);
   }
 
@@ -544,6 +559,7 @@ function startApp(client: PhebyClient): void {
   client.on("yolo.changed", (m) => settings.changed(m));
   client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
   client.on("mode.changed", (m) => modes.changed(m));
+  client.on("changes.changed", (m) => changes.changed(m));
   client.on("agents.changed", (m) => catalogue.changed(m.agent));
   client.on(
     "commands.snapshot",
@@ -565,6 +581,7 @@ function startApp(client: PhebyClient): void {
     void schedules.load(current);
     void modes.load(current);
     void loadCommands(current);
+    void changes.load(current);
   });
   // A snapshot nobody here asked for (no request_id): the client re-opened the conversation after a
   // missed append delta. Its run text is the whole draft; the stream goes on from it.

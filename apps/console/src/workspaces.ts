@@ -72,11 +72,11 @@ export class Catalogue {
     this.workspaces.clear();
     if (this.enabled) {
       const [agents, workspaces] = await Promise.all([
-        this.client.request({ type: "agents.list" }),
-        this.client.request({ type: "workspaces.list" }),
+        this.client.listAgents(),
+        this.client.listWorkspaces(),
       ]);
-      for (const a of agents.agents) this.agents.set(a.agent_id, a);
-      for (const w of workspaces.workspaces) this.workspaces.set(w.workspace_id, w);
+      for (const a of agents) this.agents.set(a.agent_id, a);
+      for (const w of workspaces) this.workspaces.set(w.workspace_id, w);
     }
     this.emit();
   }
