@@ -177,6 +177,7 @@ function startApp(client: PhebyClient): void {
     open: (id) => void openConversation(id),
     // With a choice to make (agents, workspaces, a worktree) the form unfolds; else create at once.
     async create() {
+      await catalogue.settled();
       if (newConversation.isOpen) newConversation.close();
       else if (catalogue.enabled && catalogue.hasChoice) newConversation.open();
       else await createConversation();

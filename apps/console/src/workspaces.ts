@@ -58,6 +58,8 @@ export class Catalogue {
   readonly agents = new Map<string, Agent>();
   readonly workspaces = new Map<string, Workspace>();
   private readonly listeners = new Set<() => void>();
+  /** The latest listing, settled or not. */
+  private loading: Promise<void> = Promise.resolve();
 
   constructor(private readonly client: PhebyClient) {}
 
@@ -67,18 +69,23 @@ export class Catalogue {
   }
 
   /** List both again (on connect and after a reconnect, which may have missed `agents.changed`). */
-  async load(): Promise<void> {
-    this.agents.clear();
-    this.workspaces.clear();
-    if (this.enabled) {
-      const [agents, workspaces] = await Promise.all([
-        this.client.listAgents(),
-        this.client.listWorkspaces(),
-      ]);
+  load(): Promise<void> {
+    this.loading = (async () => {
+      const [agents, workspaces] = this.enabled
+        ? await Promise.all([this.client.listAgents(), this.client.listWorkspaces()])
+        : [[], []];
+      this.agents.clear();
+      this.workspaces.clear();
       for (const a of agents) this.agents.set(a.agent_id, a);
       for (const w of workspaces) this.workspaces.set(w.workspace_id, w);
-    }
-    this.emit();
+      this.emit();
+    })();
+    return this.loading;
+  }
+
+  /** Wait until the latest listing is done (failed or not), so a choice is made from the real list. */
+  async settled(): Promise<void> {
+    await this.loading.catch(() => undefined);
   }
 
   /** An `agents.changed`: an agent started, became ready, failed or stopped. */
