@@ -16,6 +16,8 @@ export { lookupUser, type OsUser } from "./agent-user/lookup.js";
 export type { AgentShare } from "./agent-user/shared-dir.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
+export { GitFailedError, GitTimeoutError } from "./git/errors.js";
+export { type GitResult, GitRunner, type GitRunnerOptions, type GitRunOptions } from "./git/runner.js";
 export {
   createInMemoryServer,
   type InMemoryServer,

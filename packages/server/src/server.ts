@@ -1,6 +1,7 @@
 import type { HttpBindings } from "@hono/node-server";
 import type { Hono } from "hono";
 import type { Logger } from "pino";
+import { pathBaseOf } from "./activity/path-base.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { prepareShare } from "./agent-user/shared-dir.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
@@ -9,6 +10,7 @@ import { CredentialResolver } from "./auth/credentials.js";
 import { Lockout } from "./auth/lockout.js";
 import { OriginPolicy } from "./auth/origin.js";
 import { Transfers } from "./auth/transfers.js";
+import { Changes } from "./changes/service.js";
 import { Connections } from "./connection/connection.js";
 import { HistoryRefresh } from "./conversations/history.js";
 import { Inbox } from "./conversations/inbox.js";
@@ -17,6 +19,7 @@ import { Devices } from "./devices/devices.js";
 import { DeviceRegistry } from "./devices/registry.js";
 import { connectionExtensions } from "./extensions/index.js";
 import { FileRoots } from "./files/roots.js";
+import { GitRunner } from "./git/runner.js";
 import type { ServerContext } from "./handlers/context.js";
 import { Dispatcher } from "./handlers/index.js";
 import { createAgentHost } from "./host/agent-host.js";
@@ -48,6 +51,7 @@ import { Modes } from "./settings/modes.js";
 import { Settings } from "./settings/settings.js";
 import { Store } from "./store/store.js";
 import { HttpListener, type ListenInfo } from "./transport/ws/listener.js";
+import { HostPaths } from "./util/host-paths.js";
 import { isTimers, systemTimers } from "./util/time.js";
 
 export type { PhebyServerOptions } from "./options.js";
@@ -183,9 +187,28 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     deltaIntervalMs: o.deltaIntervalMs,
     cancelGraceMs: o.cancelGraceMs,
   });
+  // `changes`: git only through the hardened runner; patches lose the server's own directories.
+  const agentWorkdir = backend.workdir?.();
+  const hostPaths = new HostPaths({
+    dataDir: o.dataDir,
+    workdirs: [process.cwd(), ...(agentWorkdir ? [agentWorkdir, pathBaseOf(agentWorkdir)] : [])],
+  });
+  const changes = new Changes({
+    store,
+    git: new GitRunner(),
+    backend,
+    outbox,
+    log,
+    scrub: (text) => hostPaths.scrub(text),
+  });
   // Observers of the runs, in this order: push first, then the queue (which may start the next run).
+  // A run's push waits for its changes (`changes.changed`, the body's " · N files +A −D") only in a
+  // git repository; elsewhere it goes at once.
   runs.onRun((event) => {
-    if (event.type === "finished") push.runFinished(event);
+    if (event.type === "finished")
+      changes.afterRun(event, (summary) =>
+        push.runFinished(summary ? { ...event, changes: summary } : event),
+      );
   });
   const queue = new RunQueue({ store, runs, attachments, outbox, clock, log });
   const scheduler = new Scheduler({
@@ -237,6 +260,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     historyPageBytes: o.historyPageBytes,
     push,
     inbox,
+    changes,
   };
   // Pheby's MCP server: its bridge opens at start(), before the backend can spawn an agent.
   const agentTools = tools.enabled

@@ -453,6 +453,11 @@ export interface AgentBackend {
    * nothing), for the server to catch up with what it announced before the session had a conversation.
    */
   sessionInfo?(sessionId: string): { modes: AgentModes | null; commands: AgentCommandInfo[] | null } | null;
+  /**
+   * The directory the agent works in (ACP's `cwd`; the simulator's own repository), where the `changes`
+   * extension reads what a conversation changed. Absent or undefined: none. Never sent to a client.
+   */
+  workdir?(): string | undefined;
   /** Stop the agent: end children cleanly, then forcefully after a timeout. */
   close(): Promise<void>;
 }

@@ -2,6 +2,7 @@ import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/p
 import type { Logger } from "pino";
 import type { AgentBackend } from "../agent/port.js";
 import type { AttachmentStore } from "../attachments/store.js";
+import type { Changes } from "../changes/service.js";
 import type { HistoryRefresh } from "../conversations/history.js";
 import type { Inbox } from "../conversations/inbox.js";
 import type { Decisions } from "../decisions/decisions.js";
@@ -54,6 +55,8 @@ export interface ServerContext {
   push: PushService;
   /** The `inbox` extension: the list's status, unread counts and archive state. */
   inbox: Inbox;
+  /** The `changes` extension: each conversation's base commit, its changed files and their patches. */
+  changes: Changes;
 }
 
 /** One decoded request of an authenticated peer. */

@@ -146,6 +146,8 @@ export const conversationHandlers: HandlerTable = {
         created_at: ctx.clock.now(),
       });
       ctx.history.authoritative(id);
+      // `changes`: HEAD now is what the conversation's changes are measured against.
+      await ctx.changes.recordBase(id);
       // What the agent said of the new session before it had a conversation (modes, commands).
       const conv = ctx.store.getConversation(id);
       if (conv) ctx.modes.catchUp(conv, false);

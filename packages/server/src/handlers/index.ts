@@ -2,6 +2,7 @@ import type { ClientMessage, ClientMessageType, DecodeError, ErrorCode } from "@
 import { ProtocolError } from "../errors.js";
 import type { Peer } from "../outbox/outbox.js";
 import { activityHandlers } from "./activity.js";
+import { changesHandlers } from "./changes.js";
 import { chatHandlers } from "./chat.js";
 import type { Answer, Handler, HandlerTable, ServerContext } from "./context.js";
 import { conversationHandlers } from "./conversations.js";
@@ -33,6 +34,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   activityHandlers,
   modeHandlers,
   inboxHandlers,
+  changesHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */

@@ -10,6 +10,7 @@ import {
   messagePush,
   type PushNotification,
   type ResolvedPushInput,
+  type RunChanges,
   resolvedPush,
   runFinishedPush,
   schedulePush,
@@ -44,6 +45,8 @@ export interface RunEnd {
   error?: string;
   /** The answer's final text. */
   text: string;
+  /** `changes`: the conversation's changes when the run moved them (the push body names them). */
+  changes?: RunChanges;
 }
 
 interface Asked {
@@ -190,7 +193,7 @@ export class PushNotifier implements Outbox {
     }
   }
 
-  #runFinished({ conversationId, runId, byClient, status, error, text }: RunEnd): void {
+  #runFinished({ conversationId, runId, byClient, status, error, text, changes }: RunEnd): void {
     this.#tools.delete(runId);
     if (status === "cancelled") return; // the owner cancelled it: they know
     const name = this.deps.conversationName(conversationId);
@@ -199,7 +202,15 @@ export class PushNotifier implements Outbox {
     const now = this.deps.clock.now();
     if (byClient) {
       this.#notify(
-        runFinishedPush({ ...base, status, text: status === "failed" ? (error ?? text) : text }, now),
+        runFinishedPush(
+          {
+            ...base,
+            status,
+            text: status === "failed" ? (error ?? text) : text,
+            ...(changes ? { changes } : {}),
+          },
+          now,
+        ),
       );
     } else if (status === "completed" && text.trim() !== "") {
       this.#notify(messagePush({ ...base, text }, now));

@@ -181,12 +181,36 @@ export interface RunFinishedPushInput {
   /** The final answer (completed) or the run's error (failed). */
   text: string;
   conversationName: string;
+  /** `changes`: the conversation's changes, when the run moved them (`changes.changed` was sent). */
+  changes?: RunChanges;
 }
 
-/** `run_finished` (urgency normal): completed or failed, with the first line of the answer or error. */
+/** A run's changes as a finished-run push names them: files, lines added and removed against the base. */
+export interface RunChanges {
+  files: number;
+  additions: number;
+  deletions: number;
+}
+
+/** The end of a finished-run push's body when the run moved the changes: " · 3 files +12 −4". */
+export function changesSuffix({ files, additions, deletions }: RunChanges): string {
+  return ` · ${files} ${files === 1 ? "file" : "files"} +${additions} \u2212${deletions}`;
+}
+
+/**
+ * `run_finished` (urgency normal): completed or failed, with the first line of the answer or error,
+ * and the run's changes at the end of the body when it moved them (text only: the payload's shape
+ * stays as it was).
+ */
 export function runFinishedPush(input: RunFinishedPushInput, now: number): PushNotification {
-  const { status, ...rest } = input;
-  return resultPush("run_finished", rest, { status }, now);
+  const { status, changes, ...rest } = input;
+  const push = resultPush("run_finished", rest, { status }, now);
+  if (changes) {
+    const suffix = changesSuffix(changes);
+    const first = clip(firstLine(input.text), LIMITS.pushTextChars - Array.from(suffix).length);
+    push.texts.body = first === "" ? suffix.replace(/^ · /, "") : `${first}${suffix}`;
+  }
+  return push;
 }
 
 /** What an unsolicited-message push needs. */

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import { ACTIVITY_PLAN_MIGRATION, ACTIVITY_TOOLS_MIGRATION } from "./activity.js";
+import { CHANGES_MIGRATION } from "./changes.js";
 import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { INBOX_MIGRATION } from "./inbox.js";
@@ -122,6 +123,8 @@ export const MIGRATIONS: readonly string[] = [
   ACTIVITY_TOOLS_MIGRATION,
   // v14 (`activity` extension): each conversation's latest agent plan and usage (store/activity.ts).
   ACTIVITY_PLAN_MIGRATION,
+  // v15 (`changes` extension): each conversation's base commit and changes fingerprint (store/changes.ts).
+  CHANGES_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

@@ -5,6 +5,7 @@ import { ensurePrivateDir, ensurePrivateFile, restrictFile } from "../util/priva
 import { type Clock, systemClock } from "../util/time.js";
 import { ActivityStore } from "./activity.js";
 import { AttachmentRows } from "./attachments.js";
+import { ChangesStore } from "./changes.js";
 import { DeviceStore } from "./devices.js";
 import { InboxStore } from "./inbox.js";
 import { migrate } from "./migrations.js";
@@ -94,6 +95,8 @@ export class Store {
   readonly inbox: InboxStore;
   /** Each conversation's chosen mode, its agent's modes and commands (migration v11, `modes`). */
   readonly modes: ModeStore;
+  /** Each conversation's base commit and changes fingerprint (migration v15, `changes`). */
+  readonly changes: ChangesStore;
 
   constructor(
     dataDir: string,
@@ -129,6 +132,7 @@ export class Store {
     this.inbox = new InboxStore(this.db);
     this.modes = new ModeStore(this.db);
     this.activity = new ActivityStore(this.db);
+    this.changes = new ChangesStore(this.db);
   }
 
   // ---- conversations ----
@@ -234,6 +238,7 @@ export class Store {
       this.inbox.forget(id);
       this.db.prepare("DELETE FROM tool_calls WHERE conversation_id = ?").run(id);
       this.activity.forget(id);
+      this.changes.forget(id);
       this.db.prepare("UPDATE conversations SET deleted_at = ?, name = '' WHERE id = ?").run(ts, id);
       this.resumeLog.forget(id);
     })();

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 /**
  * The ACP agent backend: drives any Agent Client Protocol agent (Hermes, Qwen
  * Code, Claude Code, Codex, Gemini CLI, …) spawned as a child process over stdio.
@@ -97,6 +98,11 @@ class AcpBackend implements AgentBackend {
       workdirs: [options.cwd, ...(host.serverPaths ? [host.serverPaths.workdir] : [])],
       homes: [homedir(), ...(options.env?.HOME ? [options.env.HOME] : [])],
     });
+  }
+
+  /** The agent's `cwd`, where the `changes` extension reads a conversation's changes. */
+  workdir(): string {
+    return resolve(this.#state.options.cwd);
   }
 
   /** Start the agent if needed so {@link capabilities} reflects what it declared. */

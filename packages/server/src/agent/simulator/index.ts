@@ -11,6 +11,7 @@ import { unifiedDiff } from "../../activity/diff.js";
 import type { PlaceContext } from "../../activity/place.js";
 import { outputText } from "../../activity/redact-output.js";
 import type { ToolDetail } from "../../activity/tool-detail.js";
+import { GitRunner } from "../../git/runner.js";
 import { askingModeOf, autoApproves, SIMULATOR_AGENT } from "../modes.js";
 import { nearestChoice } from "../nearest.js";
 import type {
@@ -25,6 +26,7 @@ import type {
 } from "../port.js";
 import { SIM_CATALOGUE, settingsTag } from "./catalogue.js";
 import { pdfDocument, pngImage } from "./files.js";
+import { applySimChanges, ensureSimWorkspace, SIM_CHANGES, SIM_WORKSPACE_DIR } from "./workspace.js";
 
 /** Options of {@link createSimulatorBackend}. */
 export interface SimulatorOptions {
@@ -142,7 +144,7 @@ const SIM_PLACE: PlaceContext = { cwd: "/pheby-sim", base: "/pheby-sim", scrub: 
 const HELP =
   "Simulator scenarios: /sim tools, /sim slow, /sim fail, /sim crash, /sim notice, /sim later, /sim long N (1..1000000), " +
   "/sim approval, /sim approval limited, /sim timeout, /sim clarify, /sim clarify free, /sim clarify choices, /sim file, /sim image, /sim schedule [prompt], /sim diff, /sim output, " +
-  "/sim think [N] (1..1000000), /sim plan, /sim mode, /sim mode leave, /sim compact.";
+  "/sim think [N] (1..1000000), /sim plan, /sim mode, /sim mode leave, /sim compact, /sim changes.";
 
 /**
  * The simulator's modes (the `modes` extension), in its order; a session starts in `default`.
@@ -182,6 +184,7 @@ export const SIM_COMMANDS: AgentCommandInfo[] = [
   ["plan", "A plan that advances step by step", null],
   ["mode", "Says which mode the turn runs in", "[leave]"],
   ["compact", "Compacts the conversation's context", null],
+  ["changes", "Edits, creates and deletes files in the simulator's own git repository", null],
 ].map(([name, description, hint]) => ({
   name: `sim ${name}`,
   description: description as string,
@@ -304,6 +307,18 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     return simUsage(used);
   };
 
+  // The simulator's own repository (`/sim changes`), made on first use; calls wait for each other.
+  const git = new GitRunner();
+  const workdir = () => (host?.serverPaths ? join(host.serverPaths.dataDir, SIM_WORKSPACE_DIR) : undefined);
+  let workspaceReady: Promise<string> | undefined;
+  const workspace = (dir: string) => {
+    workspaceReady ??= ensureSimWorkspace(dir, git).catch((err: unknown) => {
+      workspaceReady = undefined;
+      throw err;
+    });
+    return workspaceReady;
+  };
+
   const done: TurnResult = { status: "completed" };
   const cancelled: TurnResult = { status: "cancelled" };
   const reply = async (text: string, sink: TurnSink, signal: AbortSignal) =>
@@ -398,6 +413,34 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
     if (!(await sleep(delay, signal))) return cancelled;
     sink.toolEnd({ toolCallId, status: "completed" });
     return reply(`I edited ${path}: the greeting has a comma now, and the version is 2.`, sink, signal);
+  }
+
+  /**
+   * `/sim changes`: {@link SIM_CHANGES} applied to the simulator's own repository (made on first use),
+   * one tool call per file. The `changes` extension then lists them (the simulator's working directory
+   * is that repository), and the run's end sends `changes.changed` the first time.
+   */
+  async function changes(sink: TurnSink, signal: AbortSignal) {
+    const dir = workdir();
+    if (!dir) return reply("The simulator has no data directory to keep a repository in.", sink, signal);
+    await applySimChanges(await workspace(dir)); // at once; then reported as one tool call per file
+    const { modified, created, deleted } = SIM_CHANGES;
+    const steps = [
+      ["edit", modified.path],
+      ["write", created.path],
+      ["delete", deleted.path],
+    ] as const;
+    for (const [toolName, path] of steps) {
+      const toolCallId = `sim-tool-${++toolCounter}`;
+      sink.toolStart({ toolCallId, toolName, args: { file_path: path } });
+      if (!(await sleep(delay, signal))) return cancelled;
+      sink.toolEnd({ toolCallId, status: "completed" });
+    }
+    return reply(
+      `I edited ${modified.path}, created ${created.path} and deleted ${deleted.path}.`,
+      sink,
+      signal,
+    );
   }
 
   /**
@@ -610,6 +653,8 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
         return diff(sink, signal);
       case "output":
         return output(sink, signal);
+      case "changes":
+        return changes(sink, signal);
       default:
         return reply(HELP, sink, signal);
     }
@@ -651,6 +696,7 @@ export function createSimulatorBackend(options: SimulatorOptions = {}): AgentBac
       return { outcome: "applied" };
     },
     modesAgent: () => SIMULATOR_AGENT,
+    workdir,
     sessionInfo(sessionId) {
       return sessionModes.has(sessionId) ? { modes: modesOf(sessionId), commands: SIM_COMMANDS } : null;
     },
