@@ -12,6 +12,7 @@ const LAYERS = [
   ["git"],
   ["agent"],
   ["outbox"],
+  ["agents"],
   ["attachments", "conversations", "decisions", "devices", "resume", "settings", "push", "schedules", "changes"],
   ["runs", "mcp"],
   ["handlers", "host"],

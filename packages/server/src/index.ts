@@ -14,6 +14,8 @@ export type * from "./agent/port.js";
 export { createSimulatorBackend, type SimulatorOptions } from "./agent/simulator/index.js";
 export { lookupUser, type OsUser } from "./agent-user/lookup.js";
 export type { AgentShare } from "./agent-user/shared-dir.js";
+export { DEFAULT_ID, ENTITY_ID, MAX_AGENTS, MAX_WORKSPACES } from "./agents/config.js";
+export type { AgentStatus, AgentView } from "./agents/registry.js";
 export { type DeviceAdmin, type DeviceSummary, openDeviceAdmin } from "./devices/admin.js";
 export { isPublicWebSocketUrl, pairingUri } from "./devices/uri.js";
 export { GitFailedError, GitTimeoutError } from "./git/errors.js";
@@ -26,6 +28,7 @@ export {
 } from "./in-memory.js";
 export { AGENT_TOOL_NAMES, type AgentToolName } from "./mcp/tools.js";
 export {
+  type AgentOption,
   DEFAULT_ASK_TIMEOUT_MS,
   DEFAULT_ATTACHMENT_RETENTION_DAYS,
   DEFAULT_AUTH_TIMEOUT_MS,
@@ -44,6 +47,7 @@ export {
   PhebyServerOptionsSchema,
   type ResolvedServerOptions,
   resolveServerOptions,
+  type WorkspaceOption,
 } from "./options.js";
 export { THIN_ABOVE_BYTES, THIN_MAX_INTERVAL_MS, thinInterval } from "./outbox/thinning.js";
 export type { Resolve } from "./push/address.js";

@@ -5,10 +5,20 @@
  * env and YAML) builds its own value checks from {@link optionRules}, so both refuse the same values
  * with the same words.
  */
+
+import { statSync } from "node:fs";
+import { isAbsolute } from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod/v3";
 import type { AgentBackend } from "./agent/port.js";
 import type { AgentShare } from "./agent-user/shared-dir.js";
+import {
+  checkPlacementOptions,
+  ENTITY_ID,
+  MAX_AGENTS,
+  MAX_NAME_CHARS,
+  MAX_WORKSPACES,
+} from "./agents/config.js";
 import { isTrustedProxySetting, type TrustedProxy } from "./auth/address.js";
 import { isPublicWebSocketUrl } from "./devices/uri.js";
 import { DEFAULT_ASK_TIMEOUT_MS } from "./mcp/agent-tools.js";
@@ -35,8 +45,29 @@ export interface PhebyServerOptions {
   publicUrl?: string;
   /** Directory for the SQLite database and the attachment blobs (`attachments/`); created if missing. */
   dataDir: string;
-  /** The agent backend; default {@link createSimulatorBackend}(). */
+  /**
+   * The agent backend of a single-agent server: one agent `default`; default
+   * {@link createSimulatorBackend}(). Not together with {@link agents}.
+   */
   agent?: AgentBackend;
+  /**
+   * Several agents side by side (the `workspaces` extension): each with an `id` (`[a-z0-9-]`,
+   * 1–32 chars, unique), a display `name` and its own backend. The first is the *default agent*.
+   * Each backend is started when first used and supervises its own agent: one agent's crash,
+   * restart or hang never touches another's runs. Not together with {@link agent}.
+   */
+  agents?: readonly AgentOption[];
+  /**
+   * The projects conversations work in: `path` absolute and an existing directory, `agents` the
+   * agent ids allowed there (default every agent, in {@link agents}' order). Default: one workspace
+   * `default` at {@link workdir}. Clients know them by id and name only; a path never reaches them.
+   */
+  workspaces?: readonly WorkspaceOption[];
+  /**
+   * The working directory of the default workspace when {@link workspaces} is not given (absolute;
+   * default the default agent backend's own `cwd`, else `process.cwd()`).
+   */
+  workdir?: string;
   /** pino logger; default silent. Secrets are always redacted. */
   logger?: Logger;
   /** Let chat text reach the logs (default false). */
@@ -176,6 +207,23 @@ export interface PhebyServerOptions {
   };
 }
 
+/** One agent of {@link PhebyServerOptions.agents}. */
+export interface AgentOption {
+  id: string;
+  name: string;
+  backend: AgentBackend;
+}
+
+/** One workspace of {@link PhebyServerOptions.workspaces}. */
+export interface WorkspaceOption {
+  id: string;
+  name: string;
+  /** Absolute path of an existing directory. */
+  path: string;
+  /** Agent ids allowed here (default every agent). */
+  agents?: readonly string[];
+}
+
 /** Default bind address and port. */
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 8620;
@@ -239,6 +287,25 @@ function isContact(value: string): boolean {
   }
 }
 
+/** True when `path` names an existing directory (symlinks followed). */
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+const entityName = z
+  .string()
+  .min(1, "must be a non-empty name")
+  .max(MAX_NAME_CHARS, `must be at most ${MAX_NAME_CHARS} characters`);
+
+const agentBackend = z.custom<AgentBackend>(
+  (v) => typeof v === "object" && v !== null,
+  "must be an agent backend",
+);
+
 /**
  * The rules of single option values, each with the message that names what is expected. A layer
  * that maps its own settings onto {@link PhebyServerOptionsSchema} (env names, seconds instead of
@@ -263,6 +330,13 @@ export const optionRules = {
     ),
   pushSubject: z.string().refine(isContact, "must be a mailto: or https: URL, e.g. mailto:admin@example.com"),
   timezone: z.string().refine(isTimezone, "must be an IANA time zone such as Europe/Berlin or UTC"),
+  /** An agent or workspace id. */
+  entityId: z.string().regex(ENTITY_ID, "must be 1-32 characters of a-z, 0-9 and -"),
+  /** An absolute path of an existing directory (a workspace, the working directory). */
+  directory: z
+    .string()
+    .refine(isAbsolute, "must be an absolute path")
+    .refine(isDirectory, "must be an existing directory"),
   agentToolName: z.enum(AGENT_TOOL_NAMES, {
     errorMap: () => ({ message: `must be one of ${AGENT_TOOL_NAMES.join(", ")}` }),
   }),
@@ -273,83 +347,103 @@ export const optionRules = {
  * yields {@link ResolvedServerOptions}. Objects the server is handed (the agent backend, the logger,
  * the clock) pass through as they are.
  */
-export const PhebyServerOptionsSchema = z.object({
-  secret: z
-    .string({
-      invalid_type_error: "must be a non-empty string",
-      required_error: "must be a non-empty string",
-    })
-    .min(1, "must be a non-empty string"),
-  publicUrl: optionRules.publicUrl.optional(),
-  dataDir: z
-    .string({ invalid_type_error: "must be a path", required_error: "must be a path" })
-    .min(1, "must be a path"),
-  agent: z
-    .custom<AgentBackend>((v) => typeof v === "object" && v !== null, "must be an agent backend")
-    .optional(),
-  logger: z.custom<Logger>((v) => typeof v === "object" && v !== null, "must be a pino logger").optional(),
-  logChatContent: z.boolean().default(false),
-  authTimeoutMs: anyNumber.default(DEFAULT_AUTH_TIMEOUT_MS),
-  heartbeatIntervalMs: anyNumber.default(DEFAULT_HEARTBEAT_INTERVAL_MS),
-  lockout: z
-    .object({
-      maxFailures: anyNumber.default(DEFAULT_LOCKOUT.maxFailures),
-      windowMs: anyNumber.default(DEFAULT_LOCKOUT.windowMs),
-      durationMs: anyNumber.default(DEFAULT_LOCKOUT.durationMs),
-    })
-    .default({}),
-  cancelGraceMs: anyNumber.default(DEFAULT_CANCEL_GRACE_MS),
-  maxBufferedBytes: anyNumber.default(DEFAULT_MAX_BUFFERED_BYTES),
-  deltaIntervalMs: atLeast(0).default(DEFAULT_DELTA_INTERVAL_MS),
-  thinV1Deltas: z.boolean().default(true),
-  compression: z.boolean().default(true),
-  clock: z
-    .custom<Clock | (Clock & Timers)>(
-      (v) => typeof (v as Partial<Clock> | null)?.now === "function",
-      "must be a clock (an object with now())",
-    )
-    .default(systemClock),
-  serverName: z.string().default("pheby"),
-  staticConsoleDir: z.string().optional(),
-  push: z
-    .object({
-      preview: z.boolean().optional(),
-      allowPrivate: z.boolean().optional(),
-      subject: optionRules.pushSubject.optional(),
-      timeoutMs: anyNumber.optional(),
-      retry: z.custom<RetryPolicy>().optional(),
-      resolve: z.custom<Resolve>().optional(),
-    })
-    .optional(),
-  attachmentRetentionDays: wholeAtLeast(0).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
-  allowedFileRoots: z.array(z.string()).readonly().default([]),
-  agentShare: z.object({ dir: z.string(), gid: z.number().int() }).optional(),
-  corsOrigins: z.array(optionRules.corsOrigin).readonly().default([]),
-  trustedProxy: optionRules.trustedProxy.default("loopback"),
-  httpIdleTimeoutMs: wholeAtLeast(1, " of ms").default(DEFAULT_HTTP_IDLE_TIMEOUT_MS),
-  historyPageBytes: wholeAtLeast(1).default(DEFAULT_HISTORY_PAGE_BYTES),
-  replayLog: z
-    .object({
-      maxEvents: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxEvents),
-      maxBytes: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxBytes),
-    })
-    .default({}),
-  resume: z.boolean().default(true),
-  schedules: z
-    .object({
-      missedGraceMs: atLeast(0).default(DEFAULT_MISSED_GRACE_MS),
-      timezone: optionRules.timezone.optional(),
-    })
-    .default({}),
-  agentTools: z
-    .object({
-      enabled: z.boolean().default(true),
-      tools: z.array(optionRules.agentToolName).readonly().default(AGENT_TOOL_NAMES),
-      askTimeoutMs: wholeAtLeast(1_000, " of ms").default(DEFAULT_ASK_TIMEOUT_MS),
-      command: z.array(z.string()).readonly().optional(),
-    })
-    .default({}),
-});
+export const PhebyServerOptionsSchema = z
+  .object({
+    secret: z
+      .string({
+        invalid_type_error: "must be a non-empty string",
+        required_error: "must be a non-empty string",
+      })
+      .min(1, "must be a non-empty string"),
+    publicUrl: optionRules.publicUrl.optional(),
+    dataDir: z
+      .string({ invalid_type_error: "must be a path", required_error: "must be a path" })
+      .min(1, "must be a path"),
+    agent: agentBackend.optional(),
+    agents: z
+      .array(z.object({ id: optionRules.entityId, name: entityName, backend: agentBackend }))
+      .min(1, "must list at least one agent")
+      .max(MAX_AGENTS, `must list at most ${MAX_AGENTS} agents`)
+      .readonly()
+      .optional(),
+    workspaces: z
+      .array(
+        z.object({
+          id: optionRules.entityId,
+          name: entityName,
+          path: optionRules.directory,
+          agents: z.array(optionRules.entityId).readonly().optional(),
+        }),
+      )
+      .min(1, "must list at least one workspace")
+      .max(MAX_WORKSPACES, `must list at most ${MAX_WORKSPACES} workspaces`)
+      .readonly()
+      .optional(),
+    workdir: optionRules.directory.optional(),
+    logger: z.custom<Logger>((v) => typeof v === "object" && v !== null, "must be a pino logger").optional(),
+    logChatContent: z.boolean().default(false),
+    authTimeoutMs: anyNumber.default(DEFAULT_AUTH_TIMEOUT_MS),
+    heartbeatIntervalMs: anyNumber.default(DEFAULT_HEARTBEAT_INTERVAL_MS),
+    lockout: z
+      .object({
+        maxFailures: anyNumber.default(DEFAULT_LOCKOUT.maxFailures),
+        windowMs: anyNumber.default(DEFAULT_LOCKOUT.windowMs),
+        durationMs: anyNumber.default(DEFAULT_LOCKOUT.durationMs),
+      })
+      .default({}),
+    cancelGraceMs: anyNumber.default(DEFAULT_CANCEL_GRACE_MS),
+    maxBufferedBytes: anyNumber.default(DEFAULT_MAX_BUFFERED_BYTES),
+    deltaIntervalMs: atLeast(0).default(DEFAULT_DELTA_INTERVAL_MS),
+    thinV1Deltas: z.boolean().default(true),
+    compression: z.boolean().default(true),
+    clock: z
+      .custom<Clock | (Clock & Timers)>(
+        (v) => typeof (v as Partial<Clock> | null)?.now === "function",
+        "must be a clock (an object with now())",
+      )
+      .default(systemClock),
+    serverName: z.string().default("pheby"),
+    staticConsoleDir: z.string().optional(),
+    push: z
+      .object({
+        preview: z.boolean().optional(),
+        allowPrivate: z.boolean().optional(),
+        subject: optionRules.pushSubject.optional(),
+        timeoutMs: anyNumber.optional(),
+        retry: z.custom<RetryPolicy>().optional(),
+        resolve: z.custom<Resolve>().optional(),
+      })
+      .optional(),
+    attachmentRetentionDays: wholeAtLeast(0).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
+    allowedFileRoots: z.array(z.string()).readonly().default([]),
+    agentShare: z.object({ dir: z.string(), gid: z.number().int() }).optional(),
+    corsOrigins: z.array(optionRules.corsOrigin).readonly().default([]),
+    trustedProxy: optionRules.trustedProxy.default("loopback"),
+    httpIdleTimeoutMs: wholeAtLeast(1, " of ms").default(DEFAULT_HTTP_IDLE_TIMEOUT_MS),
+    historyPageBytes: wholeAtLeast(1).default(DEFAULT_HISTORY_PAGE_BYTES),
+    replayLog: z
+      .object({
+        maxEvents: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxEvents),
+        maxBytes: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxBytes),
+      })
+      .default({}),
+    resume: z.boolean().default(true),
+    schedules: z
+      .object({
+        missedGraceMs: atLeast(0).default(DEFAULT_MISSED_GRACE_MS),
+        timezone: optionRules.timezone.optional(),
+      })
+      .default({}),
+    agentTools: z
+      .object({
+        enabled: z.boolean().default(true),
+        tools: z.array(optionRules.agentToolName).readonly().default(AGENT_TOOL_NAMES),
+        askTimeoutMs: wholeAtLeast(1_000, " of ms").default(DEFAULT_ASK_TIMEOUT_MS),
+        command: z.array(z.string()).readonly().optional(),
+      })
+      .default({}),
+  })
+  .superRefine(checkPlacementOptions);
 
 /** {@link PhebyServerOptions} with every default filled in, as the server uses them. */
 export type ResolvedServerOptions = z.output<typeof PhebyServerOptionsSchema>;

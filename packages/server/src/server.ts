@@ -4,6 +4,8 @@ import type { Logger } from "pino";
 import { pathBaseOf } from "./activity/path-base.js";
 import { createSimulatorBackend } from "./agent/simulator/index.js";
 import { prepareShare } from "./agent-user/shared-dir.js";
+import { type AgentSpec, resolvePlacement } from "./agents/config.js";
+import { AgentRegistry } from "./agents/registry.js";
 import { AttachmentStore, type SweepResult } from "./attachments/store.js";
 import { AttachmentSweeps } from "./attachments/sweeps.js";
 import { CredentialResolver } from "./auth/credentials.js";
@@ -36,7 +38,7 @@ import {
   resolveServerOptions,
 } from "./options.js";
 import { Fanout } from "./outbox/fanout.js";
-import type { Outbox } from "./outbox/outbox.js";
+import { eventOf, type Outbox } from "./outbox/outbox.js";
 import { PushService } from "./push/service.js";
 import { IdempotentRequests } from "./resume/idempotency.js";
 import { ResumeOutbox } from "./resume/outbox.js";
@@ -116,8 +118,14 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const mcpCommand = tools.enabled ? [...(tools.command ?? mcpServerCommand())] : [];
   const { clock } = o;
   const log = serverLogger(o.logger, o.logChatContent);
-  const backend = o.agent ?? createSimulatorBackend();
+  const placement = resolvePlacement(o, () => createSimulatorBackend());
   const store = new Store(o.dataDir, { clock, resumeLogLimits: o.replayLog });
+  const agents = new AgentRegistry(placement.agents, placement.workspaces, {
+    conversation: (id) => store.getConversation(id),
+    log,
+  });
+  // Rows from before the `workspaces` extension belong to the default agent and workspace.
+  store.claimUnplaced(agents.defaultAgent.id, agents.defaultWorkspace.id);
   const resume = o.resume;
   recoverAtStart(store, clock.now(), resume, log);
 
@@ -158,7 +166,9 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     log,
   });
   const outbox: Outbox = inbox.wrap(push.wrap(replay ?? fanout));
-  const settings = new Settings(store.settings, backend, log);
+  // Every status change of an agent, to the `workspaces` connections (no conversation: no seq).
+  agents.onChange((agent) => outbox.publish(eventOf({ type: "agents.changed", agent })));
+  const settings = new Settings(store.settings, agents, log);
   decisions = new Decisions({ outbox, clock, log, yolo: (id) => settings.yolo(id) });
   const activity = new AgentActivity({ store, outbox, clock });
   // The engine asks the modes for each turn's mode; the modes ask the engine whether a run nobody
@@ -166,7 +176,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
   const modes = new Modes({
     store,
     settings,
-    backend,
+    agents,
     outbox,
     clock,
     log,
@@ -177,7 +187,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     store,
     attachments,
     outbox,
-    backend,
+    agents,
     decisions,
     settings,
     modes,
@@ -188,15 +198,18 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     cancelGraceMs: o.cancelGraceMs,
   });
   // `changes`: git only through the hardened runner; patches lose the server's own directories.
-  const agentWorkdir = backend.workdir?.();
+  const agentWorkdirs = agents
+    .agents()
+    .flatMap((a) => a.backend.workdir?.() ?? [])
+    .concat(agents.workspaces().map((w) => w.path));
   const hostPaths = new HostPaths({
     dataDir: o.dataDir,
-    workdirs: [process.cwd(), ...(agentWorkdir ? [agentWorkdir, pathBaseOf(agentWorkdir)] : [])],
+    workdirs: [process.cwd(), ...agentWorkdirs.flatMap((dir) => [dir, pathBaseOf(dir)])],
   });
   const changes = new Changes({
     store,
     git: new GitRunner(),
-    backend,
+    agents,
     outbox,
     log,
     scrub: (text) => hostPaths.scrub(text),
@@ -253,10 +266,10 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     settings,
     modes,
     devices,
-    backend,
+    agents,
     clock,
     log,
-    history: new HistoryRefresh({ store, backend, log, running: (id) => runs.busy(id) }),
+    history: new HistoryRefresh({ store, agents, log, running: (id) => runs.busy(id) }),
     historyPageBytes: o.historyPageBytes,
     push,
     inbox,
@@ -279,19 +292,26 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
         log,
       })
     : undefined;
-  const host = createAgentHost({
-    activity,
-    store,
-    outbox,
-    runs,
-    modes,
-    source: backend.name,
-    clock,
-    tools: agentTools?.tools,
-    dataDir: o.dataDir,
-    logChatContent: o.logChatContent,
-    log,
-  });
+  // One host per agent: its sessions are its own (sessions are keyed by agent and session id).
+  const hostOf = (agent: AgentSpec) =>
+    createAgentHost({
+      activity,
+      store,
+      outbox,
+      runs,
+      modes,
+      agentId: agent.id,
+      source: agent.backend.name,
+      workspaces: agents
+        .workspaces()
+        .filter((w) => w.agents.includes(agent.id))
+        .map((w) => w.path),
+      clock,
+      tools: agentTools?.tools,
+      dataDir: o.dataDir,
+      logChatContent: o.logChatContent,
+      log,
+    });
   // One lockout for both transports: failed HTTP auth counts like a failed hello.
   const lockout = new Lockout(o.lockout, clock);
   const connections = new Connections({
@@ -333,7 +353,8 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     start() {
       started ??= (async () => {
         await agentTools?.open();
-        await Promise.all([backend.start(host), sweeps.atStart()]);
+        // Each backend gets its host now; agents themselves come up on first use.
+        await Promise.all([agents.start(hostOf), sweeps.atStart()]);
         sweeps.schedule();
         // Follow-ups queued before a restart start once the agent is up; then runs missed while the
         // server was down (within the grace) start, once each, behind them.
@@ -354,11 +375,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
         scheduler.close();
         runs.shutdown();
         for (const transport of transports) await transport.close();
-        try {
-          await backend.close();
-        } catch (err) {
-          log.warn({ err }, "agent backend did not close cleanly");
-        }
+        await agents.close();
         await agentTools?.close();
         await attachments.idle();
         await push.close();

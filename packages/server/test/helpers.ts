@@ -148,7 +148,8 @@ const MemoryWebSocket = function MemoryWebSocket(url: string) {
 function withTestDefaults(options: Partial<PhebyServerOptions>, dataDir: string): PhebyServerOptions {
   return {
     secret: SECRET,
-    agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }),
+    // A server of several agents (`agents`) takes no single `agent`.
+    ...(options.agents ? {} : { agent: createSimulatorBackend({ delayMs: 1, laterDelayMs: 20 }) }),
     ...options,
     agentTools: { command: MCP_COMMAND, ...options.agentTools },
     dataDir,

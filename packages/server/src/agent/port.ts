@@ -35,9 +35,17 @@ export interface AgentCapabilities {
   images: boolean;
 }
 
+/** Where a session works: its conversation's working directory (ACP `cwd`). */
+export interface SessionOptions {
+  /** Absolute; absent: the backend's own directory ({@link AgentBackend.cwd}). */
+  cwd?: string;
+}
+
 /** A session as the agent lists it. */
 export interface AgentSessionInfo {
   sessionId: string;
+  /** The directory it works in, when the agent says (the `cwd` it was listed under). */
+  cwd?: string;
   title?: string | null;
   /** ISO-8601 timestamp of the last activity, if known. */
   updatedAt?: string | null;
@@ -154,6 +162,12 @@ export interface TurnInput {
   conversationId: string;
   /** The agent session ID the server stored for the conversation. */
   sessionId: string;
+  /**
+   * The conversation's working directory (its workspace's path, or its worktree's): the session
+   * opens there (ACP `cwd` of session/resume, session/load, and of a replacement session), and
+   * paths shown to clients are relative to its path base. Absent: the backend's own directory.
+   */
+  cwd?: string;
   text: string;
   attachments: AttachmentRef[];
   settings: TurnSettings;
@@ -393,7 +407,15 @@ export interface AgentHost {
    * The server's own directories (its data directory, its working directory), so a backend can keep
    * them out of the agent text it passes on (see `HostPaths`). Absent: the backend knows only its own.
    */
-  serverPaths?: { dataDir: string; workdir: string };
+  serverPaths?: {
+    dataDir: string;
+    workdir: string;
+    /**
+     * The directories this agent works in (its workspaces, and where worktrees go): roots of the
+     * files it may deliver, and working directories to scrub from text.
+     */
+    workspaces?: readonly string[];
+  };
   /**
    * The operator allows chat text in the logs (`logChatContent`). Off or absent: what may carry it
    * (e.g. an agent's stderr) is logged as a length only.
@@ -412,6 +434,11 @@ export interface AgentHost {
 export interface AgentBackend {
   /** Short name reported as a conversation's `source`, e.g. "simulator", "acp". */
   readonly name: string;
+  /**
+   * The backend's own working directory (the ACP agent's `cwd`): the default workspace's path of a
+   * server configured without workspaces. Absent: the server's working directory.
+   */
+  readonly cwd?: string;
   readonly capabilities: AgentCapabilities;
   /** Called once before any other method. */
   start(host: AgentHost): Promise<void>;
@@ -420,8 +447,8 @@ export interface AgentBackend {
    * the agent declared rather than optimistic defaults. Backends with static capabilities omit it.
    */
   ensureReady?(): Promise<void>;
-  /** Create the agent session of a new conversation. */
-  createSession(conversationId: string): Promise<{ sessionId: string }>;
+  /** Create the agent session of a new conversation, working in `opts.cwd`. */
+  createSession(conversationId: string, opts?: SessionOptions): Promise<{ sessionId: string }>;
   /**
    * Run one turn. Aborting `signal` cancels it: the backend then resolves `{status: "cancelled"}`.
    * The server may report a cancelled run finished before this resolves (after its cancel grace) and
@@ -429,10 +456,10 @@ export interface AgentBackend {
    * cancelled turn must wait for it (bounded by its own stop timeout), not fail the new turn.
    */
   prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult>;
-  /** List sessions (when `capabilities.listSessions`). */
-  listSessions?(): Promise<AgentSessionInfo[]>;
-  /** Replay history (when `capabilities.loadHistory`). */
-  loadHistory?(sessionId: string): Promise<AgentHistoryEntry[]>;
+  /** List the sessions working in `opts.cwd` (when `capabilities.listSessions`). */
+  listSessions?(opts?: SessionOptions): Promise<AgentSessionInfo[]>;
+  /** Replay history of a session working in `opts.cwd` (when `capabilities.loadHistory`). */
+  loadHistory?(sessionId: string, opts?: SessionOptions): Promise<AgentHistoryEntry[]>;
   /** Delete a session (when `capabilities.deleteSession`); otherwise the server only tombstones it. */
   deleteSession?(sessionId: string): Promise<void>;
   /** The model and reasoning catalogue (when `capabilities.models` or `capabilities.reasoning`). */

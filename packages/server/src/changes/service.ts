@@ -13,7 +13,7 @@ import { type ChangedFile, type ChangesBase, LIMITS } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { cutBytes } from "../activity/diff.js";
 import { pathBaseOf } from "../activity/path-base.js";
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import { conversationNotFound, ProtocolError } from "../errors.js";
 import { GitTimeoutError } from "../git/errors.js";
 import type { GitRunner } from "../git/runner.js";
@@ -33,7 +33,8 @@ export interface ChangesSummary {
 export interface ChangesDeps {
   store: Store;
   git: GitRunner;
-  backend: AgentBackend;
+  /** Which agent and directory a conversation has. */
+  agents: AgentRegistry;
   outbox: Outbox;
   log: Logger;
   /** The server's own directories out of patch text (a symlink's target, a path in a file). */
@@ -70,7 +71,7 @@ export class Changes {
   repositoryOf(conversationId: string): string | null {
     const conversation = this.deps.store.getConversation(conversationId);
     if (!conversation) return null;
-    const workdir = conversationWorkdir(this.deps.backend, conversation);
+    const workdir = conversationWorkdir(this.deps.agents, conversation);
     if (workdir === undefined) return null;
     const base = pathBaseOf(workdir);
     return existsSync(join(base, ".git")) ? base : null;

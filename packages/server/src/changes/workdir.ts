@@ -1,14 +1,21 @@
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import type { ConversationRow } from "../store/store.js";
 
 /**
- * A conversation's working directory, where its changes are read: today every conversation of a
- * server shares its agent's (the backend's `workdir`). The one place to change when conversations get
- * working directories of their own (agents and workspaces, worktrees). Never sent to a client.
+ * A conversation's working directory, where its changes are read (never sent to a client): a worktree
+ * conversation's own, else its workspace's path (the registry's `workdirOf`). A backend with a
+ * repository of its own and no working directory of an agent (the simulator: `workdir()` without
+ * `cwd`, it never writes into a configured workspace) is read there instead. Looking the agent up does
+ * not start it.
  */
 export function conversationWorkdir(
-  backend: AgentBackend,
-  _conversation: ConversationRow,
+  agents: AgentRegistry,
+  conversation: ConversationRow,
 ): string | undefined {
-  return backend.workdir?.();
+  if (conversation.workdir) return conversation.workdir;
+  const backend =
+    (conversation.agent_id ? agents.agent(conversation.agent_id)?.backend : undefined) ??
+    agents.defaultAgent.backend;
+  const own = backend.cwd === undefined ? backend.workdir?.() : undefined;
+  return own ?? agents.workdirOf(conversation);
 }

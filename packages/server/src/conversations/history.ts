@@ -1,12 +1,13 @@
 import type { Logger } from "pino";
 import { readyCapabilities } from "../agent/capabilities.js";
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import type { ConversationRow, Store } from "../store/store.js";
 
 /** What {@link HistoryRefresh} needs. */
 export interface HistoryRefreshDeps {
   store: Store;
-  backend: AgentBackend;
+  /** Each conversation's agent, which replays it. */
+  agents: AgentRegistry;
   log: Logger;
   /** Whether the conversation has an active run (its mirror is being written live). */
   running(conversationId: string): boolean;
@@ -42,7 +43,8 @@ export class HistoryRefresh {
 
   /** Refresh an empty mirror from the agent's replay if the rule allows; never throws. */
   refresh(conv: ConversationRow): Promise<void> {
-    const { store, backend, log } = this.deps;
+    const { store, agents, log } = this.deps;
+    const backend = agents.backendOf(conv);
     const running = this.#running.get(conv.id);
     if (running) return running;
     if (this.#settled.has(conv.id) || !conv.session_id) return Promise.resolve();
@@ -56,7 +58,7 @@ export class HistoryRefresh {
       try {
         const caps = await readyCapabilities(backend);
         if (!caps.loadHistory || !backend.loadHistory) return;
-        const entries = await backend.loadHistory(sessionId);
+        const entries = await backend.loadHistory(sessionId, { cwd: agents.workdirOf(conv) });
         const added = store.importHistory(
           conv.id,
           entries.map((e) => {

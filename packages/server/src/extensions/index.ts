@@ -13,6 +13,7 @@ import { devicesExtension } from "./devices.js";
 import { inboxExtension } from "./inbox.js";
 import { pushExtension } from "./push.js";
 import { resumeExtension } from "./resume.js";
+import { workspacesExtension } from "./workspaces.js";
 
 /**
  * The extensions this server offers a hello, in `FEATURES`' order, each with its hooks into a
@@ -33,5 +34,6 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_MODES },
     { feature: FEATURE_THOUGHTS },
     inboxExtension(ctx),
+    workspacesExtension(ctx),
   ];
 }

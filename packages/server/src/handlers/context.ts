@@ -1,6 +1,6 @@
 import type { ClientMessageOf, ClientMessageType, ServerMessage } from "@pheby/protocol";
 import type { Logger } from "pino";
-import type { AgentBackend } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import type { AttachmentStore } from "../attachments/store.js";
 import type { Changes } from "../changes/service.js";
 import type { HistoryRefresh } from "../conversations/history.js";
@@ -44,7 +44,8 @@ export interface ServerContext {
   modes: Modes;
   /** Paired devices (the `devices` extension). */
   devices: Devices;
-  backend: AgentBackend;
+  /** The agents and workspaces: every per-conversation backend call goes to the conversation's agent. */
+  agents: AgentRegistry;
   clock: Clock;
   log: Logger;
   /** Refreshes empty transcript mirrors from the agent's replay (see conversations/history.ts). */

@@ -10,14 +10,18 @@ import {
   type ServerMessageOf,
 } from "@pheby/protocol";
 import { readyCapabilities } from "../agent/capabilities.js";
+import type { AgentSpec } from "../agents/config.js";
+import { FEATURE_WORKSPACES, placementFields, withPlacement } from "../agents/fields.js";
+import { placeConversation } from "../agents/placement.js";
 import { readerOf } from "../auth/principal.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf } from "../outbox/outbox.js";
-import type { ConversationRow } from "../store/store.js";
+import type { ConversationFilter, ConversationRow } from "../store/store.js";
 import { newId } from "../util/ids.js";
 import { iso } from "../util/time.js";
 import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
 import { once } from "./idempotent.js";
+import { type WorkspacesRequestFields, workdirFor, workspacesFields } from "./placement.js";
 
 /** Name of a conversation created without one. */
 export const DEFAULT_NAME = "New chat";
@@ -32,27 +36,58 @@ function summary(row: ConversationRow): ConversationSummary {
   };
 }
 
-/** Import agent sessions the store has never seen (when the backend can list them). */
+/**
+ * Import agent sessions the store has never seen ("sessions started elsewhere"): from the default
+ * agent (brought up as before) and from every other agent already running, never starting one.
+ * Each agent lists the sessions of each workspace it is allowed in (ACP `session/list`'s `cwd`),
+ * which become conversations of that agent and workspace.
+ */
 async function importAgentSessions(ctx: ServerContext): Promise<void> {
-  const { backend, store, log } = ctx;
+  const { agents } = ctx;
+  const running = agents.agents().filter((a) => a === agents.defaultAgent || agents.status(a.id) === "ready");
+  await Promise.all(running.map((agent) => importSessionsOf(ctx, agent)));
+}
+
+async function importSessionsOf(ctx: ServerContext, agent: AgentSpec): Promise<void> {
+  const { store, log } = ctx;
+  const { backend } = agent;
   if (!backend.listSessions) return;
   try {
     if (!(await readyCapabilities(backend)).listSessions) return;
-    const known = store.knownSessionIds();
-    for (const session of await backend.listSessions()) {
-      if (known.has(session.sessionId)) continue;
-      const updated = session.updatedAt ? Date.parse(session.updatedAt) : Number.NaN;
-      store.createConversation({
-        id: newId(),
-        name: session.title?.trim() || DEFAULT_NAME,
-        session_id: session.sessionId,
-        source: backend.name,
-        created_at: Number.isNaN(updated) ? ctx.clock.now() : updated,
-      });
+    const known = store.knownSessionIds(agent.id);
+    for (const workspace of ctx.agents.workspaces()) {
+      if (!workspace.agents.includes(agent.id)) continue;
+      for (const session of await backend.listSessions({ cwd: workspace.path })) {
+        if (known.has(session.sessionId)) continue;
+        known.add(session.sessionId);
+        const updated = session.updatedAt ? Date.parse(session.updatedAt) : Number.NaN;
+        store.createConversation({
+          id: newId(),
+          name: session.title?.trim() || DEFAULT_NAME,
+          session_id: session.sessionId,
+          source: backend.name,
+          created_at: Number.isNaN(updated) ? ctx.clock.now() : updated,
+          agent_id: agent.id,
+          workspace_id: workspace.id,
+        });
+      }
     }
   } catch (err) {
-    log.warn({ err }, "could not list agent sessions; serving the stored index");
+    log.warn({ err, agent: agent.id }, "could not list agent sessions; serving the stored index");
   }
+}
+
+/** A conversation entry as `features` sees it: with `workspaces`, its agent, workspace and branch. */
+function entry(row: ConversationRow, features: ReadonlySet<string>) {
+  return features.has(FEATURE_WORKSPACES) ? { ...summary(row), ...placementFields(row) } : summary(row);
+}
+
+/** `conversation.list`'s filters (`workspaces`); an unknown id lists nothing (docs/protocol.md). */
+function listFilter(fields: WorkspacesRequestFields): ConversationFilter {
+  return {
+    ...(fields.agent_id === undefined ? {} : { agentId: fields.agent_id }),
+    ...(fields.workspace_id === undefined ? {} : { workspaceId: fields.workspace_id }),
+  };
 }
 
 /** `message_id` "m<row id>" of this conversation, or `bad_request`. */
@@ -110,20 +145,22 @@ function historyPage(
 /** conversation.list / create / open / rename / delete. */
 export const conversationHandlers: HandlerTable = {
   "conversation.list": async (ctx, req) => {
+    const { features } = req.peer;
+    const filter = listFilter(workspacesFields(req.peer, req.msg));
     await importAgentSessions(ctx);
-    const rows = ctx.store.listConversations();
+    const rows = ctx.store.listConversations(filter);
     const reader = readerOf(req.peer.principal);
     // inbox: unarchived conversations (archived ones with archived: true), each with its list state.
-    if (!req.peer.features.has(FEATURE_INBOX) || reader === null) {
+    if (!features.has(FEATURE_INBOX) || reader === null) {
       return {
         rule: "requester",
-        reply: { type: "conversation.snapshot", conversations: rows.map(summary) },
+        reply: { type: "conversation.snapshot", conversations: rows.map((row) => entry(row, features)) },
       };
     }
     const archived = req.msg.archived === true;
     const conversations = rows
       .filter((row) => (row.archived === 1) === archived)
-      .map((row) => ({ ...summary(row), ...ctx.inbox.fields(row, reader) }));
+      .map((row) => ({ ...entry(row, features), ...ctx.inbox.fields(row, reader) }));
     return { rule: "requester", reply: { type: "conversation.snapshot", conversations } };
   },
 
@@ -135,15 +172,25 @@ export const conversationHandlers: HandlerTable = {
         ? undefined
         : { kind: "conversation.create" as const, scope: "", clientMessageId: client_message_id };
     return once(ctx, req.peer, key, async () => {
+      // Placed (and refused) before anything is created.
+      const placed = placeConversation(ctx.agents, workspacesFields(req.peer, req.msg));
       const id = newId();
       const name = req.msg.name?.trim() || DEFAULT_NAME;
-      const { sessionId } = await ctx.backend.createSession(id);
+      const { workdir, branch } = await workdirFor(ctx, placed, id);
+      const { backend } = placed.agent;
+      const cwd = workdir ?? placed.workspace.path;
+      ctx.agents.backend(placed.agent.id); // its first use
+      const { sessionId } = await backend.createSession(id, { cwd });
       ctx.store.createConversation({
         id,
         name,
         session_id: sessionId,
-        source: ctx.backend.name,
+        source: backend.name,
         created_at: ctx.clock.now(),
+        agent_id: placed.agent.id,
+        workspace_id: placed.workspace.id,
+        workdir,
+        branch,
       });
       ctx.history.authoritative(id);
       // `changes`: HEAD now is what the conversation's changes are measured against.
@@ -157,7 +204,10 @@ export const conversationHandlers: HandlerTable = {
         answer: {
           rule: "requester",
           reply: created,
-          broadcast: eventOf({ type: "conversation.updated", conversation_id: id, name }),
+          broadcast: withPlacement(
+            eventOf({ type: "conversation.updated", conversation_id: id, name }),
+            conv,
+          ),
         },
       };
     });
@@ -215,10 +265,10 @@ export const conversationHandlers: HandlerTable = {
     await ctx.runs.cancelAndWait(id);
     if (!ctx.store.getConversation(id))
       throw new ProtocolError("conversation_not_found", "Conversation not found");
-    if (conv.session_id && ctx.backend.deleteSession) {
+    const backend = ctx.agents.backendOf(conv);
+    if (conv.session_id && backend.deleteSession) {
       try {
-        if ((await readyCapabilities(ctx.backend)).deleteSession)
-          await ctx.backend.deleteSession(conv.session_id);
+        if ((await readyCapabilities(backend)).deleteSession) await backend.deleteSession(conv.session_id);
       } catch (err) {
         ctx.log.warn({ err, conversation: id }, "agent could not delete the session; tombstoned anyway");
       }

@@ -14,6 +14,7 @@ import { modelHandlers } from "./models.js";
 import { modeHandlers } from "./modes.js";
 import { pushHandlers } from "./push.js";
 import { scheduleHandlers } from "./schedules.js";
+import { workspaceHandlers } from "./workspaces.js";
 import { yoloHandlers } from "./yolo.js";
 
 /**
@@ -35,6 +36,7 @@ export const HANDLER_MODULES: readonly HandlerTable[] = [
   modeHandlers,
   inboxHandlers,
   changesHandlers,
+  workspaceHandlers,
 ];
 
 /** The typed error the requester is told instead of an answer. */

@@ -1,10 +1,41 @@
-import { eventOf } from "../outbox/outbox.js";
+import type { ServerMessage, ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_WORKSPACES } from "../agents/fields.js";
+import { eventOf, type OutboxEvent, type Peer } from "../outbox/outbox.js";
 import { iso } from "../util/time.js";
-import { type HandlerTable, requireConversation, type ServerContext } from "./context.js";
+import {
+  type HandlerTable,
+  type RequesterAnswer,
+  requireConversation,
+  type ServerContext,
+} from "./context.js";
+import { settingsAgent } from "./placement.js";
 
 /** `conversation_id` when the scope is a conversation (so a broadcast says which one changed). */
 function scoped(scope: "conversation" | "global", conversationId: string | undefined) {
   return scope === "conversation" && conversationId !== undefined ? { conversation_id: conversationId } : {};
+}
+
+/**
+ * A `*.changed` as the reply and the broadcast. A global change carries its agent's `agent_id` on
+ * `workspaces` connections; one of a non-default agent goes only to them (v1 connections know one
+ * agent's settings, the default's).
+ */
+function changedAnswer(
+  ctx: ServerContext,
+  peer: Peer,
+  changed: ServerMessageOf<"model.changed"> | ServerMessageOf<"reasoning.changed">,
+  agentId: string,
+): RequesterAnswer {
+  if (changed.scope !== "global") return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
+  const fields = { [FEATURE_WORKSPACES]: { agent_id: agentId } };
+  const ofDefault = agentId === ctx.agents.defaultAgent.id;
+  const broadcast: OutboxEvent = {
+    ...eventOf(changed),
+    fields,
+    ...(ofDefault ? {} : { feature: FEATURE_WORKSPACES }),
+  };
+  const reply = peer.features.has(FEATURE_WORKSPACES) ? { ...changed, agent_id: agentId } : changed;
+  return { rule: "requester", reply: reply as ServerMessage, broadcast };
 }
 
 /** The optional conversation of a settings request must exist. */
@@ -20,10 +51,11 @@ function checkConversation(ctx: ServerContext, conversationId: string | undefine
  */
 export const modelHandlers: HandlerTable = {
   "models.list": async (ctx, req) => {
-    const { catalogue, capabilities } = await ctx.settings.catalogue("models");
+    const agentId = settingsAgent(ctx, req.peer, req.msg);
+    const { catalogue, capabilities } = await ctx.settings.catalogue("models", agentId);
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
-    const current = ctx.settings.model(catalogue, id);
+    const current = ctx.settings.model(catalogue, id, agentId);
     return {
       rule: "requester",
       reply: {
@@ -49,10 +81,11 @@ export const modelHandlers: HandlerTable = {
   },
 
   "models.current": async (ctx, req) => {
-    const { catalogue } = await ctx.settings.catalogue("models");
+    const agentId = settingsAgent(ctx, req.peer, req.msg);
+    const { catalogue } = await ctx.settings.catalogue("models", agentId);
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
-    const { model, provider, scope } = ctx.settings.model(catalogue, id);
+    const { model, provider, scope } = ctx.settings.model(catalogue, id, agentId);
     return {
       rule: "requester",
       reply: {
@@ -67,22 +100,24 @@ export const modelHandlers: HandlerTable = {
   },
 
   "model.set": async (ctx, req) => {
-    const { catalogue } = await ctx.settings.catalogue("models");
+    const agentId = settingsAgent(ctx, req.peer, req.msg);
+    const { catalogue } = await ctx.settings.catalogue("models", agentId);
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
-    const set = ctx.settings.setModel(catalogue, id, req.msg.model, req.msg.provider);
+    const set = ctx.settings.setModel(catalogue, id, req.msg.model, req.msg.provider, agentId);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "model.changed", ...set, scope, ...scoped(scope, id) } as const;
-    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
+    return changedAnswer(ctx, req.peer, changed, agentId);
   },
 
   "reasoning.current": async (ctx, req) => {
-    const { catalogue } = await ctx.settings.catalogue("reasoning");
+    const agentId = settingsAgent(ctx, req.peer, req.msg);
+    const { catalogue } = await ctx.settings.catalogue("reasoning", agentId);
     const id = req.msg.conversation_id;
     checkConversation(ctx, id);
-    const { effort, scope } = ctx.settings.effort(catalogue, id);
+    const { effort, scope } = ctx.settings.effort(catalogue, id, agentId);
     // The efforts of the model this scope runs on (OpenCode's differ per model).
-    const { model } = ctx.settings.model(catalogue, id);
+    const { model } = ctx.settings.model(catalogue, id, agentId);
     return {
       rule: "requester",
       reply: {
@@ -98,12 +133,13 @@ export const modelHandlers: HandlerTable = {
   },
 
   "reasoning.set": async (ctx, req) => {
-    const { catalogue } = await ctx.settings.catalogue("reasoning");
+    const agentId = settingsAgent(ctx, req.peer, req.msg);
+    const { catalogue } = await ctx.settings.catalogue("reasoning", agentId);
     const { effort, conversation_id: id } = req.msg;
     checkConversation(ctx, id);
-    ctx.settings.setEffort(catalogue, id, effort);
+    ctx.settings.setEffort(catalogue, id, effort, agentId);
     const scope = id === undefined ? "global" : "conversation";
     const changed = { type: "reasoning.changed", effort, scope, ...scoped(scope, id) } as const;
-    return { rule: "requester", reply: changed, broadcast: eventOf(changed) };
+    return changedAnswer(ctx, req.peer, changed, agentId);
   },
 };

@@ -24,8 +24,12 @@ export interface AgentHostDeps {
   modes: Modes;
   /** Plans and usage the agent reports outside a turn. */
   activity: AgentActivity;
+  /** The agent this host serves: its sessions are looked up (and hidden) under its id. */
+  agentId: string;
   /** The backend's name, the `source` of the sessions it hides. */
   source: string;
+  /** The directories the agent works in (its workspaces' paths). */
+  workspaces: readonly string[];
   clock: Clock;
   /** Pheby's MCP tools; undefined when the operator does not offer them. */
   tools: AgentTools | undefined;
@@ -34,12 +38,12 @@ export interface AgentHostDeps {
   log: AgentHost["log"];
 }
 
-/** Build the host callbacks of the agent backend. */
+/** Build the host callbacks of one agent's backend. */
 export function createAgentHost(deps: AgentHostDeps): AgentHost {
-  const { store, runs, log } = deps;
+  const { store, runs, log, agentId } = deps;
   /** A run the agent's output outside any turn starts, in the conversation of its session. */
   const serverRun = (what: string, sessionId: string, start: (conv: ConversationRow) => Promise<unknown>) => {
-    const conv = store.conversationBySession(sessionId);
+    const conv = store.conversationBySession(sessionId, agentId);
     if (!conv) {
       log.warn({ session: sessionId }, `${what} for an unknown session dropped`);
       return;
@@ -56,24 +60,30 @@ export function createAgentHost(deps: AgentHostDeps): AgentHost {
     tools: deps.tools,
     // Outside any turn: the conversation's plan or usage, of no run.
     plan(sessionId, entries) {
-      const conv = store.conversationBySession(sessionId);
+      const conv = store.conversationBySession(sessionId, agentId);
       if (conv) deps.activity.plan(conv.id, null, entries);
     },
     usage(sessionId, usage) {
-      const conv = store.conversationBySession(sessionId);
+      const conv = store.conversationBySession(sessionId, agentId);
       if (conv) deps.activity.usage(conv.id, usage);
     },
     sessionTitle(sessionId, title) {
-      applySessionTitle(store, deps.outbox, sessionId, title);
+      applySessionTitle(store, deps.outbox, agentId, sessionId, title);
     },
-    sessionModes: (sessionId, modes) => deps.modes.sessionModes(sessionId, modes),
-    modeChanged: (sessionId, modeId) => deps.modes.modeChanged(sessionId, modeId),
-    sessionCommands: (sessionId, commands) => deps.modes.sessionCommands(sessionId, commands),
-    compacted: (sessionId) => deps.modes.compacted(sessionId),
+    sessionModes: (sessionId, modes) => deps.modes.sessionModes(agentId, sessionId, modes),
+    modeChanged: (sessionId, modeId) => deps.modes.modeChanged(agentId, sessionId, modeId),
+    sessionCommands: (sessionId, commands) => deps.modes.sessionCommands(agentId, sessionId, commands),
+    compacted: (sessionId) => deps.modes.compacted(agentId, sessionId),
     hideSession(sessionId) {
-      store.hideSession({ id: newId(), session_id: sessionId, source: deps.source, at: deps.clock.now() });
+      store.hideSession({
+        id: newId(),
+        session_id: sessionId,
+        source: deps.source,
+        at: deps.clock.now(),
+        agent_id: agentId,
+      });
     },
-    serverPaths: { dataDir: resolve(deps.dataDir), workdir: process.cwd() },
+    serverPaths: { dataDir: resolve(deps.dataDir), workdir: process.cwd(), workspaces: deps.workspaces },
     logChatContent: deps.logChatContent,
     log,
   };

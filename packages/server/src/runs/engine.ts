@@ -12,7 +12,6 @@ import type { Logger } from "pino";
 import { boundDetail } from "../activity/bound.js";
 import type { ToolDetail } from "../activity/tool-detail.js";
 import type {
-  AgentBackend,
   ClarifyAnswer,
   ClarifyQuestion,
   ProducedFile,
@@ -20,6 +19,7 @@ import type {
   TurnResult,
   TurnSink,
 } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import type { AttachmentStore, Claimed } from "../attachments/store.js";
 import type { Asker, Decisions } from "../decisions/decisions.js";
 import { ProtocolError } from "../errors.js";
@@ -103,7 +103,8 @@ export interface RunEngineDeps {
   store: Store;
   attachments: AttachmentStore;
   outbox: Outbox;
-  backend: AgentBackend;
+  /** Each conversation's agent: a turn goes to its own backend. */
+  agents: AgentRegistry;
   decisions: Decisions;
   settings: Settings;
   /** The conversations' agent modes (`modes`); absent: turns carry no mode. */
@@ -472,10 +473,11 @@ export class RunEngine {
     }
     const mode = this.deps.modes?.forTurn(conv.id, asking);
     if (mode) settings.mode = mode;
-    return this.deps.backend.prompt(
+    return this.deps.agents.backendOf(conv).prompt(
       {
         conversationId: conv.id,
         sessionId: conv.session_id ?? "",
+        cwd: this.deps.agents.workdirOf(conv),
         text: turn.text,
         attachments: (turn.attachments ?? []).map((c) => c.ref),
         settings,
@@ -676,9 +678,11 @@ export class RunEngine {
       sessionReplaced: (sessionId) => {
         // Kept even if the run has just ended: the backend goes on using the new session.
         if (!this.deps.store.getConversation(run.conversationId)) return;
+        const agent = this.deps.agents.agentOf(run.conversationId);
         this.deps.store.replaceSession(run.conversationId, sessionId, {
           id: newId(),
-          source: this.deps.backend.name,
+          agent_id: agent.id,
+          source: agent.backend.name,
           at: this.deps.clock.now(),
         });
         run.sessionKey = sessionId;

@@ -14,7 +14,8 @@ import {
 } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { askingModeOf, autoApproves, yoloModeOf } from "../agent/modes.js";
-import type { AgentBackend, AgentCommandInfo, AgentModes } from "../agent/port.js";
+import type { AgentCommandInfo, AgentModes } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import { ProtocolError } from "../errors.js";
 import { eventOf, type Outbox, type OutboxEvent } from "../outbox/outbox.js";
 import type { StoredCommand, StoredMode } from "../store/modes.js";
@@ -30,7 +31,8 @@ export const COMPACTED_NOTICE = "The agent compacted the conversation's context.
 export interface ModesDeps {
   store: Store;
   settings: Settings;
-  backend: AgentBackend;
+  /** Each conversation's agent (its mode table, its sessions). */
+  agents: AgentRegistry;
   outbox: Outbox;
   clock: Clock;
   log: Logger;
@@ -98,7 +100,7 @@ export class Modes {
   /** `modes.snapshot`'s content: the last known modes, and the conversation's mode. */
   snapshot(conversationId: string): { modes: AgentMode[]; current_mode_id: string | null } {
     const row = this.deps.store.modes.get(conversationId);
-    const agent = this.#agent();
+    const agent = this.#agent(conversationId);
     return {
       modes: (row.modes ?? []).map((m) => ({
         mode_id: m.id,
@@ -132,7 +134,7 @@ export class Modes {
   #resolve(conversationId: string, asking: boolean): string | null {
     const row = this.deps.store.modes.get(conversationId);
     const ids = (row.modes ?? []).map((m) => m.id);
-    const agent = this.#agent();
+    const agent = this.#agent(conversationId);
     const yoloMode = yoloModeOf(ids, agent);
     let mode: string | null = null;
     if (!asking && yoloMode && this.deps.settings.yolo(conversationId)) mode = yoloMode;
@@ -166,7 +168,7 @@ export class Modes {
     const reason = await this.#apply(conv, modeId);
     stillAuthorized();
     if (reason !== undefined) throw new ProtocolError("bad_request", `the agent refused the mode: ${reason}`);
-    const agent = this.#agent();
+    const agent = this.#agent(conv.id);
     const isYolo = modeId === yoloModeOf(ids, agent);
     const yolo = settings.yolo(conv.id);
     if (isYolo !== yolo) {
@@ -202,7 +204,9 @@ export class Modes {
       // YOLO's mode before, when the agent has one and YOLO was the device's.
       const row = this.deps.store.modes.get(conversationId);
       const ids = (row.modes ?? []).map((m) => m.id);
-      const before = yoloOff.includes(conversationId) ? (yoloModeOf(ids, this.#agent()) ?? null) : undefined;
+      const before = yoloOff.includes(conversationId)
+        ? (yoloModeOf(ids, this.#agent(conversationId)) ?? null)
+        : undefined;
       this.#announce(conversationId, undone.includes(conversationId) ? undefined : before, true);
     }
     return undone.length;
@@ -214,8 +218,8 @@ export class Modes {
    * The modes a session offers and the one it opens in (the host's `sessionModes`); `announce`: tell
    * the `modes` connections when that changes the conversation's mode.
    */
-  sessionModes(sessionId: string, modes: AgentModes, announce = true): void {
-    const conv = this.deps.store.conversationBySession(sessionId);
+  sessionModes(agentId: string, sessionId: string, modes: AgentModes, announce = true): void {
+    const conv = this.deps.store.conversationBySession(sessionId, agentId);
     if (!conv) return;
     const before = this.current(conv.id);
     // The backend's word for the mode its sessions open in, else what was known, else the current one.
@@ -229,11 +233,11 @@ export class Modes {
    * The agent switched mode by itself: that mode becomes the conversation's (YOLO goes off when it
    * leaves YOLO's mode). A switch into YOLO's mode is not adopted: only a client switches YOLO on.
    */
-  modeChanged(sessionId: string, modeId: string): void {
-    const conv = this.deps.store.conversationBySession(sessionId);
+  modeChanged(agentId: string, sessionId: string, modeId: string): void {
+    const conv = this.deps.store.conversationBySession(sessionId, agentId);
     if (!conv) return;
     const ids = (this.deps.store.modes.get(conv.id).modes ?? []).map((m) => m.id);
-    const agent = this.#agent();
+    const agent = this.#agent(conv.id);
     if (!ids.includes(modeId) || modeId === yoloModeOf(ids, agent)) {
       this.deps.log.info({ conversation: conv.id }, "the agent's own switch to a mode not adopted");
       return;
@@ -253,8 +257,8 @@ export class Modes {
    * The agent announced its commands: stored, and (`announce`) sent to every `modes` connection when
    * they changed.
    */
-  sessionCommands(sessionId: string, commands: AgentCommandInfo[], announce = true): void {
-    const conv = this.deps.store.conversationBySession(sessionId);
+  sessionCommands(agentId: string, sessionId: string, commands: AgentCommandInfo[], announce = true): void {
+    const conv = this.deps.store.conversationBySession(sessionId, agentId);
     if (!conv) return;
     const bounded = boundedCommands(commands);
     const known = this.deps.store.modes.get(conv.id).commands;
@@ -267,8 +271,8 @@ export class Modes {
   }
 
   /** The agent compacted a session's context: a notice for the `modes` connections. */
-  compacted(sessionId: string): void {
-    const conv = this.deps.store.conversationBySession(sessionId);
+  compacted(agentId: string, sessionId: string): void {
+    const conv = this.deps.store.conversationBySession(sessionId, agentId);
     if (!conv) return;
     this.deps.outbox.publish({
       ...eventOf({
@@ -291,16 +295,17 @@ export class Modes {
    */
   catchUp(conv: ConversationRow, announce = true): void {
     if (!conv.session_id) return;
-    const info = this.deps.backend.sessionInfo?.(conv.session_id);
-    if (info?.modes) this.sessionModes(conv.session_id, info.modes, announce);
-    if (info?.commands) this.sessionCommands(conv.session_id, info.commands, announce);
+    const agent = this.deps.agents.agentOf(conv);
+    const info = agent.backend.sessionInfo?.(conv.session_id);
+    if (info?.modes) this.sessionModes(agent.id, conv.session_id, info.modes, announce);
+    if (info?.commands) this.sessionCommands(agent.id, conv.session_id, info.commands, announce);
   }
 
   // ---- internals --------------------------------------------------------------------------------
 
   /** Which agent the mode table applies to (agent/modes.ts); null: the rule for unknown agents. */
-  #agent(): string | null {
-    return this.deps.backend.modesAgent?.() ?? null;
+  #agent(conversationId: string): string | null {
+    return this.deps.agents.backendOf(conversationId).modesAgent?.() ?? null;
   }
 
   /**
@@ -309,9 +314,9 @@ export class Modes {
    * approves without asking waits while a run nobody started from a client is active.
    */
   async #apply(conv: ConversationRow, modeId: string): Promise<string | undefined> {
-    const { backend } = this.deps;
+    const backend = this.deps.agents.backendOf(conv);
     if (!conv.session_id || !backend.setMode) return undefined;
-    if (autoApproves(modeId, this.#agent()) && this.deps.askingRun?.(conv.id)) return undefined;
+    if (autoApproves(modeId, this.#agent(conv.id)) && this.deps.askingRun?.(conv.id)) return undefined;
     const result = await backend.setMode(conv.session_id, modeId);
     return result.outcome === "refused" ? result.reason : undefined;
   }

@@ -1,7 +1,8 @@
 import type { ReasoningEffort, SettingScope } from "@pheby/protocol";
 import type { Logger } from "pino";
 import { type Catalogued, catalogueFor, turnCatalogue } from "../agent/capabilities.js";
-import type { AgentBackend, AgentCatalogue, TurnSettings } from "../agent/port.js";
+import type { AgentCatalogue, TurnSettings } from "../agent/port.js";
+import type { AgentRegistry } from "../agents/registry.js";
 import { ProtocolError } from "../errors.js";
 import type { ScopeSettings, SettingsStore } from "../store/settings.js";
 
@@ -30,14 +31,21 @@ const EMPTY_CATALOGUE: AgentCatalogue = {
  * The server-owned settings: YOLO per conversation, and model / reasoning
  * effort as a conversation override, else the global default, else the
  * agent's own default from its catalogue. Nothing about models is hard-coded
- * here; the backend's catalogue is the only source of names.
+ * here; the backend's catalogue is the only source of names. Global defaults are per agent: a
+ * conversation's are its own agent's; without a conversation, `agentId`'s (default: the default agent).
  */
 export class Settings {
   constructor(
     private readonly store: SettingsStore,
-    private readonly backend: AgentBackend,
+    private readonly agents: AgentRegistry,
     private readonly log: Logger,
   ) {}
+
+  /** The agent whose global defaults apply: the conversation's, else `agentId`, else the default agent. */
+  agentOf(conversationId: string | undefined, agentId?: string): string {
+    if (conversationId !== undefined) return this.agents.agentOf(conversationId).id;
+    return agentId ?? this.agents.defaultAgent.id;
+  }
 
   yolo(conversationId: string): boolean {
     return this.store.yolo(conversationId);
@@ -53,9 +61,10 @@ export class Settings {
     return this.store.revokeYolo(deviceId);
   }
 
-  /** The backend's catalogue (and capabilities), or `not_implemented` when it lacks the capability. */
-  async catalogue(capability: "models" | "reasoning"): Promise<Catalogued> {
-    const found = await catalogueFor(this.backend, capability);
+  /** An agent's catalogue (and capabilities), or `not_implemented` when it lacks the capability. */
+  async catalogue(capability: "models" | "reasoning", agentId: string): Promise<Catalogued> {
+    const backend = this.agents.backend(agentId) ?? this.agents.defaultAgent.backend;
+    const found = await catalogueFor(backend, capability);
     if (!found) {
       const what = capability === "models" ? "Model selection" : "Reasoning effort";
       throw new ProtocolError("not_implemented", `${what} is not supported by this agent`);
@@ -63,21 +72,21 @@ export class Settings {
     return found;
   }
 
-  /** The effective model of a conversation (or the global one when `conversationId` is undefined). */
-  model(catalogue: AgentCatalogue, conversationId?: string): CurrentModel {
+  /** The effective model of a conversation (or `agentId`'s global one when `conversationId` is undefined). */
+  model(catalogue: AgentCatalogue, conversationId?: string, agentId?: string): CurrentModel {
     const own = this.#overrides(conversationId);
     if (own.model !== null) return { model: own.model, provider: own.provider, scope: "conversation" };
-    const global = this.store.global();
+    const global = this.store.global(this.agentOf(conversationId, agentId));
     if (global.model !== null) return { model: global.model, provider: global.provider, scope: "global" };
     const fallback = catalogue.defaultModel;
     return { model: fallback?.model ?? null, provider: fallback?.provider ?? null, scope: "global" };
   }
 
-  /** The effective reasoning effort of a conversation (or the global one). */
-  effort(catalogue: AgentCatalogue, conversationId?: string): CurrentEffort {
+  /** The effective reasoning effort of a conversation (or `agentId`'s global one). */
+  effort(catalogue: AgentCatalogue, conversationId?: string, agentId?: string): CurrentEffort {
     const own = this.#overrides(conversationId);
     if (own.effort !== null) return { effort: own.effort, scope: "conversation" };
-    const global = this.store.global().effort;
+    const global = this.store.global(this.agentOf(conversationId, agentId)).effort;
     return global !== null
       ? { effort: global, scope: "global" }
       : { effort: catalogue.defaultEffort, scope: "global" };
@@ -93,6 +102,7 @@ export class Settings {
     conversationId: string | undefined,
     model: string,
     provider: string | undefined,
+    agentId?: string,
   ): { model: string; provider: string | null } {
     const candidates =
       provider === undefined ? catalogue.providers : catalogue.providers.filter((p) => p.slug === provider);
@@ -101,7 +111,7 @@ export class Settings {
     }
     const owner = candidates.find((p) => p.models.includes(model));
     if (!owner) throw new ProtocolError("bad_request", "model: not in the agent's catalogue");
-    this.store.setModel(conversationId, model, owner.slug);
+    this.store.setModel(conversationId, model, owner.slug, this.agentOf(conversationId, agentId));
     return { model, provider: owner.slug };
   }
 
@@ -114,11 +124,16 @@ export class Settings {
   }
 
   /** Persist a reasoning effort for a scope; a level the agent does not list is `bad_request`. */
-  setEffort(catalogue: AgentCatalogue, conversationId: string | undefined, effort: ReasoningEffort): void {
+  setEffort(
+    catalogue: AgentCatalogue,
+    conversationId: string | undefined,
+    effort: ReasoningEffort,
+    agentId?: string,
+  ): void {
     if (!catalogue.reasoningEfforts.includes(effort)) {
       throw new ProtocolError("bad_request", "effort: not supported by this agent");
     }
-    this.store.setEffort(conversationId, effort);
+    this.store.setEffort(conversationId, effort, this.agentOf(conversationId, agentId));
   }
 
   /**
@@ -128,7 +143,7 @@ export class Settings {
    */
   async forTurn(conversationId: string): Promise<TurnSettings> {
     const yolo = this.store.yolo(conversationId);
-    const found = await turnCatalogue(this.backend);
+    const found = await turnCatalogue(this.agents.backendOf(conversationId));
     if (!found) return { model: null, effort: null, yolo };
     if (found.error !== undefined) {
       this.log.warn({ err: found.error }, "agent catalogue unavailable; the turn uses stored settings only");

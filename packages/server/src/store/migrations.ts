@@ -5,6 +5,7 @@ import { CREATORS_MIGRATION } from "./creators.js";
 import { DEVICES_MIGRATION } from "./devices.js";
 import { INBOX_MIGRATION } from "./inbox.js";
 import { MODES_MIGRATION } from "./modes.js";
+import { PLACEMENT_MIGRATION } from "./placement-migration.js";
 import { PUSH_DEVICE_MIGRATION, PUSH_MIGRATION } from "./push.js";
 import { RESUME_MIGRATION } from "./resume-migration.js";
 import { SCHEDULES_MIGRATION } from "./schedules.js";
@@ -125,6 +126,9 @@ export const MIGRATIONS: readonly string[] = [
   ACTIVITY_PLAN_MIGRATION,
   // v15 (`changes` extension): each conversation's base commit and changes fingerprint (store/changes.ts).
   CHANGES_MIGRATION,
+  // v16 (`workspaces` extension; v15 is `changes`'): each conversation's agent, workspace, private
+  // working directory and branch; global settings per agent (store/placement-migration.ts).
+  PLACEMENT_MIGRATION,
 ];
 
 /** Bring the database up to the newest schema, one transaction per step. */

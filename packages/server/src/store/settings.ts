@@ -17,10 +17,22 @@ const UNSET: ScopeSettings = { model: null, provider: null, effort: null };
 export class SettingsStore {
   constructor(private readonly db: Database.Database) {}
 
-  global(): ScopeSettings {
-    return this.db
-      .prepare("SELECT model, provider, effort FROM global_settings WHERE id = 1")
-      .get() as ScopeSettings;
+  /** An agent's global defaults (all null when it has none). */
+  global(agentId: string): ScopeSettings {
+    const row = this.db
+      .prepare("SELECT model, provider, effort FROM agent_settings WHERE agent_id = ?")
+      .get(agentId) as ScopeSettings | undefined;
+    return row ?? UNSET;
+  }
+
+  /** The global defaults stored before settings were per agent become `agentId`'s (once). */
+  claimGlobal(agentId: string): void {
+    this.db
+      .prepare(
+        "UPDATE agent_settings SET agent_id = ? WHERE agent_id = '' AND NOT EXISTS (SELECT 1 FROM agent_settings WHERE agent_id = ?)",
+      )
+      .run(agentId, agentId);
+    this.db.prepare("DELETE FROM agent_settings WHERE agent_id = ''").run();
   }
 
   /** A conversation's overrides (all null when it has none). */
@@ -61,10 +73,18 @@ export class SettingsStore {
     })();
   }
 
-  /** Set the model of a scope (`conversationId` undefined: the global default). */
-  setModel(conversationId: string | undefined, model: string, provider: string | null): void {
+  /** Set the model of a scope (`conversationId` undefined: `agentId`'s global default). */
+  setModel(
+    conversationId: string | undefined,
+    model: string,
+    provider: string | null,
+    agentId: string,
+  ): void {
     if (conversationId === undefined) {
-      this.db.prepare("UPDATE global_settings SET model = ?, provider = ? WHERE id = 1").run(model, provider);
+      this.#upsertGlobal(agentId, "model = excluded.model, provider = excluded.provider", {
+        model,
+        provider,
+      });
     } else {
       this.#upsert(conversationId, "model = excluded.model, provider = excluded.provider", {
         model,
@@ -73,13 +93,22 @@ export class SettingsStore {
     }
   }
 
-  /** Set the reasoning effort of a scope (`conversationId` undefined: the global default). */
-  setEffort(conversationId: string | undefined, effort: ReasoningEffort): void {
+  /** Set the reasoning effort of a scope (`conversationId` undefined: `agentId`'s global default). */
+  setEffort(conversationId: string | undefined, effort: ReasoningEffort, agentId: string): void {
     if (conversationId === undefined) {
-      this.db.prepare("UPDATE global_settings SET effort = ? WHERE id = 1").run(effort);
+      this.#upsertGlobal(agentId, "effort = excluded.effort", { effort });
     } else {
       this.#upsert(conversationId, "effort = excluded.effort", { effort });
     }
+  }
+
+  #upsertGlobal(agentId: string, assignments: string, values: Record<string, unknown>): void {
+    this.db
+      .prepare(
+        `INSERT INTO agent_settings (agent_id, model, provider, effort) VALUES (@agent_id, @model, @provider, @effort)
+         ON CONFLICT (agent_id) DO UPDATE SET ${assignments}`,
+      )
+      .run({ model: null, provider: null, effort: null, ...values, agent_id: agentId });
   }
 
   #upsert(conversationId: string, assignments: string, values: Record<string, unknown>): void {

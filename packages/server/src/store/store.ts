@@ -29,6 +29,34 @@ export interface ConversationRow {
   user_renamed: number;
   /** 1 when archived (`inbox`; one state for every reader). */
   archived: number;
+  /** The agent answering it (`workspaces`; null only before {@link Store.claimUnplaced} ran). */
+  agent_id: string | null;
+  /** Its workspace (`workspaces`; null as `agent_id`). */
+  workspace_id: string | null;
+  /** Its own working directory (a worktree's), never on the wire; null: its workspace's path. */
+  workdir: string | null;
+  /** The git branch of its worktree; null when it has none. */
+  branch: string | null;
+}
+
+/** A new conversation's row: placement fields default to null. */
+export type NewConversation = Omit<
+  ConversationRow,
+  | "deleted_at"
+  | "user_renamed"
+  | "last_active"
+  | "archived"
+  | "agent_id"
+  | "workspace_id"
+  | "workdir"
+  | "branch"
+> &
+  Partial<Pick<ConversationRow, "agent_id" | "workspace_id" | "workdir" | "branch">>;
+
+/** Filters of {@link Store.listConversations}. */
+export interface ConversationFilter {
+  agentId?: string;
+  workspaceId?: string;
 }
 
 /** A transcript row; its wire ID is `m<id>`. */
@@ -137,26 +165,44 @@ export class Store {
 
   // ---- conversations ----
 
-  createConversation(
-    row: Omit<ConversationRow, "deleted_at" | "user_renamed" | "last_active" | "archived">,
-  ): void {
+  createConversation(row: NewConversation): void {
     this.db
       .prepare(
-        "INSERT INTO conversations (id, name, session_id, source, created_at) VALUES (@id, @name, @session_id, @source, @created_at)",
+        `INSERT INTO conversations (id, name, session_id, source, created_at, agent_id, workspace_id, workdir, branch)
+         VALUES (@id, @name, @session_id, @source, @created_at, @agent_id, @workspace_id, @workdir, @branch)`,
       )
-      .run(row);
+      .run({ agent_id: null, workspace_id: null, workdir: null, branch: null, ...row });
+  }
+
+  /**
+   * Give rows older than the `workspaces` extension (agent null) to the default agent and
+   * workspace, and the global settings stored before it to the default agent. Run at every start.
+   */
+  claimUnplaced(agentId: string, workspaceId: string): void {
+    this.db.transaction(() => {
+      this.db
+        .prepare("UPDATE conversations SET agent_id = ?, workspace_id = ? WHERE agent_id IS NULL")
+        .run(agentId, workspaceId);
+      this.settings.claimGlobal(agentId);
+    })();
   }
 
   /**
    * Record an agent session that must never be imported (a backend's own): a deleted conversation
    * row, since deleted sessions are already kept out of the import (see {@link knownSessionIds}).
    */
-  hideSession(row: { id: string; session_id: string; source: string; at: number }): void {
+  hideSession(row: {
+    id: string;
+    session_id: string;
+    source: string;
+    at: number;
+    agent_id?: string | null;
+  }): void {
     this.db
       .prepare(
-        "INSERT INTO conversations (id, name, session_id, source, created_at, deleted_at) VALUES (@id, 'hidden agent session', @session_id, @source, @at, @at)",
+        "INSERT INTO conversations (id, name, session_id, source, created_at, deleted_at, agent_id) VALUES (@id, 'hidden agent session', @session_id, @source, @at, @at, @agent_id)",
       )
-      .run(row);
+      .run({ agent_id: null, ...row });
   }
 
   /**
@@ -166,7 +212,7 @@ export class Store {
   replaceSession(
     conversationId: string,
     sessionId: string,
-    hidden: { id: string; source: string; at: number },
+    hidden: { id: string; source: string; at: number; agent_id?: string | null },
   ): void {
     this.db.transaction(() => {
       const old = this.db.prepare("SELECT session_id FROM conversations WHERE id = ?").get(conversationId) as
@@ -190,28 +236,41 @@ export class Store {
     return this.db.prepare("SELECT 1 FROM conversations WHERE id = ?").get(id) !== undefined;
   }
 
-  /** The live conversation bound to an agent session. */
-  conversationBySession(sessionId: string): ConversationRow | undefined {
-    return this.db
-      .prepare("SELECT * FROM conversations WHERE session_id = ? AND deleted_at IS NULL")
-      .get(sessionId) as ConversationRow | undefined;
+  /**
+   * The live conversation bound to an agent session: sessions are keyed by agent and session id.
+   * Without `agentId` (a caller that cannot tell the agent), only a session id no two agents share.
+   */
+  conversationBySession(sessionId: string, agentId?: string): ConversationRow | undefined {
+    if (agentId !== undefined)
+      return this.db
+        .prepare("SELECT * FROM conversations WHERE session_id = ? AND agent_id = ? AND deleted_at IS NULL")
+        .get(sessionId, agentId) as ConversationRow | undefined;
+    const rows = this.db
+      .prepare("SELECT * FROM conversations WHERE session_id = ? AND deleted_at IS NULL LIMIT 2")
+      .all(sessionId) as ConversationRow[];
+    return rows.length === 1 ? rows[0] : undefined;
   }
 
-  /** Every session ID the store has seen, deleted ones included (so a deleted session is not re-imported). */
-  knownSessionIds(): Set<string> {
+  /**
+   * Every session ID of an agent the store has seen, deleted and hidden ones included (so a
+   * deleted session is not re-imported).
+   */
+  knownSessionIds(agentId: string): Set<string> {
     const rows = this.db
-      .prepare("SELECT session_id FROM conversations WHERE session_id IS NOT NULL")
-      .all() as { session_id: string }[];
+      .prepare("SELECT session_id FROM conversations WHERE session_id IS NOT NULL AND agent_id = ?")
+      .all(agentId) as { session_id: string }[];
     return new Set(rows.map((r) => r.session_id));
   }
 
-  /** Live conversations, most recently active first. */
-  listConversations(): ConversationRow[] {
+  /** Live conversations, most recently active first; `filter` keeps one agent's or workspace's. */
+  listConversations(filter: ConversationFilter = {}): ConversationRow[] {
     return this.db
       .prepare(
-        "SELECT * FROM conversations WHERE deleted_at IS NULL ORDER BY COALESCE(last_active, created_at) DESC, rowid DESC",
+        `SELECT * FROM conversations WHERE deleted_at IS NULL
+           AND (@agent IS NULL OR agent_id = @agent) AND (@workspace IS NULL OR workspace_id = @workspace)
+         ORDER BY COALESCE(last_active, created_at) DESC, rowid DESC`,
       )
-      .all() as ConversationRow[];
+      .all({ agent: filter.agentId ?? null, workspace: filter.workspaceId ?? null }) as ConversationRow[];
   }
 
   renameConversation(id: string, name: string, byUser: boolean): void {

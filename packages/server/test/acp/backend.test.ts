@@ -447,6 +447,7 @@ describe("ACP backend: sessions", () => {
       sessionId: a.sessionId,
       title: "Scripted title",
       updatedAt: "2026-01-01T00:00:00Z",
+      cwd: agent.dir, // the directory it was listed under (session/list's cwd filter)
     });
     expect(agent.calls("session/list").length).toBe(2); // followed the cursor
 
@@ -886,5 +887,39 @@ describe("ACP backend: agents launched through a shim (npx, node_modules/.bin)",
     await vi.waitFor(() => expect(alive(pid)).toBe(false), { timeout: 5_000, interval: 20 });
     const again = new RecordingSink();
     expect(await backend.prompt(turn(sessionId, "hi"), again, never())).toEqual({ status: "completed" });
+  });
+});
+
+describe("ACP backend: each session in its conversation's working directory", () => {
+  it("opens, lists and resumes sessions in the directory given; the catalogue's probe serves only its own directory", async () => {
+    const { agent, backend, turn } = await setup();
+    const other = mkdtempSync(join(tmpdir(), "pheby-acp-workspace-"));
+    try {
+      await backend.catalogue!(); // opens a probe session in the backend's own directory
+      const news = () => agent.calls("session/new").map((c) => c.params.cwd);
+      expect(news()).toEqual([agent.dir]);
+      const elsewhere = await backend.createSession("c1", { cwd: other });
+      expect(news()).toEqual([agent.dir, other]); // the probe was not handed to another directory
+      const here = await backend.createSession("c2", { cwd: agent.dir });
+      expect(news()).toEqual([agent.dir, other]); // the probe, same directory: no new session
+      expect(here.sessionId).not.toBe(elsewhere.sessionId);
+
+      const listed = await backend.listSessions!({ cwd: other });
+      expect(listed.map((s) => [s.sessionId, s.cwd])).toEqual([[elsewhere.sessionId, other]]);
+      expect(agent.calls("session/list").at(-1)!.params.cwd).toBe(other);
+
+      // After a restart, the session is resumed in its conversation's directory, not the backend's.
+      await backend.close();
+      const { backend: restarted } = await setup({ env: agent.env, options: { cwd: agent.dir } });
+      const result = await restarted.prompt(
+        turn(elsewhere.sessionId, "again", { cwd: other }),
+        new RecordingSink(),
+        never(),
+      );
+      expect(result).toEqual({ status: "completed" });
+      expect(agent.calls("session/resume").map((c) => c.params.cwd)).toEqual([other]);
+    } finally {
+      rmSync(other, { recursive: true, force: true });
+    }
   });
 });

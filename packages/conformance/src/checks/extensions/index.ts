@@ -12,6 +12,7 @@ import { queueChecks } from "./queue.js";
 import { resumeChecks } from "./resume.js";
 import { scheduleChecks } from "./schedules.js";
 import { thoughtsChecks } from "./thoughts.js";
+import { workspacesChecks } from "./workspaces.js";
 
 /** Every extension's checks, in the order they run. */
 export const extensionChecks: readonly Check[] = [
@@ -27,4 +28,5 @@ export const extensionChecks: readonly Check[] = [
   ...thoughtsChecks,
   ...modeChecks,
   ...inboxChecks,
+  ...workspacesChecks,
 ];

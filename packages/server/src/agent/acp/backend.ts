@@ -22,6 +22,7 @@ import type {
   AgentHistoryEntry,
   AgentHost,
   AgentSessionInfo,
+  SessionOptions,
   SetModeResult,
   TurnInput,
   TurnResult,
@@ -45,12 +46,14 @@ const MAX_LIST_PAGES = 50;
 
 class AcpBackend implements AgentBackend {
   readonly name = "acp";
+  readonly cwd: string;
   readonly #state: AcpState;
   readonly #supervisor: Supervisor;
 
   constructor(options: AcpBackendOptions) {
     const state = new AcpState(options);
     this.#state = state;
+    this.cwd = options.cwd;
     this.#supervisor = new Supervisor(state, {
       update: (n) => enqueue(state, n),
       permission: (p, s) => permission(state, p, s),
@@ -88,14 +91,16 @@ class AcpBackend implements AgentBackend {
   async start(host: AgentHost): Promise<void> {
     const { options } = this.#state;
     this.#state.host = host;
-    this.#state.roots = new FileRoots(options.allowedFileRoots, (root) =>
+    // The directories it works in (its workspaces) are roots of its files and its working directories.
+    const workspaces = host.serverPaths?.workspaces ?? [];
+    this.#state.roots = new FileRoots([...(options.allowedFileRoots ?? []), ...workspaces], (root) =>
       host.log.warn({ root }, "allowed file root does not exist; ignored"),
     );
     this.#state.paths = new HostPaths({
       dataDir: host.serverPaths?.dataDir,
       agentCommand: options.command,
       agentPath: options.env?.PATH,
-      workdirs: [options.cwd, ...(host.serverPaths ? [host.serverPaths.workdir] : [])],
+      workdirs: [options.cwd, ...workspaces, ...(host.serverPaths ? [host.serverPaths.workdir] : [])],
       homes: [homedir(), ...(options.env?.HOME ? [options.env.HOME] : [])],
     });
   }
@@ -110,16 +115,20 @@ class AcpBackend implements AgentBackend {
     await this.#supervisor.process();
   }
 
-  async createSession(_conversationId: string): Promise<{ sessionId: string }> {
+  async createSession(_conversationId: string, opts?: SessionOptions): Promise<{ sessionId: string }> {
     const proc = await this.#supervisor.process();
-    return { sessionId: (takeSpare(this.#state, proc) ?? (await newSession(this.#state, proc))).id };
+    const cwd = opts?.cwd ?? this.#state.options.cwd;
+    return {
+      sessionId: (takeSpare(this.#state, proc, cwd) ?? (await newSession(this.#state, proc, cwd))).id,
+    };
   }
 
   prompt(input: TurnInput, sink: TurnSink, signal: AbortSignal): Promise<TurnResult> {
     return prompt(this.#state, this.#supervisor, input, sink, signal);
   }
 
-  async listSessions(): Promise<AgentSessionInfo[]> {
+  async listSessions(opts?: SessionOptions): Promise<AgentSessionInfo[]> {
+    const cwd = opts?.cwd ?? this.#state.options.cwd;
     const proc = await this.#supervisor.process();
     if (!proc.init.agentCapabilities?.sessionCapabilities?.list) return [];
     const out: AgentSessionInfo[] = [];
@@ -127,13 +136,15 @@ class AcpBackend implements AgentBackend {
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       const response = await proc.request<ListSessionsResponse>(
         "session/list",
-        { cwd: this.#state.options.cwd, ...(cursor ? { cursor } : {}) },
+        { cwd, ...(cursor ? { cursor } : {}) },
         this.#state.requestTimeoutMs,
       );
       for (const s of response.sessions) {
         // Hermes still lists a session it deleted on our behalf (it keeps it in memory).
         if (s.sessionId === this.#state.spare?.id || this.#state.deleted.has(s.sessionId)) continue;
-        out.push({ sessionId: s.sessionId, title: s.title ?? null, updatedAt: s.updatedAt ?? null });
+        // An agent that ignores the filter lists other directories' sessions too: not this one's.
+        if (s.cwd && s.cwd !== cwd) continue;
+        out.push({ sessionId: s.sessionId, title: s.title ?? null, updatedAt: s.updatedAt ?? null, cwd });
       }
       cursor = response.nextCursor;
       if (!cursor) break;
@@ -141,11 +152,11 @@ class AcpBackend implements AgentBackend {
     return out;
   }
 
-  async loadHistory(sessionId: string): Promise<AgentHistoryEntry[]> {
+  async loadHistory(sessionId: string, opts?: SessionOptions): Promise<AgentHistoryEntry[]> {
     const proc = await this.#supervisor.process();
     if (!proc.init.agentCapabilities?.loadSession)
       throw new Error("the agent cannot replay history (no session/load)");
-    const session = this.#state.session(sessionId);
+    const session = this.#state.session(sessionId, opts?.cwd);
     // A replay would interleave with the live turn's updates.
     if (session.turn) throw new Error("the session has a running turn");
     return load(this.#state, proc, session);

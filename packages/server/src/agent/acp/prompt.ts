@@ -40,7 +40,7 @@ export async function prompt(
   if (state.deleted.has(input.sessionId)) {
     return { status: "failed", error: "this conversation's agent session was deleted" };
   }
-  const first = state.session(input.sessionId);
+  const first = state.session(input.sessionId, input.cwd);
   // The server may report a cancelled run finished before the agent has stopped it (its cancel
   // grace): wait until the agent stops it or it is given up (cancelTimeoutMs after the cancel).
   while (first.turn && !first.turn.isReleased) {
@@ -62,8 +62,8 @@ export async function prompt(
     (file) => deliver(state, sink, file),
     (text, max) => state.paths.clientText(text, max),
     new ToolDetailBuilder({
-      cwd: state.options.cwd,
-      base: state.pathBases.of(state.options.cwd),
+      cwd: state.cwdOf(first),
+      base: state.pathBases.of(state.cwdOf(first)),
       scrub: (text) => state.paths.scrub(text),
     }),
   );
@@ -122,7 +122,8 @@ async function runTurn(
   let replaced = false;
   /** Continue the conversation in a new session, with its history as context. */
   const replace = async (why: string) => {
-    session = takeSpare(state, proc) ?? (await newSession(state, proc));
+    session =
+      takeSpare(state, proc, state.cwdOf(first)) ?? (await newSession(state, proc, state.cwdOf(first)));
     seat.take(session);
     replaced = true;
     if (!first.turn) state.sessions.delete(first.id);

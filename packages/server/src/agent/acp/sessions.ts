@@ -17,21 +17,32 @@ export class CannotReopenError extends Error {
   override readonly name = "CannotReopenError";
 }
 
-/** The catalogue's probe session, when `proc` still has it open: a new session that costs no request. */
-export function takeSpare(state: AcpState, proc: AgentProcess): SessionState | null {
+/**
+ * The catalogue's probe session, when `proc` still has it open and it works in `cwd`: a new session
+ * that costs no request. A probe of another directory stays spare (it belongs to no conversation).
+ */
+export function takeSpare(state: AcpState, proc: AgentProcess, cwd: string): SessionState | null {
   const spare = state.spare;
+  if (!spare || state.cwdOf(spare) !== cwd) return null;
   state.spare = null;
-  return spare?.openIn === proc && proc.alive ? spare : null;
+  return spare.openIn === proc && proc.alive ? spare : null;
 }
 
-/** `session/new`: a fresh session, whose settings are the agent's defaults (for the catalogue). */
-export async function newSession(state: AcpState, proc: AgentProcess): Promise<SessionState> {
+/**
+ * `session/new` in `cwd` (default the backend's own directory): a fresh session, whose settings are
+ * the agent's defaults (for the catalogue).
+ */
+export async function newSession(
+  state: AcpState,
+  proc: AgentProcess,
+  cwd: string = state.options.cwd,
+): Promise<SessionState> {
   const response = await proc.request<acp.NewSessionResponse>(
     "session/new",
-    { cwd: state.options.cwd, mcpServers: state.mcpServers() },
+    { cwd, mcpServers: state.mcpServers() },
     state.requestTimeoutMs,
   );
-  const session = state.session(response.sessionId);
+  const session = state.session(response.sessionId, cwd);
   await opened(state, proc, session, response, true);
   state.fresh = { ...session.settings };
   return session;
@@ -45,7 +56,7 @@ export async function open(state: AcpState, proc: AgentProcess, session: Session
   if (caps?.sessionCapabilities?.resume) {
     const response = await proc.request<acp.ResumeSessionResponse>(
       "session/resume",
-      { sessionId: session.id, cwd: state.options.cwd, mcpServers: state.mcpServers() },
+      { sessionId: session.id, cwd: state.cwdOf(session), mcpServers: state.mcpServers() },
       state.requestTimeoutMs,
     );
     await opened(state, proc, session, response);
@@ -71,7 +82,7 @@ export async function load(
   try {
     const response = await proc.request<acp.LoadSessionResponse | null>(
       "session/load",
-      { sessionId: session.id, cwd: state.options.cwd, mcpServers: state.mcpServers() },
+      { sessionId: session.id, cwd: state.cwdOf(session), mcpServers: state.mcpServers() },
       state.requestTimeoutMs,
     );
     await drain(session);

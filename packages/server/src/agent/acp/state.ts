@@ -37,6 +37,8 @@ export interface SessionState {
   /** The process that has this session open (a new process must resume or load it first). */
   openIn: AgentProcess | null;
   unsolicited: { text: string; timer: NodeJS.Timeout } | null;
+  /** Its working directory (ACP `cwd`): its conversation's; null until known (then the backend's own). */
+  cwd: string | null;
 }
 
 /** What session/new, session/load and session/resume answer. */
@@ -84,9 +86,15 @@ export class AcpState {
     this.requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   }
 
-  /** The session's state, created on first sight. */
-  session(id: string): SessionState {
+  /** The working directory of a session: its own, else the backend's. */
+  cwdOf(session: SessionState): string {
+    return session.cwd ?? this.options.cwd;
+  }
+
+  /** The session's state, created on first sight; `cwd`, when given, is its working directory from now on. */
+  session(id: string, cwd?: string): SessionState {
     let s = this.sessions.get(id);
+    if (s && cwd !== undefined) s.cwd = cwd;
     if (!s) {
       s = {
         id,
@@ -101,6 +109,7 @@ export class AcpState {
         replayMessageId: null,
         openIn: null,
         unsolicited: null,
+        cwd: cwd ?? null,
       };
       this.sessions.set(id, s);
     }
