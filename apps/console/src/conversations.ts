@@ -13,8 +13,8 @@ export interface ConversationActions {
   remove(conversationId: string): Promise<void>;
   /** Archive or unarchive (the `inbox` extension; offered only when rows carry its state). */
   archive(conversationId: string, archived: boolean): Promise<void>;
-  /** `workspaces`: a row's "agent · workspace · branch" line. */
-  placement(placement: Placement): HTMLElement;
+  /** `workspaces`: a row's "agent · workspace · branch" line (null: nothing worth a line). */
+  placement(placement: Placement): HTMLElement | null;
 }
 
 export class ConversationList {
@@ -129,13 +129,14 @@ export class ConversationList {
     const state = this.states.get(id);
     const inbox = inboxDetails(state);
     const placement = this.placements.get(id);
+    const place = placement ? this.actions.placement(placement) : null;
     const open = h(
       "button",
       { type: "button", class: "open", onclick: () => this.actions.open(id) },
-      inbox || placement
+      inbox || place
         ? h("span", { class: "row-head" }, h("span", { class: "name" }, name), inbox?.badges)
         : name,
-      placement ? this.actions.placement(placement) : null,
+      place,
       inbox?.preview,
     );
     const rename = h(

@@ -124,8 +124,13 @@ export class Catalogue {
   }
 }
 
-/** A conversation's place in one short line: agent · workspace · ⎇ branch (each name as text). */
-export function placementView(placement: Placement, catalogue: Catalogue): HTMLElement {
+/**
+ * A conversation's place in one short line: agent · workspace · ⎇ branch (each name as text). Null on
+ * a server with one agent in one workspace, where every conversation is in the same place, unless the
+ * conversation has a worktree branch of its own.
+ */
+export function placementView(placement: Placement, catalogue: Catalogue): HTMLElement | null {
+  if (catalogue.agents.size <= 1 && catalogue.workspaces.size <= 1 && !placement.branch) return null;
   return h(
     "span",
     {
