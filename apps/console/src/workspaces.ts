@@ -167,7 +167,7 @@ export class NewConversationForm {
     "label",
     { class: "worktree", title: "Work on a new branch in a git worktree of its own" },
     this.worktree,
-    " Git worktree",
+    " Worktree",
   );
   private readonly start = h(
     "button",
