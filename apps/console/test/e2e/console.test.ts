@@ -171,8 +171,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
     // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices, activity,
-    // modes, thoughts and inbox, for its panels, list, reconnects and the agent's work, in the client's
-    // FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
+    // modes, thoughts, inbox, workspaces and changes, for its panels, list, reconnects and the agent's
+    // work, in the client's FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
@@ -188,6 +188,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "modes",
       "thoughts",
       "inbox",
+      "workspaces",
+      "changes",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");
