@@ -43,7 +43,7 @@ export function formatPatch(patch: string, color: boolean): string[] {
 }
 
 /** Agent text without terminal control characters (tabs and newlines stay). */
-function safe(text: string): string {
+export function safe(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: removing them is the point
   return text.replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, "?");
 }

@@ -2,6 +2,8 @@ import { readFileSync } from "node:fs";
 import { DEFAULT_FEATURES, PhebyClient } from "@pheby/client";
 import { PROTOCOL_VERSION } from "@pheby/protocol";
 import { type Command, commandHelp, parseCommandArgs, serverSettings } from "./command.js";
+import { agents, workspaces } from "./commands/agents.js";
+import { changes } from "./commands/changes.js";
 import { chat } from "./commands/chat.js";
 import { conformance } from "./commands/conformance.js";
 import { conversations } from "./commands/conversations.js";
@@ -26,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   search,
   tail,
   tool,
+  changes,
   upload,
   download,
   attachments,
@@ -35,6 +38,8 @@ export const COMMANDS: readonly Command[] = [
   yolo,
   modes,
   commands,
+  agents,
+  workspaces,
   schedule,
   pair,
   devices,

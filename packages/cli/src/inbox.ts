@@ -1,16 +1,15 @@
 // The `inbox` extension on the command line: the status and unread columns of `pheby conversations`
-// and the check that the server enabled it before a command relies on it.
-import { type ConversationEntry, type PhebyClient, PhebyError } from "@pheby/client";
+// (the row itself, with the workspaces extension's place) and the check that the server enabled it
+// before a command relies on it.
+import type { ConversationEntry, PhebyClient } from "@pheby/client";
 import { CONVERSATION_STATUSES, type ConversationStatusValue, FEATURE_INBOX } from "@pheby/protocol";
 import { UsageError } from "./exit.js";
+import { requireFeature } from "./features.js";
+import { placeOf } from "./workspaces.js";
 
 /** Throws unless the server enabled `inbox` on this connection (`what` names the flag or command). */
 export function requireInbox(client: PhebyClient, what: string): void {
-  if (!client.features.includes(FEATURE_INBOX))
-    throw new PhebyError(
-      "unknown_type",
-      `${what} needs the server's inbox extension, which it did not enable`,
-    );
+  requireFeature(client, FEATURE_INBOX, what);
 }
 
 /** The `--status` flag's value, checked against the statuses a list shows. */
@@ -32,9 +31,13 @@ export function shownStatus(entry: ConversationEntry): ConversationStatusValue |
   return (CONVERSATION_STATUSES as readonly string[]).includes(entry.status) ? entry.status : "idle";
 }
 
-/** One line of `pheby conversations`: ID, status and unread count (with `inbox`), last activity, name. */
+/**
+ * One line of `pheby conversations`: ID, status and unread count (with `inbox`), last activity, where
+ * it runs (with `workspaces`: agent, workspace, branch), name.
+ */
 export function conversationLine(entry: ConversationEntry): string {
   const status = shownStatus(entry);
   const inbox = status === undefined ? "" : `${status.padEnd(7)}  ${String(entry.unread ?? 0).padStart(3)}  `;
-  return `${entry.conversation_id}  ${inbox}${entry.last_active ?? "-".padEnd(24)}  ${entry.name}`;
+  const place = placeOf(entry);
+  return `${entry.conversation_id}  ${inbox}${entry.last_active ?? "-".padEnd(24)}  ${place ? `${place}  ` : ""}${entry.name}`;
 }

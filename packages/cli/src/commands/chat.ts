@@ -144,6 +144,12 @@ class Renderer {
         this.line(`  📎 ${a.filename} (${a.size} bytes, ${a.kind}) — pheby download ${a.attachment_id}`);
         break;
       }
+      case "changes.changed":
+        // The run moved what the conversation changed in its repository (the changes extension).
+        this.line(
+          `[changes: ${m.file_count} file${m.file_count === 1 ? "" : "s"} +${m.additions} −${m.deletions} — pheby changes ${m.conversation_id}]`,
+        );
+        break;
       case "mode.changed":
         // Another client, or the agent itself (leaving plan mode), switched the conversation's mode.
         this.line(`[mode: ${m.mode_id}]`);

@@ -1,27 +1,47 @@
-import { REASONING_EFFORTS, type ReasoningEffort } from "@pheby/protocol";
-import { type Command, EXIT, required } from "../command.js";
+import type { PhebyClient } from "@pheby/client";
+import { FEATURE_WORKSPACES, REASONING_EFFORTS, type ReasoningEffort } from "@pheby/protocol";
+import { type Command, EXIT, type Flags, required } from "../command.js";
 import { UsageError } from "../exit.js";
+import { requireFeature } from "../features.js";
 import { writeJson, writeLine } from "../io.js";
 import { resolveConversation } from "../resolve.js";
 
-const conversationOption = { conversation: { type: "string", short: "c" } } as const;
-const scopeHelp = "  -c, --conversation C  the conversation's override (without it: the global default)";
+const scopeOptions = {
+  conversation: { type: "string", short: "c" },
+  agent: { type: "string" },
+} as const;
+const scopeHelp = [
+  "  -c, --conversation C  the conversation's override (without it: the global default)",
+  "  --agent ID            the global default of that agent (workspaces extension; default: the default agent)",
+];
+
+/** The wire scope of a settings request: `--conversation` (an ID or a name) and, with `workspaces`, `--agent`. */
+async function scopeOf(
+  client: PhebyClient,
+  flags: Flags,
+): Promise<{ conversation_id?: string; agent_id?: string }> {
+  const conversation = typeof flags.conversation === "string" ? flags.conversation : undefined;
+  const agent = typeof flags.agent === "string" ? flags.agent : undefined;
+  // Without the extension the server would ignore --agent and answer for the default agent.
+  if (agent !== undefined) requireFeature(client, FEATURE_WORKSPACES, "--agent");
+  return {
+    ...(conversation === undefined
+      ? {}
+      : { conversation_id: await resolveConversation(client, conversation) }),
+    ...(agent === undefined ? {} : { agent_id: agent }),
+  };
+}
 
 export const models: Command = {
   name: "models",
-  usage: "[--conversation C]",
+  usage: "[--conversation C | --agent ID]",
   summary: "List providers and models; * marks the current one (for a conversation with --conversation).",
-  details: [scopeHelp],
-  options: conversationOption,
+  details: scopeHelp,
+  options: scopeOptions,
   examples: ["pheby models", "pheby models --conversation 9f1c0e7a2b3d4c5e6f708192a3b4c5d6 --json"],
   async run({ flags, io, connect }) {
     const client = await connect();
-    const conversation = flags.conversation as string | undefined;
-    const conversation_id = conversation ? await resolveConversation(client, conversation) : undefined;
-    const snapshot = await client.request({
-      type: "models.list",
-      ...(conversation_id ? { conversation_id } : {}),
-    });
+    const snapshot = await client.request({ type: "models.list", ...(await scopeOf(client, flags)) });
     if (flags.json === true) {
       const { type: _t, request_id: _r, ...rest } = snapshot;
       writeJson(io, rest);
@@ -44,21 +64,21 @@ export const models: Command = {
 
 export const model: Command = {
   name: "model",
-  usage: "[get | set <model> [--provider P]] [--conversation C]",
+  usage: "[get | set <model> [--provider P]] [--conversation C | --agent ID]",
   summary:
     "Show or change the model. With --conversation it is that conversation's override; without, the global default.",
-  details: ["  --provider P          the provider slug, when the model name is ambiguous", scopeHelp],
-  options: { ...conversationOption, provider: { type: "string" } },
+  details: ["  --provider P          the provider slug, when the model name is ambiguous", ...scopeHelp],
+  options: { ...scopeOptions, provider: { type: "string" } },
   examples: [
     "pheby model",
     "pheby model set anthropic/claude-sonnet-4 --provider anthropic",
     'pheby model set sim-large --conversation "Trip planning"',
+    "pheby model set anthropic/claude-sonnet-4 --agent hermes",
   ],
   async run({ positionals, flags, io, connect }) {
     const [action = "get", value] = positionals;
     const client = await connect();
-    const conversation = flags.conversation as string | undefined;
-    const scope = conversation ? { conversation_id: await resolveConversation(client, conversation) } : {};
+    const scope = await scopeOf(client, flags);
     if (action === "get") {
       const current = await client.request({ type: "models.current", ...scope });
       if (flags.json === true)
@@ -91,10 +111,10 @@ export const model: Command = {
 
 export const reasoning: Command = {
   name: "reasoning",
-  usage: "[get | set <effort>] [--conversation C]",
+  usage: "[get | set <effort>] [--conversation C | --agent ID]",
   summary: `Show or change the reasoning effort (${REASONING_EFFORTS.join(", ")}; none disables thinking).`,
-  details: [scopeHelp],
-  options: conversationOption,
+  details: scopeHelp,
+  options: scopeOptions,
   examples: [
     "pheby reasoning",
     'pheby reasoning set high --conversation "Trip planning"',
@@ -106,8 +126,7 @@ export const reasoning: Command = {
       throw new UsageError(`<effort> must be one of: ${REASONING_EFFORTS.join(", ")}`);
     if (action !== "get" && action !== "set") throw new UsageError(`unknown action "${action}" (get, set)`);
     const client = await connect();
-    const conversation = flags.conversation as string | undefined;
-    const scope = conversation ? { conversation_id: await resolveConversation(client, conversation) } : {};
+    const scope = await scopeOf(client, flags);
     if (action === "get") {
       const current = await client.request({ type: "reasoning.current", ...scope });
       if (flags.json === true)
