@@ -186,6 +186,30 @@ describe.skipIf(unavailable !== undefined)(
       }
     });
 
+    it("fails extensions.changes when a proxy miscounts a changed file, quoting the snapshot", async () => {
+      // The snapshot's src/app.ts loses its deletion: a valid frame, a wrong answer.
+      const proxy = await brokenProxy(server.url, (f) =>
+        f.includes('"changes.snapshot"')
+          ? f.replace(
+              /("path":"src\/app\.ts","status":"modified","type":"file","additions":2,"deletions":)1/,
+              "$10",
+            )
+          : f,
+      );
+      try {
+        const report = await runConformance({
+          url: proxy.url,
+          secret: server.secret,
+          only: ["extensions.changes"],
+        });
+        const [check] = report.results;
+        expect(check).toMatchObject({ status: "fail", frame: { type: "changes.snapshot" } });
+        expect(check!.reason).toContain("src/app.ts as modified +2 −1");
+      } finally {
+        await proxy.close();
+      }
+    });
+
     it("fails a check when a connection that did not enable resume gets seq, even on a valid frame", async () => {
       // Adds seq to every frame with a conversation_id: valid for the schema, not for a v1 connection.
       const proxy = await brokenProxy(server.url, (f) =>
@@ -232,10 +256,11 @@ describe.skipIf(unavailable !== undefined)(
 
 // The auth-timeout check needs a server with a short timeout: the library, started in-process.
 type ServerLib = {
-  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number }) => {
+  createPhebyServer?: (o: { secret: string; dataDir: string; authTimeoutMs?: number; agent?: unknown }) => {
     listen(o: { port: number; host: string }): Promise<{ port: number }>;
     close(): Promise<void>;
   };
+  createSimulatorBackend?: () => object;
 };
 const lib = (await import("@pheby/server").catch(() => ({}))) as ServerLib;
 
@@ -293,6 +318,39 @@ describe.skipIf(lib.createPhebyServer === undefined)(
       } finally {
         await server.close();
         rmSync(dataDir, { recursive: true, force: true });
+      }
+    });
+  },
+);
+
+describe.skipIf(lib.createPhebyServer === undefined)(
+  "conformance changes check (@pheby/server whose agent works outside any git repository)",
+  () => {
+    it("passes extensions.changes: not_implemented is the expected answer there", async () => {
+      const { mkdtempSync, rmSync } = await import("node:fs");
+      const { tmpdir } = await import("node:os");
+      const { join } = await import("node:path");
+      const dataDir = mkdtempSync(join(tmpdir(), "pheby-changes-nogit-"));
+      const workdir = mkdtempSync(join(tmpdir(), "pheby-changes-workdir-"));
+      // An agent (the simulator here) whose working directory is a plain directory, as an ACP agent's cwd.
+      const agent = { ...lib.createSimulatorBackend!(), workdir: () => workdir };
+      const server = lib.createPhebyServer!({ secret: "changes-nogit-secret-0123456789", dataDir, agent });
+      try {
+        const { port } = await server.listen({ port: 0, host: "127.0.0.1" });
+        const report = await runConformance({
+          url: `ws://127.0.0.1:${port}/ws`,
+          secret: "changes-nogit-secret-0123456789",
+          simulator: false,
+          only: ["extensions.changes"],
+        });
+        expect(report.results.map((r) => [r.id, r.status, r.reason])).toEqual([
+          ["extensions.changes", "pass", undefined],
+        ]);
+        expect(report.frames.invalid).toBe(0);
+      } finally {
+        await server.close();
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(workdir, { recursive: true, force: true });
       }
     });
   },

@@ -65,14 +65,34 @@ export interface ChangesRunEnd {
 
 /** See the module comment. */
 export class Changes {
+  /**
+   * Each conversation's git work, one at a time and in order: a run's measurement, then the requests
+   * that came after it (a `changes.list` sent after `run.finished` sees that run's measurement done).
+   */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
   constructor(private readonly deps: ChangesDeps) {}
+
+  /** Run `work` after the conversation's earlier git work. */
+  #serial<T>(conversationId: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(conversationId) ?? Promise.resolve();
+    const next = previous.then(work, work);
+    const settled = next.catch(() => undefined);
+    this.#queues.set(conversationId, settled);
+    void settled.then(() => {
+      if (this.#queues.get(conversationId) === settled) this.#queues.delete(conversationId);
+    });
+    return next;
+  }
 
   /** The conversation's path base when its working directory is in a git work tree, else null. */
   repositoryOf(conversationId: string): string | null {
     const conversation = this.deps.store.getConversation(conversationId);
     if (!conversation) return null;
     const workdir = conversationWorkdir(this.deps.agents, conversation);
-    if (workdir === undefined) return null;
+    // A directory not made yet (the simulator's repository before `/sim changes`) is in no repository,
+    // whatever holds the place it would be in.
+    if (workdir === undefined || !existsSync(workdir)) return null;
     const base = pathBaseOf(workdir);
     return existsSync(join(base, ".git")) ? base : null;
   }
@@ -96,7 +116,11 @@ export class Changes {
   }
 
   /** `changes.list`: the files that differ from the base, at most {@link LIMITS}.changesFiles. */
-  async snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
+  snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
+    return this.#serial(conversationId, () => this.#snapshot(conversationId));
+  }
+
+  async #snapshot(conversationId: string): Promise<ChangesSnapshotBody> {
     const { repo, base } = await this.#open(conversationId);
     const list = await this.#git(() => listChanges(this.deps.git, repo, base));
     const files = list.changes.slice(0, LIMITS.changesFiles).map(wire);
@@ -108,7 +132,11 @@ export class Changes {
   }
 
   /** `changes.diff`: one listed file's patch; `not_found` when no changed file has that ID (any more). */
-  async file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
+  file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
+    return this.#serial(conversationId, () => this.#file(conversationId, fileId));
+  }
+
+  async #file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
     const { repo, base } = await this.#open(conversationId);
     const list = await this.#git(() => listChanges(this.deps.git, repo, base));
     const change = list.changes.find((c) => c.file_id === fileId);
@@ -134,7 +162,7 @@ export class Changes {
       done(undefined);
       return;
     }
-    this.#measure(run, repo).then(done, (err: unknown) => {
+    this.#serial(run.conversationId, () => this.#measure(run, repo)).then(done, (err: unknown) => {
       this.deps.log.warn({ err: errorSummary(err), run: run.runId }, "could not measure a run's changes");
       done(undefined);
     });

@@ -1,5 +1,6 @@
 import {
   FEATURE_ACTIVITY,
+  FEATURE_CHANGES,
   FEATURE_DELTA_APPEND,
   FEATURE_EXPIRY,
   FEATURE_MODES,
@@ -35,5 +36,6 @@ export function connectionExtensions(ctx: ServerContext): ConnectionExtension[] 
     { feature: FEATURE_THOUGHTS },
     inboxExtension(ctx),
     workspacesExtension(ctx),
+    { feature: FEATURE_CHANGES },
   ];
 }

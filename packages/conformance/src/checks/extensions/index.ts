@@ -2,6 +2,7 @@
 import type { Check } from "../../types.js";
 import { activityChecks } from "./activity.js";
 import { activityPlanChecks } from "./activity-plan.js";
+import { changesChecks } from "./changes.js";
 import { deltaAppendChecks } from "./delta-append.js";
 import { deviceChecks } from "./devices.js";
 import { expiryChecks } from "./expiry.js";
@@ -29,4 +30,5 @@ export const extensionChecks: readonly Check[] = [
   ...modeChecks,
   ...inboxChecks,
   ...workspacesChecks,
+  ...changesChecks,
 ];
