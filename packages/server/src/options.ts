@@ -342,108 +342,111 @@ export const optionRules = {
   }),
 } as const;
 
+/** The options' fields, each with its own rule and default (see {@link PhebyServerOptionsSchema}). */
+const optionsObject = z.object({
+  secret: z
+    .string({
+      invalid_type_error: "must be a non-empty string",
+      required_error: "must be a non-empty string",
+    })
+    .min(1, "must be a non-empty string"),
+  publicUrl: optionRules.publicUrl.optional(),
+  dataDir: z
+    .string({ invalid_type_error: "must be a path", required_error: "must be a path" })
+    .min(1, "must be a path"),
+  agent: agentBackend.optional(),
+  agents: z
+    .array(z.object({ id: optionRules.entityId, name: entityName, backend: agentBackend }))
+    .min(1, "must list at least one agent")
+    .max(MAX_AGENTS, `must list at most ${MAX_AGENTS} agents`)
+    .readonly()
+    .optional(),
+  workspaces: z
+    .array(
+      z.object({
+        id: optionRules.entityId,
+        name: entityName,
+        path: optionRules.directory,
+        agents: z.array(optionRules.entityId).readonly().optional(),
+      }),
+    )
+    .min(1, "must list at least one workspace")
+    .max(MAX_WORKSPACES, `must list at most ${MAX_WORKSPACES} workspaces`)
+    .readonly()
+    .optional(),
+  workdir: optionRules.directory.optional(),
+  logger: z.custom<Logger>((v) => typeof v === "object" && v !== null, "must be a pino logger").optional(),
+  logChatContent: z.boolean().default(false),
+  authTimeoutMs: anyNumber.default(DEFAULT_AUTH_TIMEOUT_MS),
+  heartbeatIntervalMs: anyNumber.default(DEFAULT_HEARTBEAT_INTERVAL_MS),
+  lockout: z
+    .object({
+      maxFailures: anyNumber.default(DEFAULT_LOCKOUT.maxFailures),
+      windowMs: anyNumber.default(DEFAULT_LOCKOUT.windowMs),
+      durationMs: anyNumber.default(DEFAULT_LOCKOUT.durationMs),
+    })
+    .default({}),
+  cancelGraceMs: anyNumber.default(DEFAULT_CANCEL_GRACE_MS),
+  maxBufferedBytes: anyNumber.default(DEFAULT_MAX_BUFFERED_BYTES),
+  deltaIntervalMs: atLeast(0).default(DEFAULT_DELTA_INTERVAL_MS),
+  thinV1Deltas: z.boolean().default(true),
+  compression: z.boolean().default(true),
+  clock: z
+    .custom<Clock | (Clock & Timers)>(
+      (v) => typeof (v as Partial<Clock> | null)?.now === "function",
+      "must be a clock (an object with now())",
+    )
+    .default(systemClock),
+  serverName: z.string().default("pheby"),
+  staticConsoleDir: z.string().optional(),
+  push: z
+    .object({
+      preview: z.boolean().optional(),
+      allowPrivate: z.boolean().optional(),
+      subject: optionRules.pushSubject.optional(),
+      timeoutMs: anyNumber.optional(),
+      retry: z.custom<RetryPolicy>().optional(),
+      resolve: z.custom<Resolve>().optional(),
+    })
+    .optional(),
+  attachmentRetentionDays: wholeAtLeast(0).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
+  allowedFileRoots: z.array(z.string()).readonly().default([]),
+  agentShare: z.object({ dir: z.string(), gid: z.number().int() }).optional(),
+  corsOrigins: z.array(optionRules.corsOrigin).readonly().default([]),
+  trustedProxy: optionRules.trustedProxy.default("loopback"),
+  httpIdleTimeoutMs: wholeAtLeast(1, " of ms").default(DEFAULT_HTTP_IDLE_TIMEOUT_MS),
+  historyPageBytes: wholeAtLeast(1).default(DEFAULT_HISTORY_PAGE_BYTES),
+  replayLog: z
+    .object({
+      maxEvents: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxEvents),
+      maxBytes: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxBytes),
+    })
+    .default({}),
+  resume: z.boolean().default(true),
+  schedules: z
+    .object({
+      missedGraceMs: atLeast(0).default(DEFAULT_MISSED_GRACE_MS),
+      timezone: optionRules.timezone.optional(),
+    })
+    .default({}),
+  agentTools: z
+    .object({
+      enabled: z.boolean().default(true),
+      tools: z.array(optionRules.agentToolName).readonly().default(AGENT_TOOL_NAMES),
+      askTimeoutMs: wholeAtLeast(1_000, " of ms").default(DEFAULT_ASK_TIMEOUT_MS),
+      command: z.array(z.string()).readonly().optional(),
+    })
+    .default({}),
+});
+
 /**
  * The one schema of {@link PhebyServerOptions}: what each option accepts and its default. Parsing
  * yields {@link ResolvedServerOptions}. Objects the server is handed (the agent backend, the logger,
  * the clock) pass through as they are.
+ * Across options, {@link checkPlacementOptions} checks agents and workspaces (each problem names its
+ * option path).
  */
-export const PhebyServerOptionsSchema = z
-  .object({
-    secret: z
-      .string({
-        invalid_type_error: "must be a non-empty string",
-        required_error: "must be a non-empty string",
-      })
-      .min(1, "must be a non-empty string"),
-    publicUrl: optionRules.publicUrl.optional(),
-    dataDir: z
-      .string({ invalid_type_error: "must be a path", required_error: "must be a path" })
-      .min(1, "must be a path"),
-    agent: agentBackend.optional(),
-    agents: z
-      .array(z.object({ id: optionRules.entityId, name: entityName, backend: agentBackend }))
-      .min(1, "must list at least one agent")
-      .max(MAX_AGENTS, `must list at most ${MAX_AGENTS} agents`)
-      .readonly()
-      .optional(),
-    workspaces: z
-      .array(
-        z.object({
-          id: optionRules.entityId,
-          name: entityName,
-          path: optionRules.directory,
-          agents: z.array(optionRules.entityId).readonly().optional(),
-        }),
-      )
-      .min(1, "must list at least one workspace")
-      .max(MAX_WORKSPACES, `must list at most ${MAX_WORKSPACES} workspaces`)
-      .readonly()
-      .optional(),
-    workdir: optionRules.directory.optional(),
-    logger: z.custom<Logger>((v) => typeof v === "object" && v !== null, "must be a pino logger").optional(),
-    logChatContent: z.boolean().default(false),
-    authTimeoutMs: anyNumber.default(DEFAULT_AUTH_TIMEOUT_MS),
-    heartbeatIntervalMs: anyNumber.default(DEFAULT_HEARTBEAT_INTERVAL_MS),
-    lockout: z
-      .object({
-        maxFailures: anyNumber.default(DEFAULT_LOCKOUT.maxFailures),
-        windowMs: anyNumber.default(DEFAULT_LOCKOUT.windowMs),
-        durationMs: anyNumber.default(DEFAULT_LOCKOUT.durationMs),
-      })
-      .default({}),
-    cancelGraceMs: anyNumber.default(DEFAULT_CANCEL_GRACE_MS),
-    maxBufferedBytes: anyNumber.default(DEFAULT_MAX_BUFFERED_BYTES),
-    deltaIntervalMs: atLeast(0).default(DEFAULT_DELTA_INTERVAL_MS),
-    thinV1Deltas: z.boolean().default(true),
-    compression: z.boolean().default(true),
-    clock: z
-      .custom<Clock | (Clock & Timers)>(
-        (v) => typeof (v as Partial<Clock> | null)?.now === "function",
-        "must be a clock (an object with now())",
-      )
-      .default(systemClock),
-    serverName: z.string().default("pheby"),
-    staticConsoleDir: z.string().optional(),
-    push: z
-      .object({
-        preview: z.boolean().optional(),
-        allowPrivate: z.boolean().optional(),
-        subject: optionRules.pushSubject.optional(),
-        timeoutMs: anyNumber.optional(),
-        retry: z.custom<RetryPolicy>().optional(),
-        resolve: z.custom<Resolve>().optional(),
-      })
-      .optional(),
-    attachmentRetentionDays: wholeAtLeast(0).default(DEFAULT_ATTACHMENT_RETENTION_DAYS),
-    allowedFileRoots: z.array(z.string()).readonly().default([]),
-    agentShare: z.object({ dir: z.string(), gid: z.number().int() }).optional(),
-    corsOrigins: z.array(optionRules.corsOrigin).readonly().default([]),
-    trustedProxy: optionRules.trustedProxy.default("loopback"),
-    httpIdleTimeoutMs: wholeAtLeast(1, " of ms").default(DEFAULT_HTTP_IDLE_TIMEOUT_MS),
-    historyPageBytes: wholeAtLeast(1).default(DEFAULT_HISTORY_PAGE_BYTES),
-    replayLog: z
-      .object({
-        maxEvents: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxEvents),
-        maxBytes: wholeAtLeast(1).default(DEFAULT_RESUME_LOG_LIMITS.maxBytes),
-      })
-      .default({}),
-    resume: z.boolean().default(true),
-    schedules: z
-      .object({
-        missedGraceMs: atLeast(0).default(DEFAULT_MISSED_GRACE_MS),
-        timezone: optionRules.timezone.optional(),
-      })
-      .default({}),
-    agentTools: z
-      .object({
-        enabled: z.boolean().default(true),
-        tools: z.array(optionRules.agentToolName).readonly().default(AGENT_TOOL_NAMES),
-        askTimeoutMs: wholeAtLeast(1_000, " of ms").default(DEFAULT_ASK_TIMEOUT_MS),
-        command: z.array(z.string()).readonly().optional(),
-      })
-      .default({}),
-  })
-  .superRefine(checkPlacementOptions);
+export const PhebyServerOptionsSchema = optionsObject.superRefine(checkPlacementOptions);
 
 /** {@link PhebyServerOptions} with every default filled in, as the server uses them. */
 export type ResolvedServerOptions = z.output<typeof PhebyServerOptionsSchema>;

@@ -137,8 +137,12 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
     clock,
     log,
     retentionDays: o.attachmentRetentionDays,
-    fileRoots: new FileRoots(o.allowedFileRoots, (root) =>
-      log.warn({ root }, "allowed file root does not exist; ignored"),
+    // The configured roots and every workspace (each agent's backend narrows to its own), never
+    // anything inside the data directory.
+    fileRoots: new FileRoots(
+      [...o.allowedFileRoots, ...placement.workspaces.map((w) => w.path)],
+      (root) => log.warn({ root }, "allowed file root does not exist; ignored"),
+      [o.dataDir],
     ),
     ...(share ? { agentCopies: share.uploads } : {}),
   });
@@ -301,6 +305,7 @@ export function createServerCore(options: PhebyServerOptions): ServerCore {
       runs,
       modes,
       agentId: agent.id,
+      status: (status) => agents.report(agent.id, status),
       source: agent.backend.name,
       workspaces: agents
         .workspaces()

@@ -7,6 +7,7 @@ import {
   FEATURE_PUSH,
   FEATURE_QUEUE,
   FEATURE_RESUME,
+  FEATURE_WORKSPACES,
   type ServerMessage,
   type ServerMessageOf,
 } from "@pheby/protocol";
@@ -94,6 +95,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
       FEATURE_ACTIVITY,
       FEATURE_MODES,
       FEATURE_INBOX,
+      FEATURE_WORKSPACES,
     ]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
@@ -121,6 +123,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
         "activity",
         "modes",
         "inbox",
+        "workspaces",
       ]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });

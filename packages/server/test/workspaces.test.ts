@@ -5,7 +5,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, realpathSync } from "node:fs";
 import { join } from "node:path";
-import { FEATURE_WORKSPACES, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
+import { FEATURE_WORKSPACES, LIMITS, type ServerMessage, type ServerMessageOf } from "@pheby/protocol";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AgentBackend,
@@ -349,6 +349,77 @@ describe("workspaces: agents and workspaces", () => {
   });
 });
 
+describe("workspaces: sessions keyed by agent and id", () => {
+  /** A backend listing one session `shared` ("started at the desk"), and deleting nothing. */
+  function listing(failStart = false): AgentBackend {
+    return {
+      name: "scripted",
+      capabilities: { ...NO_CAPABILITIES, listSessions: true },
+      async start() {},
+      ...(failStart
+        ? {
+            async ensureReady() {
+              throw new Error("cannot start");
+            },
+          }
+        : {}),
+      async createSession(conversationId) {
+        return { sessionId: `own-${conversationId}` };
+      },
+      async listSessions() {
+        return [{ sessionId: "shared", title: "At the desk" }];
+      },
+      async prompt(): Promise<TurnResult> {
+        return { status: "completed" };
+      },
+      async close() {},
+    };
+  }
+
+  it("imports the same session id of two agents as two conversations; deleting one keeps the other", async () => {
+    const ts = await serve({
+      agents: [
+        { id: "alpha", name: "Alpha", backend: listing() },
+        { id: "beta", name: "Beta", backend: listing() },
+      ],
+    });
+    const c = await connect(ts);
+    const desk = async () => (await list(c)).filter((e) => e.session_id === "shared").map((e) => e.agent_id);
+    // Beta has not run yet: only the default agent's session is imported.
+    expect(await desk()).toEqual(["alpha"]);
+    await create(c, { agent_id: "beta" });
+    expect((await desk()).sort()).toEqual(["alpha", "beta"]);
+    const ofAlpha = (await list(c)).find((e) => e.session_id === "shared" && e.agent_id === "alpha")!;
+    await c.ok(
+      { type: "conversation.delete", conversation_id: ofAlpha.conversation_id },
+      "conversation.deleted",
+    );
+    // Alpha's tombstone keeps its session out; beta's stays.
+    expect(await desk()).toEqual(["beta"]);
+  });
+
+  it("an agent that cannot start is failed (agents.changed), and the others work on", async () => {
+    const ts = await serve({
+      agents: [
+        { id: "alpha", name: "Alpha", backend: listing() },
+        { id: "broken", name: "Broken", backend: listing(true) },
+      ],
+    });
+    const c = await connect(ts);
+    await c.request({ type: "conversation.create", agent_id: "broken" }, "conversation.created");
+    const failed = (await c.nextAny(
+      (m) => m.type === "agents.changed" && m.agent.status === "failed",
+    )) as ServerMessageOf<"agents.changed">;
+    expect(failed.agent.agent_id).toBe("broken");
+    const ofAlpha = (await create(c)).conversation_id;
+    const runId = await send(c, ofAlpha, "hi");
+    const done = (await c.nextAny(
+      (m) => m.type === "run.finished" && m.run_id === runId,
+    )) as ServerMessageOf<"run.finished">;
+    expect(done.status).toBe("completed");
+  });
+});
+
 describe("workspaces: options", () => {
   const base = () => ({ secret: SECRET, dataDir: temp(), agentTools: { enabled: false } });
   const sim = () => createSimulatorBackend();
@@ -398,14 +469,34 @@ describe("workspaces: options", () => {
     refuse({ workdir: join(dir, "missing") }, "workdir must be an existing directory");
   });
 
-  it("lists at most LIMITS.agents agents", () => {
-    const agents = (n: number) =>
-      Array.from({ length: n }, (_, i) => ({ id: `a${i}`, name: `A${i}`, backend: sim() }));
-    const ok = createPhebyServer({ ...base(), agents: agents(64) });
-    void ok.close();
-    expect(() => createPhebyServer({ ...base(), agents: agents(65) })).toThrow(
-      "agents must list at most 64 agents",
+  it("takes LIMITS' agents, workspaces, id and name lengths, and refuses one more", async () => {
+    const agents = (n: number, id = (i: number) => `a${i}`, name = (i: number) => `A${i}`) =>
+      Array.from({ length: n }, (_, i) => ({ id: id(i), name: name(i), backend: sim() }));
+    const dir = temp();
+    const workspaces = (n: number) =>
+      Array.from({ length: n }, (_, i) => ({ id: `w${i}`, name: `W${i}`, path: dir }));
+    const accepts = async (options: Record<string, unknown>) => {
+      const server = createPhebyServer({ ...base(), ...options });
+      await server.close();
+    };
+    await accepts({ agents: agents(LIMITS.agents) });
+    expect(() => createPhebyServer({ ...base(), agents: agents(LIMITS.agents + 1) })).toThrow(
+      `agents must list at most ${LIMITS.agents} agents`,
     );
+    await accepts({ workspaces: workspaces(LIMITS.workspaces) });
+    expect(() => createPhebyServer({ ...base(), workspaces: workspaces(LIMITS.workspaces + 1) })).toThrow(
+      `workspaces must list at most ${LIMITS.workspaces} workspaces`,
+    );
+    const idOf = (chars: number) => () => "a".repeat(chars);
+    await accepts({ agents: agents(1, idOf(LIMITS.workspaceIdChars)) });
+    expect(() =>
+      createPhebyServer({ ...base(), agents: agents(1, idOf(LIMITS.workspaceIdChars + 1)) }),
+    ).toThrow("agents.0.id must be 1-32 characters");
+    const nameOf = (chars: number) => () => "n".repeat(chars);
+    await accepts({ agents: agents(1, undefined, nameOf(LIMITS.workspaceNameChars)) });
+    expect(() =>
+      createPhebyServer({ ...base(), agents: agents(1, undefined, nameOf(LIMITS.workspaceNameChars + 1)) }),
+    ).toThrow("agents.0.name must be at most 200 characters");
   });
 
   it("a single-agent server has one agent and one workspace `default`", async () => {

@@ -385,6 +385,12 @@ export interface AgentHost {
   /** The agent changed a session's title. */
   sessionTitle(sessionId: string, title: string): void;
   /**
+   * The agent's process changed state, for backends that run one (the `workspaces` extension's agent
+   * status): `starting` (spawning), `ready` (up and initialized), `failed` (could not start), `idle`
+   * (it exited; it is spawned again on next need).
+   */
+  agentStatus?(status: "idle" | "starting" | "ready" | "failed"): void;
+  /**
    * The modes a session offers and the one it is in, when the session opens (after the configured
    * mode was applied) or its list changes. Not called when Pheby itself switched the mode.
    */

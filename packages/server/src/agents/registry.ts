@@ -80,21 +80,28 @@ export class AgentRegistry {
   /** The agent of a conversation (row or id); the default agent for unknown ids and older rows. */
   agentOf(conv: string | Placed): AgentSpec {
     const row = typeof conv === "string" ? this.deps.conversation(conv) : conv;
-    const entry = (row?.agent_id && this.#byId.get(row.agent_id)) || this.#agents[0]!;
-    this.#activate(entry);
-    return entry;
+    return (row?.agent_id && this.#byId.get(row.agent_id)) || this.#agents[0]!;
   }
 
-  /** The backend answering a conversation: its own agent's (first use brings that agent up). */
+  /**
+   * The backend answering a conversation: its own agent's. Looking does not bring the agent up (a
+   * mode switch or a modes list never starts one); {@link use} does.
+   */
   backendOf(conv: string | Placed): AgentBackend {
     return this.agentOf(conv).backend;
   }
 
-  /** The backend of an agent by id, marking its first use. */
-  backend(agentId: string): AgentBackend | undefined {
-    const entry = this.#byId.get(agentId);
-    if (entry) this.#activate(entry);
-    return entry?.backend;
+  /**
+   * The backend of an agent (by id) or of a conversation, for a call that needs the agent running
+   * (a session, a turn, the catalogue): its first use brings the agent up (`agents.changed`).
+   */
+  use(target: { agentId: string } | string | Placed): AgentBackend {
+    const entry =
+      typeof target === "object" && "agentId" in target
+        ? (this.#byId.get(target.agentId) ?? this.#agents[0]!)
+        : (this.agentOf(target) as Entry);
+    void this.#activate(entry as Entry);
+    return entry.backend;
   }
 
   /**
@@ -134,6 +141,15 @@ export class AgentRegistry {
     if (!entry) return undefined;
     await this.#activate(entry);
     return entry.status;
+  }
+
+  /**
+   * What an agent's backend says of its process (`AgentHost.agentStatus`): a crash makes it `idle`
+   * (spawned again on next use), a respawn `starting` then `ready` or `failed`.
+   */
+  report(agentId: string, status: AgentStatus): void {
+    const entry = this.#byId.get(agentId);
+    if (entry) this.#set(entry, status);
   }
 
   /** Stop every agent; one that fails to close does not keep the others from closing. */

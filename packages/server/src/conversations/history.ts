@@ -56,6 +56,7 @@ export class HistoryRefresh {
     const sessionId = conv.session_id;
     const job = (async () => {
       try {
+        agents.use(conv); // a replay needs the agent up
         const caps = await readyCapabilities(backend);
         if (!caps.loadHistory || !backend.loadHistory) return;
         const entries = await backend.loadHistory(sessionId, { cwd: agents.workdirOf(conv) });

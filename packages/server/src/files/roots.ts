@@ -10,18 +10,32 @@ import { isAbsolute, sep } from "node:path";
 
 export class FileRoots {
   readonly #roots: string[] = [];
+  readonly #except: string[] = [];
 
   /**
    * Resolve each root's real path now (symlinks followed), so a root that is
    * itself a link is compared by its target. A root that does not exist is
-   * reported through `onMissing` and ignored.
+   * reported through `onMissing` and ignored. Nothing inside `except` qualifies, whatever root
+   * holds it: the server's data directory (its secret, database, keys) stays out even when a
+   * workspace (an allowed root) contains it.
    */
-  constructor(roots: readonly string[], onMissing: (root: string) => void = () => {}) {
+  constructor(
+    roots: readonly string[],
+    onMissing: (root: string) => void = () => {},
+    except: readonly string[] = [],
+  ) {
     for (const root of roots) {
       try {
         this.#roots.push(realpathSync(root));
       } catch {
         onMissing(root);
+      }
+    }
+    for (const dir of except) {
+      try {
+        this.#except.push(realpathSync(dir));
+      } catch {
+        // Not there: nothing inside it to keep out.
       }
     }
   }
@@ -39,7 +53,8 @@ export class FileRoots {
     } catch {
       return null;
     }
-    const inside = this.#roots.some((root) => real.startsWith(root.endsWith(sep) ? root : root + sep));
+    const within = (dir: string) => real.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+    const inside = this.#roots.some(within) && !this.#except.some((dir) => real === dir || within(dir));
     return inside ? real : null;
   }
 

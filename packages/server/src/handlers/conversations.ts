@@ -52,6 +52,7 @@ async function importSessionsOf(ctx: ServerContext, agent: AgentSpec): Promise<v
   const { store, log } = ctx;
   const { backend } = agent;
   if (!backend.listSessions) return;
+  ctx.agents.use({ agentId: agent.id }); // listing brings the default agent up, as before
   try {
     if (!(await readyCapabilities(backend)).listSessions) return;
     const known = store.knownSessionIds(agent.id);
@@ -177,9 +178,8 @@ export const conversationHandlers: HandlerTable = {
       const id = newId();
       const name = req.msg.name?.trim() || DEFAULT_NAME;
       const { workdir, branch } = await workdirFor(ctx, placed, id);
-      const { backend } = placed.agent;
+      const backend = ctx.agents.use({ agentId: placed.agent.id });
       const cwd = workdir ?? placed.workspace.path;
-      ctx.agents.backend(placed.agent.id); // its first use
       const { sessionId } = await backend.createSession(id, { cwd });
       ctx.store.createConversation({
         id,
@@ -265,7 +265,7 @@ export const conversationHandlers: HandlerTable = {
     await ctx.runs.cancelAndWait(id);
     if (!ctx.store.getConversation(id))
       throw new ProtocolError("conversation_not_found", "Conversation not found");
-    const backend = ctx.agents.backendOf(conv);
+    const backend = ctx.agents.use(conv);
     if (conv.session_id && backend.deleteSession) {
       try {
         if ((await readyCapabilities(backend)).deleteSession) await backend.deleteSession(conv.session_id);

@@ -30,6 +30,8 @@ export interface AgentHostDeps {
   source: string;
   /** The directories the agent works in (its workspaces' paths). */
   workspaces: readonly string[];
+  /** Where the agent's process status goes (the registry: `agents.changed`). */
+  status?: AgentHost["agentStatus"];
   clock: Clock;
   /** Pheby's MCP tools; undefined when the operator does not offer them. */
   tools: AgentTools | undefined;
@@ -83,6 +85,7 @@ export function createAgentHost(deps: AgentHostDeps): AgentHost {
         agent_id: agentId,
       });
     },
+    ...(deps.status ? { agentStatus: deps.status } : {}),
     serverPaths: { dataDir: resolve(deps.dataDir), workdir: process.cwd(), workspaces: deps.workspaces },
     logChatContent: deps.logChatContent,
     log,

@@ -473,7 +473,7 @@ export class RunEngine {
     }
     const mode = this.deps.modes?.forTurn(conv.id, asking);
     if (mode) settings.mode = mode;
-    return this.deps.agents.backendOf(conv).prompt(
+    return this.deps.agents.use(conv).prompt(
       {
         conversationId: conv.id,
         sessionId: conv.session_id ?? "",

@@ -63,7 +63,7 @@ export class Settings {
 
   /** An agent's catalogue (and capabilities), or `not_implemented` when it lacks the capability. */
   async catalogue(capability: "models" | "reasoning", agentId: string): Promise<Catalogued> {
-    const backend = this.agents.backend(agentId) ?? this.agents.defaultAgent.backend;
+    const backend = this.agents.use({ agentId });
     const found = await catalogueFor(backend, capability);
     if (!found) {
       const what = capability === "models" ? "Model selection" : "Reasoning effort";

@@ -93,8 +93,10 @@ class AcpBackend implements AgentBackend {
     this.#state.host = host;
     // The directories it works in (its workspaces) are roots of its files and its working directories.
     const workspaces = host.serverPaths?.workspaces ?? [];
-    this.#state.roots = new FileRoots([...(options.allowedFileRoots ?? []), ...workspaces], (root) =>
-      host.log.warn({ root }, "allowed file root does not exist; ignored"),
+    this.#state.roots = new FileRoots(
+      [...options.allowedFileRoots, ...workspaces],
+      (root) => host.log.warn({ root }, "allowed file root does not exist; ignored"),
+      host.serverPaths ? [host.serverPaths.dataDir] : [],
     );
     this.#state.paths = new HostPaths({
       dataDir: host.serverPaths?.dataDir,

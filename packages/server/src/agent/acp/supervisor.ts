@@ -112,6 +112,7 @@ export class Supervisor {
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     }
     let proc: AgentProcess;
+    host.agentStatus?.("starting");
     try {
       proc = await AgentProcess.start(
         {
@@ -129,8 +130,10 @@ export class Supervisor {
       this.#crashes++;
       this.#lastExitAt = Date.now();
       host.log.warn({ err: errorMessage(err) }, "agent failed to start");
+      host.agentStatus?.("failed");
       throw err;
     }
+    host.agentStatus?.("ready");
     this.#proc = proc;
     this.lastInit = proc.init;
     this.state.init = proc.init;
@@ -155,6 +158,7 @@ export class Supervisor {
     if (this.#proc === proc) this.#proc = null;
     if (this.#retiring?.proc === proc) this.#retiring = null;
     if (this.#closed) return;
+    if (!this.#proc && !this.#retiring) this.state.host.agentStatus?.("idle");
     if (!this.#restarted.has(proc)) {
       this.#crashes++;
       this.#lastExitAt = Date.now();
