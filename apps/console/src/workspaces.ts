@@ -131,17 +131,21 @@ export class Catalogue {
  */
 export function placementView(placement: Placement, catalogue: Catalogue): HTMLElement | null {
   if (catalogue.agents.size <= 1 && catalogue.workspaces.size <= 1 && !placement.branch) return null;
+  const agent = catalogue.agentName(placement.agent_id);
+  const workspace = catalogue.workspaceName(placement.workspace_id);
   return h(
     "span",
     {
       class: "placement",
+      // The whole line, for when a narrow row cuts it short.
+      title: [agent, workspace, placement.branch ? `⎇ ${placement.branch}` : ""].filter(Boolean).join(" · "),
       "data-testid": "placement",
       "data-agent-id": placement.agent_id,
       "data-workspace-id": placement.workspace_id,
     },
-    h("span", { class: "agent" }, catalogue.agentName(placement.agent_id)),
+    h("span", { class: "agent" }, agent),
     " · ",
-    h("span", { class: "workspace" }, catalogue.workspaceName(placement.workspace_id)),
+    h("span", { class: "workspace" }, workspace),
     placement.branch
       ? h("span", { class: "branch", title: "Git worktree branch" }, ` · ⎇ ${placement.branch}`)
       : null,

@@ -216,6 +216,7 @@ describe.skipIf(!hasChromium)("web console: agents and workspaces on a phone (39
     expect(await place.textContent()).toBe(`Beta Sim · Website · ⎇ ${entry.branch}`);
     await expectConversationLargest(page);
     await expectNoSidewaysScroll(page);
+    await shot("phone-worktree-conversation");
 
     // The list says it too.
     await openDrawer();
