@@ -80,9 +80,11 @@ export class ChangesView {
    */
   async load(conversationId: string | null): Promise<void> {
     if (conversationId !== this.conversationId) {
+      // Nothing of the previous conversation stays on screen while this one is listed.
       this.close();
       this.snapshot = null;
       this.fileId = null;
+      this.button.hidden = true;
     }
     this.conversationId = conversationId;
     if (!conversationId || !this.client.features.includes(FEATURE_CHANGES)) {
