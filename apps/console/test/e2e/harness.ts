@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { expect } from "vitest";
 
 export const CHROMIUM = process.env.PHEBY_CHROMIUM ?? "/usr/bin/chromium";
@@ -157,6 +157,22 @@ export async function expectNoSidewaysScroll(page: Page): Promise<void> {
   expect(widths.inner).toBe(PHONE.viewport.width);
   expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
   expect(widths.body).toBeLessThanOrEqual(widths.inner);
+}
+
+/**
+ * On a phone: a control is visible, at least 24 px wide, wholly inside the viewport once scrolled to,
+ * and clickable (a trial click: nothing covers it).
+ */
+export async function expectUsable(control: Locator): Promise<void> {
+  await control.scrollIntoViewIfNeeded();
+  expect(await control.isVisible()).toBe(true);
+  const box = (await control.boundingBox())!;
+  expect(box.width).toBeGreaterThanOrEqual(24);
+  expect(box.x).toBeGreaterThanOrEqual(0);
+  expect(box.x + box.width).toBeLessThanOrEqual(PHONE.viewport.width);
+  expect(box.y).toBeGreaterThanOrEqual(0);
+  expect(box.y + box.height).toBeLessThanOrEqual(PHONE.viewport.height);
+  await control.click({ trial: true, timeout: 5_000 });
 }
 
 /**

@@ -5,10 +5,11 @@
 // in order and build on each other.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Locator, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   expectNoSidewaysScroll as expectPageFits,
+  expectUsable,
   hasChromium,
   launchChromium,
   openPage,
@@ -35,19 +36,6 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
 
   /** The page is no wider than the viewport: nothing scrolls sideways. */
   const expectNoSidewaysScroll = () => expectPageFits(page);
-
-  /** Visible, wholly inside the viewport once scrolled to, and clickable (a trial click: nothing covers it). */
-  async function expectUsable(control: Locator): Promise<void> {
-    await control.scrollIntoViewIfNeeded();
-    expect(await control.isVisible()).toBe(true);
-    const box = (await control.boundingBox())!;
-    expect(box.width).toBeGreaterThanOrEqual(24);
-    expect(box.x).toBeGreaterThanOrEqual(0);
-    expect(box.x + box.width).toBeLessThanOrEqual(PHONE.viewport.width);
-    expect(box.y).toBeGreaterThanOrEqual(0);
-    expect(box.y + box.height).toBeLessThanOrEqual(PHONE.viewport.height);
-    await control.click({ trial: true, timeout: 5_000 });
-  }
 
   const send = (text: string) => sendMessage(page, text);
   const settled = () => runSettled(page);

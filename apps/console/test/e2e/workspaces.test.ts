@@ -11,11 +11,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DEFAULT_FEATURES, PhebyClient } from "@pheby/client";
 import { FEATURE_WORKSPACES } from "@pheby/protocol";
-import type { Locator, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
   expectConversationLargest,
   expectNoSidewaysScroll,
+  expectUsable,
   gitRepo,
   hasChromium,
   launchChromium,
@@ -55,17 +56,6 @@ describe.skipIf(!hasChromium)("web console: agents and workspaces on a phone (39
     if (await drawer().isVisible()) return;
     await page.click('[data-testid="drawer-toggle"]');
     await drawer().waitFor({ state: "visible" });
-  }
-
-  /** Visible, wholly inside the phone's width once scrolled to, and clickable (nothing covers it). */
-  async function expectUsable(control: Locator): Promise<void> {
-    await control.scrollIntoViewIfNeeded();
-    expect(await control.isVisible()).toBe(true);
-    const box = (await control.boundingBox())!;
-    expect(box.x).toBeGreaterThanOrEqual(0);
-    expect(box.x + box.width).toBeLessThanOrEqual(PHONE.viewport.width);
-    expect(box.y + box.height).toBeLessThanOrEqual(PHONE.viewport.height);
-    await control.click({ trial: true, timeout: 5_000 });
   }
 
   /** The options of a select in the form: value, text and (agents) status. */
@@ -167,8 +157,10 @@ describe.skipIf(!hasChromium)("web console: agents and workspaces on a phone (39
     expect(await page.inputValue('[data-testid="new-agent"]')).toBe("alpha");
     expect((await options('[data-testid="new-workspace"]')).map((o) => o.value)).toEqual(["site"]);
     expect(await page.isVisible('[data-testid="new-worktree"]')).toBe(true);
-    for (const control of ["new-agent", "new-workspace", "new-worktree", "new-cancel", "new-start"])
+    for (const control of ["new-agent", "new-workspace", "new-cancel", "new-start"])
       await expectUsable(page.locator(`[data-testid="${control}"]`));
+    // The checkbox is tapped through its label, which is the finger's target.
+    await expectUsable(page.locator(`${form} label.worktree`));
     // Compact: the form is a few lines of the drawer, which still shows the list under it.
     const box = (await page.locator(form).boundingBox())!;
     expect(box.height).toBeLessThan(PHONE.viewport.height / 3);
