@@ -1,6 +1,7 @@
 import { DEFAULT_FEATURES, type PhebyClientOptions, PhebyError } from "@pheby/client";
 import {
   FEATURE_ACTIVITY,
+  FEATURE_CHANGES,
   FEATURE_DELTA_APPEND,
   FEATURE_INBOX,
   FEATURE_MODES,
@@ -96,6 +97,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
       FEATURE_MODES,
       FEATURE_INBOX,
       FEATURE_WORKSPACES,
+      FEATURE_CHANGES,
     ]);
     expect(deltas).toHaveLength(WORDS.length);
     expect(deltas.map(({ seq: _seq, ...v1 }) => v1)).toEqual(cumulative);
@@ -124,6 +126,7 @@ describe("@pheby/client and append deltas (delta.append)", () => {
         "modes",
         "inbox",
         "workspaces",
+        "changes",
       ]);
       expect(other.features).toEqual(["schedules"]);
       const { conversation_id } = await client.request({ type: "conversation.create" });
