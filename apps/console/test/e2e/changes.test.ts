@@ -232,10 +232,27 @@ describe.skipIf(!hasChromium)("web console: a conversation's changes on a phone 
     await expectNoSidewaysScroll(page);
   });
 
-  it("closes back to the chat, and shows the totals again after a reload", async () => {
+  it("closes back to the chat, follows another device's run, and shows the totals again after a reload", async () => {
     await page.click('[data-testid="changes-close"]');
     await page.waitForSelector(view, { state: "hidden" });
     expect(await page.isVisible('[data-testid="timeline"]')).toBe(true);
+    // A run another device started changes one more file: the button follows its changes.changed,
+    // whose totals count every file, also past the list's limit.
+    writeFileSync(join(repo(), "one-more.txt"), "1\n2\n");
+    const changed = other.next("changes.changed", (m) => m.conversation_id === conversationId);
+    const { run_id } = await other.request({
+      type: "chat.send",
+      conversation_id: conversationId,
+      text: "hi",
+    });
+    const event = await changed;
+    expect(event.run_id).toBe(run_id);
+    expect(event.file_count).toBe(LIMITS.changesFiles + 6);
+    await page.waitForSelector(`${toggle}[data-files="${event.file_count}"]`);
+    expect(await page.textContent(toggle)).toBe(
+      `Changes · ${event.file_count} +${event.additions} −${event.deletions}`,
+    );
+    await runSettled(page);
     await page.reload();
     await page.waitForSelector('[data-testid="status"][data-state="open"]');
     await page.click('[data-testid="drawer-toggle"]');
