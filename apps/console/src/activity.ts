@@ -17,16 +17,24 @@ type Usage = Pick<ServerMessageOf<"usage.updated">, "used" | "size" | "cost">;
 /** Diff lines shown before "Show all": a phone screen's worth, so a long diff does not bury the chat. */
 export const DIFF_LINES_SHOWN = 12;
 
-/** The lines of a unified diff, each with its kind: what the console colours. */
+/**
+ * The lines of a unified diff, each with its kind: what the console colours. A file's header (git's
+ * `diff --git`, `index`, mode and rename lines, `---`/`+++`) is `meta` up to its first hunk; inside a
+ * hunk only the first character counts, so a removed `-- x` line is a deletion, not a header.
+ */
 export function diffLines(patch: string): { kind: "add" | "del" | "ctx" | "hunk" | "meta"; text: string }[] {
   const lines = patch.split("\n");
   if (lines.at(-1) === "") lines.pop();
+  let header = true;
   return lines
     .filter((line) => !line.startsWith("Index: ") && !/^={10,}$/.test(line))
     .map((text) => {
-      if (text.startsWith("+++ ") || text.startsWith("--- ") || text.startsWith("\\"))
-        return { kind: "meta", text };
-      if (text.startsWith("@@")) return { kind: "hunk", text };
+      if (text.startsWith("@@")) {
+        header = false;
+        return { kind: "hunk", text };
+      }
+      if (text.startsWith("diff --git ")) header = true;
+      if (header || text.startsWith("\\")) return { kind: "meta", text };
       if (text.startsWith("+")) return { kind: "add", text };
       if (text.startsWith("-")) return { kind: "del", text };
       return { kind: "ctx", text };
@@ -38,23 +46,34 @@ function where(block: { path: string | null; display?: string | null; outside: b
   return block.path ?? block.display ?? "(outside the workspace)";
 }
 
-/** A diff: its file, `+a −d`, and the coloured unified diff, collapsed beyond {@link DIFF_LINES_SHOWN} lines. */
-function diffView(block: DiffBlock): HTMLElement {
-  const notes = [
-    block.outside ? "outside the workspace" : "",
-    block.fragment ? "fragment: line numbers are the snippet's" : "",
-    block.truncated ? "truncated" : "",
-  ].filter(Boolean);
-  const lines = diffLines(block.patch).filter((l) => l.kind !== "meta" || l.text.startsWith("\\"));
-  const body = h("div", { class: "diff-lines", role: "table", "aria-label": `Changes to ${where(block)}` });
+/** A unified diff to show: what {@link unifiedDiffView} draws. */
+export interface UnifiedDiff {
+  /** The file, as the client may see it (relative to the path base, or a scrubbed display). */
+  path: string;
+  patch: string;
+  additions: number;
+  deletions: number;
+  /** Short remarks after the counts ("truncated", …). */
+  notes?: readonly string[];
+}
+
+/**
+ * A unified diff: its file, `+a −d`, and the coloured lines (a file's header lines left out),
+ * collapsed beyond `shown` lines behind *Show all*. Lines wrap, so it reads on a 390 px phone. Shared
+ * by tool calls, approval previews and the Changes view.
+ */
+export function unifiedDiffView(diff: UnifiedDiff, shown = DIFF_LINES_SHOWN): HTMLElement {
+  const notes = diff.notes?.filter(Boolean) ?? [];
+  const lines = diffLines(diff.patch).filter((l) => l.kind !== "meta" || l.text.startsWith("\\"));
+  const body = h("div", { class: "diff-lines", role: "table", "aria-label": `Changes to ${diff.path}` });
   const show = (count: number) =>
     replace(
       body,
       ...lines.slice(0, count).map((l) => h("div", { class: `dl ${l.kind}`, role: "row" }, l.text || " ")),
     );
-  show(DIFF_LINES_SHOWN);
+  show(shown);
   const more =
-    lines.length > DIFF_LINES_SHOWN
+    lines.length > shown
       ? h(
           "button",
           {
@@ -71,23 +90,38 @@ function diffView(block: DiffBlock): HTMLElement {
       : null;
   return h(
     "div",
-    { class: "diff", "data-path": where(block) },
+    { class: "diff", "data-path": diff.path },
     h(
       "div",
       { class: "diff-head" },
-      h("span", { class: "diff-path" }, where(block)),
+      h("span", { class: "diff-path" }, diff.path),
       h(
         "span",
         { class: "diff-stat" },
-        h("ins", {}, `+${block.additions}`),
+        h("ins", {}, `+${diff.additions}`),
         " ",
-        h("del", {}, `−${block.deletions}`),
+        h("del", {}, `−${diff.deletions}`),
       ),
       notes.length ? h("span", { class: "diff-note" }, notes.join(" · ")) : null,
     ),
     body,
     more,
   );
+}
+
+/** A tool call's diff block, with its notes (outside the workspace, a fragment, truncated). */
+function diffView(block: DiffBlock): HTMLElement {
+  return unifiedDiffView({
+    path: where(block),
+    patch: block.patch,
+    additions: block.additions,
+    deletions: block.deletions,
+    notes: [
+      block.outside ? "outside the workspace" : "",
+      block.fragment ? "fragment: line numbers are the snippet's" : "",
+      block.truncated ? "truncated" : "",
+    ],
+  });
 }
 
 /** Text output in a scrollable block, folded unless `open` (an approval's preview is read before answering). */

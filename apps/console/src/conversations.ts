@@ -1,7 +1,9 @@
 // The conversation list: create, rename, delete, and live updates from other
-// clients (conversation.updated / renamed / deleted broadcasts).
+// clients (conversation.updated / renamed / deleted broadcasts). With `workspaces`, each row also
+// says which agent works in which workspace (and on which worktree branch).
 import { confirmOnSecondClick, h, replace } from "./dom.js";
 import { type InboxState, type InboxView, inboxDetails, inView } from "./inbox.js";
+import type { Placement } from "./workspaces.js";
 
 /** What the list asks the app to do. */
 export interface ConversationActions {
@@ -11,6 +13,8 @@ export interface ConversationActions {
   remove(conversationId: string): Promise<void>;
   /** Archive or unarchive (the `inbox` extension; offered only when rows carry its state). */
   archive(conversationId: string, archived: boolean): Promise<void>;
+  /** `workspaces`: a row's "agent · workspace · branch" line (null: nothing worth a line). */
+  placement(placement: Placement): HTMLElement | null;
 }
 
 export class ConversationList {
@@ -19,6 +23,8 @@ export class ConversationList {
   private readonly names = new Map<string, string>();
   /** `inbox`: each conversation's list state, when the server sends it. */
   private readonly states = new Map<string, InboxState>();
+  /** `workspaces`: where each conversation works, when the server says. */
+  private readonly placements = new Map<string, Placement>();
   private view: InboxView = "all";
   private selected: string | null = null;
 
@@ -38,19 +44,39 @@ export class ConversationList {
     );
   }
 
-  /** Replace the list (conversation.snapshot). */
-  setAll(conversations: { conversation_id: string; name: string }[], states?: Map<string, InboxState>): void {
+  /** Replace the list (conversation.snapshot), with each entry's `inbox` state and `workspaces` placement. */
+  setAll(
+    conversations: { conversation_id: string; name: string }[],
+    states?: Map<string, InboxState>,
+    placements?: Map<string, Placement>,
+  ): void {
     this.names.clear();
     this.states.clear();
+    this.placements.clear();
     for (const c of conversations) this.names.set(c.conversation_id, c.name);
     for (const [id, state] of states ?? []) this.states.set(id, state);
+    for (const [id, placement] of placements ?? []) this.placements.set(id, placement);
     this.render();
   }
 
-  /** Add or rename one (created / updated / renamed), with its `inbox` state when it carries one. */
-  upsert(conversationId: string, name: string, state?: InboxState): void {
+  /**
+   * Add or rename one (created / updated / renamed), with its `inbox` state and `workspaces`
+   * placement when it carries them.
+   */
+  upsert(conversationId: string, name: string, state?: InboxState, placement?: Placement): void {
     this.names.set(conversationId, name);
     if (state) this.states.set(conversationId, state);
+    if (placement) this.placements.set(conversationId, placement);
+    this.render();
+  }
+
+  /** `workspaces`: where a conversation works (undefined: not known). */
+  placement(conversationId: string): Placement | undefined {
+    return this.placements.get(conversationId);
+  }
+
+  /** Draw the rows again (the agents' and workspaces' names arrived). */
+  refresh(): void {
     this.render();
   }
 
@@ -71,6 +97,7 @@ export class ConversationList {
   remove(conversationId: string): void {
     this.names.delete(conversationId);
     this.states.delete(conversationId);
+    this.placements.delete(conversationId);
     if (this.selected === conversationId) this.selected = null;
     this.render();
   }
@@ -101,10 +128,15 @@ export class ConversationList {
     const li = h("li", { "data-conversation-id": id, class: id === this.selected ? "selected" : "" });
     const state = this.states.get(id);
     const inbox = inboxDetails(state);
+    const placement = this.placements.get(id);
+    const place = placement ? this.actions.placement(placement) : null;
     const open = h(
       "button",
       { type: "button", class: "open", onclick: () => this.actions.open(id) },
-      inbox ? h("span", { class: "row-head" }, h("span", { class: "name" }, name), inbox.badges) : name,
+      inbox || place
+        ? h("span", { class: "row-head" }, h("span", { class: "name" }, name), inbox?.badges)
+        : name,
+      place,
       inbox?.preview,
     );
     const rename = h(

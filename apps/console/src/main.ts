@@ -2,13 +2,16 @@
 // talks to the server only through @pheby/client.
 import { type ConnectionState, DEFAULT_FEATURES, PhebyClient, PhebyError } from "@pheby/client";
 import {
+  FEATURE_CHANGES,
   FEATURE_DEVICES,
   FEATURE_EXPIRY,
   FEATURE_INBOX,
   FEATURE_MODES,
   FEATURE_SCHEDULES,
   FEATURE_THOUGHTS,
+  FEATURE_WORKSPACES,
 } from "@pheby/protocol";
+import { ChangesView } from "./changes.js";
 import { ChatView } from "./chat.js";
 import { Composer } from "./composer.js";
 import { ConversationList } from "./conversations.js";
@@ -21,6 +24,14 @@ import { QueueView } from "./queue.js";
 import { SchedulesPanel } from "./schedules.js";
 import { defaultServerUrl, forgetSecret, loadSession, saveSession } from "./session.js";
 import { SettingsBar } from "./settings.js";
+import {
+  Catalogue,
+  type NewConversation,
+  NewConversationForm,
+  type Placement,
+  placementOf,
+  placementView,
+} from "./workspaces.js";
 
 const STATE_LABELS: Record<ConnectionState, string> = {
   idle: "not connected",
@@ -114,8 +125,8 @@ async function connect(url: string, secret: string): Promise<void> {
     reconnect: { initialDelayMs: 250, maxDelayMs: 4000 },
     // The client's defaults (tool detail, plan and usage, the agent's modes and commands, the list as an
     // inbox among them), then pairing and devices, scheduled prompts, when questions expire and the
-    // agent's thinking, where the server offers them (modes and inbox are named so the console keeps
-    // them if the defaults change).
+    // agent's thinking, where the server offers them (modes, inbox, workspaces and changes are named
+    // so the console keeps them if the defaults change).
     features: [
       ...new Set([
         ...DEFAULT_FEATURES,
@@ -125,6 +136,8 @@ async function connect(url: string, secret: string): Promise<void> {
         FEATURE_MODES,
         FEATURE_THOUGHTS,
         FEATURE_INBOX,
+        FEATURE_WORKSPACES,
+        FEATURE_CHANGES,
       ]),
     ],
   });
@@ -144,16 +157,30 @@ async function connect(url: string, secret: string): Promise<void> {
 
 function startApp(client: PhebyClient): void {
   let current: string | null = null;
+  const catalogue = new Catalogue(client);
+  /** Create a conversation (with `workspaces`: of the chosen agent, workspace and worktree) and open it. */
+  async function createConversation(choice?: NewConversation): Promise<void> {
+    try {
+      const created = await client.createConversation({
+        agentId: choice?.agent_id,
+        workspaceId: choice?.workspace_id,
+        worktree: choice?.worktree,
+      });
+      conversations.upsert(created.conversation_id, created.name, undefined, placementOf(created));
+      await openConversation(created.conversation_id);
+    } catch (err) {
+      report(`Create failed: ${(err as Error).message}`);
+    }
+  }
+  const newConversation = new NewConversationForm(catalogue, createConversation);
   const conversations = new ConversationList({
     open: (id) => void openConversation(id),
+    // With a choice to make (agents, workspaces, a worktree) the form unfolds; else create at once.
     async create() {
-      try {
-        const created = await client.request({ type: "conversation.create" });
-        conversations.upsert(created.conversation_id, created.name);
-        await openConversation(created.conversation_id);
-      } catch (err) {
-        report(`Create failed: ${(err as Error).message}`);
-      }
+      await catalogue.settled();
+      if (newConversation.isOpen) newConversation.close();
+      else if (catalogue.enabled && catalogue.hasChoice) newConversation.open();
+      else await createConversation();
     },
     async rename(id, name) {
       try {
@@ -180,6 +207,7 @@ function startApp(client: PhebyClient): void {
         report(`${archived ? "Archive" : "Unarchive"} failed: ${(err as Error).message}`);
       }
     },
+    placement: (placement) => placementView(placement, catalogue),
   });
   const modes = new ModePicker(client, report);
   const inbox = new InboxBar(client, {
@@ -191,7 +219,8 @@ function startApp(client: PhebyClient): void {
     name: (id) => conversations.name(id),
     report,
   });
-  conversations.el.insertBefore(inbox.el, conversations.el.children[1] ?? null);
+  conversations.el.insertBefore(newConversation.el, conversations.el.children[1] ?? null);
+  conversations.el.insertBefore(inbox.el, conversations.el.children[2] ?? null);
   const composer: Composer = new Composer({
     client,
     conversationId: () => current,
@@ -233,13 +262,36 @@ function startApp(client: PhebyClient): void {
   const settings = new SettingsBar(client, report);
   const notifications = new NotificationsPanel(client, report);
   const schedules = new SchedulesPanel(client, report);
+  // The Changes view takes the timeline's place while open; the message box stays.
+  const changes = new ChangesView(client, report, (open) => {
+    chat.el.hidden = open;
+  });
   const title = h("h2", { "data-testid": "conversation-title" }, "No conversation selected");
+  /** `workspaces`: the open conversation's agent, workspace and branch, under its title. */
+  const place = h("span", { class: "chat-place", "data-testid": "conversation-place" });
+  const showPlace = () => {
+    const placement: Placement | undefined = current ? conversations.placement(current) : undefined;
+    replace(place, placement ? placementView(placement, catalogue) : null);
+  };
+  catalogue.onChange(() => {
+    conversations.refresh();
+    showPlace();
+  });
   const main = h(
     "main",
     { class: "chat" },
-    h("div", { class: "chat-head" }, title, chat.meter.el, settings.el, schedules.el),
+    h(
+      "div",
+      { class: "chat-head" },
+      h("div", { class: "chat-title" }, title, place),
+      chat.meter.el,
+      changes.button,
+      settings.el,
+      schedules.el,
+    ),
     notifications.el,
     chat.el,
+    changes.el,
     queue.el,
     composer.el,
   );
@@ -317,6 +369,7 @@ function startApp(client: PhebyClient): void {
     sayPresence();
     conversations.select(id);
     title.textContent = conversations.name(id);
+    showPlace();
     composer.el.hidden = false;
     queue.clear();
     try {
@@ -330,6 +383,7 @@ function startApp(client: PhebyClient): void {
         modes.load(id),
         loadCommands(id),
         markRead(id),
+        changes.load(id),
       ]);
     } catch (err) {
       report(`Open failed: ${(err as Error).message}`);
@@ -367,10 +421,12 @@ function startApp(client: PhebyClient): void {
     chat.clear();
     queue.clear();
     title.textContent = "No conversation selected";
+    showPlace();
     composer.el.hidden = true;
     void settings.load(null);
     void schedules.load(null);
     void modes.load(null);
+    void changes.load(null);
     composer.setCommands([]);
   }
 
@@ -382,13 +438,17 @@ function startApp(client: PhebyClient): void {
       conversations.setView(view);
       const list = await client.listConversations({ archived: view === "archived" });
       const states = new Map<string, InboxState>();
+      const placements = new Map<string, Placement>();
       for (const c of list) {
         const state = inboxStateOf(c);
         if (state) states.set(c.conversation_id, state);
+        const placement = placementOf(c);
+        if (placement) placements.set(c.conversation_id, placement);
       }
-      conversations.setAll(list, states);
+      conversations.setAll(list, states, placements);
       conversations.select(current);
       if (current) title.textContent = conversations.name(current);
+      showPlace();
     } catch (err) {
       report(`Could not list conversations: ${(err as Error).message}`);
     }
@@ -403,9 +463,10 @@ function startApp(client: PhebyClient): void {
   // stays out of it.
   const listed = (state: InboxState | undefined) =>
     state === undefined || state.archived === (inbox.view === "archived");
-  const upsertEntry = (m: { conversation_id: string; name: string } & InboxState) => {
+  const upsertEntry = (m: { conversation_id: string; name: string } & InboxState & Partial<Placement>) => {
     const state = inboxStateOf(m);
-    if (listed(state)) conversations.upsert(m.conversation_id, m.name, state);
+    if (listed(state)) conversations.upsert(m.conversation_id, m.name, state, placementOf(m));
+    if (m.conversation_id === current) showPlace();
   };
   client.on("conversation.updated", upsertEntry);
   client.on("conversation.created", upsertEntry);
@@ -499,6 +560,8 @@ function startApp(client: PhebyClient): void {
   client.on("yolo.changed", (m) => settings.changed(m));
   client.on("schedule.changed", (m) => schedules.changed(m.schedule, m.deleted));
   client.on("mode.changed", (m) => modes.changed(m));
+  client.on("changes.changed", (m) => changes.changed(m));
+  client.on("agents.changed", (m) => catalogue.changed(m.agent));
   client.on(
     "commands.snapshot",
     mine((m) => composer.setCommands(m.commands)),
@@ -519,6 +582,7 @@ function startApp(client: PhebyClient): void {
     void schedules.load(current);
     void modes.load(current);
     void loadCommands(current);
+    void changes.load(current);
   });
   // A snapshot nobody here asked for (no request_id): the client re-opened the conversation after a
   // missed append delta. Its run text is the whole draft; the stream goes on from it.
@@ -530,8 +594,15 @@ function startApp(client: PhebyClient): void {
       queue.set(m.queue ?? []);
     }),
   );
+  // The agents and workspaces, listed on connect and after every reconnect (agents.changed is not
+  // replayed).
+  const loadCatalogue = () =>
+    catalogue.load().catch((err: Error) => report(`Could not list agents and workspaces: ${err.message}`));
   client.onState((state) => {
-    if (state === "open") void refreshList();
+    if (state === "open") {
+      void loadCatalogue();
+      void refreshList();
+    }
     if (state === "failed") {
       client.close();
       setStatus("failed");
@@ -539,6 +610,7 @@ function startApp(client: PhebyClient): void {
       showConnect("The server no longer accepts this secret (auth failed).");
     }
   });
+  void loadCatalogue();
   void refreshList();
 }
 

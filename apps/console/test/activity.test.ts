@@ -27,6 +27,30 @@ describe("diffLines", () => {
       { kind: "meta", text: "\\ No newline at end of file" },
     ]);
   });
+
+  it("reads git's file header as meta up to the first hunk, and only the first character inside a hunk", () => {
+    const patch = [
+      "diff --git a/notes.md b/notes.md",
+      "index 3b18e51..a2c4b6d 100644",
+      "--- a/notes.md",
+      "+++ b/notes.md",
+      "@@ -1,3 +1,3 @@",
+      "--- a removed rule",
+      "+++ an added rule",
+      " same",
+      "",
+    ].join("\n");
+    expect(diffLines(patch)).toEqual([
+      { kind: "meta", text: "diff --git a/notes.md b/notes.md" },
+      { kind: "meta", text: "index 3b18e51..a2c4b6d 100644" },
+      { kind: "meta", text: "--- a/notes.md" },
+      { kind: "meta", text: "+++ b/notes.md" },
+      { kind: "hunk", text: "@@ -1,3 +1,3 @@" },
+      { kind: "del", text: "--- a removed rule" },
+      { kind: "add", text: "+++ an added rule" },
+      { kind: "ctx", text: " same" },
+    ]);
+  });
 });
 
 describe("the context meter's numbers", () => {

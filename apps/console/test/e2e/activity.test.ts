@@ -8,15 +8,18 @@ import { join } from "node:path";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  expectConversationLargest,
+  expectNoSidewaysScroll,
   hasChromium,
   launchChromium,
+  openPage,
   PHONE,
   RESULTS,
   runSettled,
-  SECRET,
   type ServerProcess,
   screenshotIfFailed,
   sendMessage,
+  signIn,
   startServer,
   tearDown,
   tempDataDir,
@@ -27,7 +30,7 @@ describe.skipIf(!hasChromium)("the agent's activity in the console on a phone (3
   let server: ServerProcess;
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
-  const problems: string[] = [];
+  let problems: string[] = [];
   /** Every frame the page's WebSockets received, raw. */
   const received: string[] = [];
   const shot = (name: string) => page.screenshot({ path: join(RESULTS, `${name}.png`) });
@@ -38,23 +41,9 @@ describe.skipIf(!hasChromium)("the agent's activity in the console on a phone (3
 
   /** Nothing scrolls sideways, and the timeline is the tallest part of the screen. */
   async function expectPhoneLayout(): Promise<void> {
-    const layout = await page.evaluate(() => {
-      const height = (selector: string) =>
-        document.querySelector(selector)?.getBoundingClientRect().height ?? 0;
-      return {
-        scroll: document.documentElement.scrollWidth,
-        body: document.body.scrollWidth,
-        inner: window.innerWidth,
-        timeline: height('[data-testid="timeline"]'),
-        others: [height("header"), height(".chat-head"), height(".composer")],
-      };
-    });
-    expect(layout.inner).toBe(PHONE.viewport.width);
-    expect(layout.scroll).toBeLessThanOrEqual(layout.inner);
-    expect(layout.body).toBeLessThanOrEqual(layout.inner);
+    await expectNoSidewaysScroll(page);
     // The conversation is the largest thing on screen: at least half of it, and more than the rest together.
-    expect(layout.timeline).toBeGreaterThanOrEqual(PHONE.viewport.height / 2);
-    expect(layout.timeline).toBeGreaterThan(layout.others.reduce((a, b) => a + b, 0));
+    await expectConversationLargest(page);
   }
 
   /** An element is wholly inside the viewport's width. */
@@ -69,13 +58,7 @@ describe.skipIf(!hasChromium)("the agent's activity in the console on a phone (3
     dataDir = tempDataDir();
     server = await startServer(dataDir);
     browser = await launchChromium(PHONE);
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    page.on("console", (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-    });
-    page.on("websocket", (ws) => ws.on("framereceived", (f) => received.push(String(f.payload))));
+    ({ page, problems } = await openPage(browser.context, received));
   });
 
   afterAll(() => tearDown(browser, server, dataDir));
@@ -86,10 +69,7 @@ describe.skipIf(!hasChromium)("the agent's activity in the console on a phone (3
   });
 
   it("asks for activity and thoughts, and opens a conversation", async () => {
-    await page.goto(`${server.url}/console/`);
-    await page.fill('[data-testid="secret"]', SECRET);
-    await page.click('[data-testid="connect"]');
-    await page.waitForSelector('[data-testid="status"][data-state="open"]');
+    await signIn(page, server);
     await page.click('[data-testid="drawer-toggle"]');
     await page.click('[data-testid="new-conversation"]', { trial: true });
     await page.click('[data-testid="new-conversation"]');

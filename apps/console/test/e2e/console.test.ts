@@ -13,6 +13,7 @@ import {
   hasChromium,
   launchChromium,
   makePng,
+  openPage,
   RESULTS,
   runSettled,
   SECRET,
@@ -40,7 +41,7 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
   let page: Page;
   let other: PhebyClient;
   /** Uncaught page errors and CSP violations: any of them fails the test in which it happened. */
-  const problems: string[] = [];
+  let problems: string[] = [];
 
   // The page reaches the server through a proxy a test can cut; the Node client goes direct.
   const pageUrl = () => `http://127.0.0.1:${proxy.port}/console/`;
@@ -63,14 +64,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     server = await startServer(dataDir);
     proxy = await startProxy(() => server.port);
     browser = await launchChromium();
-    page = await browser.context.newPage();
-    // Fail at the step that hangs, well before the test's own timeout.
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    page.on("websocket", (ws) => ws.on("framereceived", (f) => received.push(String(f.payload))));
-    page.on("console", (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-    });
+    // Fails at the step that hangs, well before the test's own timeout.
+    ({ page, problems } = await openPage(browser.context, received));
     other = new PhebyClient({ url: `ws://127.0.0.1:${server.port}/ws`, secret: SECRET, reconnect: false });
     await other.connect();
   });
@@ -176,8 +171,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
     expect(texts.at(-1)).toBe(final);
     for (const t of texts) expect(final.startsWith(t)).toBe(true);
     // The console asked for append deltas (and resume, queue, expiry, push, schedules, devices, activity,
-    // modes, thoughts and inbox, for its panels, list, reconnects and the agent's work, in the client's
-    // FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
+    // modes, thoughts, inbox, workspaces and changes, for its panels, list, reconnects and the agent's
+    // work, in the client's FEATURE_PRIORITY order) and got them: the bubble texts above were stitched.
     const frames = received.map(
       (f) => JSON.parse(f) as { type: string; features?: string[]; offset?: number },
     );
@@ -193,6 +188,8 @@ describe.skipIf(!hasChromium)("web console in Chromium", () => {
       "modes",
       "thoughts",
       "inbox",
+      "workspaces",
+      "changes",
     ]);
     expect(frames.filter((m) => m.type === "message.delta" && (m.offset ?? 0) > 0).length).toBeGreaterThan(0);
     await shot("chat-streamed");

@@ -14,6 +14,7 @@ import {
   clickToConfirm,
   hasChromium,
   launchChromium,
+  openPage,
   RESULTS,
   SECRET,
   type ServerProcess,
@@ -39,7 +40,7 @@ describe.skipIf(!hasChromium)("web console: pairing and devices in Chromium", ()
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
   let owner: PhebyClient;
-  const problems: string[] = [];
+  let problems: string[] = [];
   const shot = (name: string) => page.screenshot({ path: join(RESULTS, `${name}.png`) });
   const waitStatus = (state: string) =>
     page.waitForSelector(`[data-testid="status"][data-state="${state}"]`, { timeout: 15_000 });
@@ -69,12 +70,7 @@ describe.skipIf(!hasChromium)("web console: pairing and devices in Chromium", ()
     publicUrl = `ws://127.0.0.1:${port}/ws`;
     server = await startServer(dataDir, port, { PHEBY_PUBLIC_URL: publicUrl });
     browser = await launchChromium();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    page.on("console", (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-    });
+    ({ page, problems } = await openPage(browser.context));
     owner = new PhebyClient({
       url: publicUrl,
       secret: SECRET,

@@ -1,14 +1,23 @@
 // Plumbing for the Chromium suite: a real pheby-server child process (the
 // simulator, the console on) and Debian's Chromium driven by playwright-core.
-import { type ChildProcess, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer as createHttpServer } from "node:http";
 import { type AddressInfo, connect, createServer as createNetServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
-import { extname, join } from "node:path";
+import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
-import { type BrowserContext, chromium, type Page } from "playwright-core";
+import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
+import { expect } from "vitest";
 
 export const CHROMIUM = process.env.PHEBY_CHROMIUM ?? "/usr/bin/chromium";
 export const hasChromium = existsSync(CHROMIUM);
@@ -38,7 +47,11 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Start `apps/server/dist/main.js` on 127.0.0.1 (port 0 = any) and wait for its "listening" log line. */
+/**
+ * Start `apps/server/dist/main.js` on 127.0.0.1 (port 0 = any) and wait for its "listening" log line.
+ * It runs in the system's temp directory, so a single agent's working directory (its one workspace) is
+ * never this checkout, a git repository: tests that want one say so (`PHEBY_AGENT_CWD`, `PHEBY_CONFIG`).
+ */
 export async function startServer(
   dataDir: string,
   port = 0,
@@ -46,6 +59,7 @@ export async function startServer(
 ): Promise<ServerProcess> {
   if (!existsSync(SERVER_MAIN)) throw new Error(`build apps/server first (${SERVER_MAIN} is missing)`);
   const child: ChildProcess = spawn(process.execPath, [SERVER_MAIN], {
+    cwd: tmpdir(),
     env: {
       PATH: process.env.PATH ?? "",
       PHEBY_SECRET: SECRET,
@@ -105,6 +119,80 @@ export async function launchChromium(
   };
 }
 
+/**
+ * A test file's browser page: a 12 s default timeout, and every page error and CSP violation the page
+ * reports collected in `problems`, which each test's `afterEach` expects empty. Pass `frames` to also
+ * collect every WebSocket frame the page receives, raw.
+ */
+export async function openPage(
+  context: BrowserContext,
+  frames?: string[],
+): Promise<{ page: Page; problems: string[] }> {
+  const page = await context.newPage();
+  const problems: string[] = [];
+  page.setDefaultTimeout(12_000);
+  page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+  page.on("console", (msg) => {
+    if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
+  });
+  if (frames) page.on("websocket", (ws) => ws.on("framereceived", (f) => frames.push(String(f.payload))));
+  return { page, problems };
+}
+
+/** Open the console of `server`, sign in with `secret` and wait until it is connected. */
+export async function signIn(page: Page, server: { url: string }, secret = SECRET): Promise<void> {
+  await page.goto(`${server.url}/console/`);
+  await page.fill('[data-testid="secret"]', secret);
+  await page.click('[data-testid="connect"]');
+  await page.waitForSelector('[data-testid="status"][data-state="open"]');
+}
+
+/** On a phone: the page is exactly the phone's width and nothing scrolls sideways (the root nor the body). */
+export async function expectNoSidewaysScroll(page: Page): Promise<void> {
+  const widths = await page.evaluate(() => ({
+    scroll: document.documentElement.scrollWidth,
+    body: document.body.scrollWidth,
+    inner: window.innerWidth,
+  }));
+  expect(widths.inner).toBe(PHONE.viewport.width);
+  expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
+  expect(widths.body).toBeLessThanOrEqual(widths.inner);
+}
+
+/**
+ * On a phone: a control is visible, at least 24 px wide, wholly inside the viewport once scrolled to,
+ * and clickable (a trial click: nothing covers it).
+ */
+export async function expectUsable(control: Locator): Promise<void> {
+  await control.scrollIntoViewIfNeeded();
+  expect(await control.isVisible()).toBe(true);
+  const box = (await control.boundingBox())!;
+  expect(box.width).toBeGreaterThanOrEqual(24);
+  expect(box.x).toBeGreaterThanOrEqual(0);
+  expect(box.x + box.width).toBeLessThanOrEqual(PHONE.viewport.width);
+  expect(box.y).toBeGreaterThanOrEqual(0);
+  expect(box.y + box.height).toBeLessThanOrEqual(PHONE.viewport.height);
+  await control.click({ trial: true, timeout: 5_000 });
+}
+
+/**
+ * On a phone: the open conversation is the largest thing on screen. `selector` (the timeline, or a
+ * view in its place) is at least `share` of the screen's height and taller than the header, the
+ * conversation's head and the composer together.
+ */
+export async function expectConversationLargest(
+  page: Page,
+  selector = '[data-testid="timeline"]',
+  share = 0.5,
+): Promise<void> {
+  const heights = await page.evaluate((main) => {
+    const height = (s: string) => document.querySelector(s)?.getBoundingClientRect().height ?? 0;
+    return { main: height(main), others: [height("header"), height(".chat-head"), height("form.composer")] };
+  }, selector);
+  expect(heights.main).toBeGreaterThanOrEqual(PHONE.viewport.height * share);
+  expect(heights.main).toBeGreaterThan(heights.others.reduce((a, b) => a + b, 0));
+}
+
 /** After a failed test, keep what the user would have seen: a screenshot named after the test. */
 export async function screenshotIfFailed(
   page: Page | undefined,
@@ -125,6 +213,39 @@ export async function tearDown(
   await browser?.close();
   await server?.stop();
   if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+}
+
+/**
+ * A real git repository in `dir` (created) whose first commit holds `files` (name → content), made
+ * with git's system and global configuration ignored, so the machine's settings cannot change it.
+ */
+export function gitRepo(dir: string, files: Record<string, string | Buffer>): void {
+  mkdirSync(dir, { recursive: true });
+  for (const [name, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, name)), { recursive: true });
+    writeFileSync(join(dir, name), content);
+  }
+  git(dir, "init", "-q", "-b", "main");
+  git(dir, "add", "-A");
+  git(dir, "commit", "-q", "-m", "first");
+}
+
+/** Run git in `dir` (argv, no shell) with a fixed identity and no system or global configuration. */
+export function git(dir: string, ...args: string[]): string {
+  return execFileSync("git", args, {
+    cwd: dir,
+    encoding: "utf8",
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: dir,
+      GIT_CONFIG_NOSYSTEM: "1",
+      GIT_CONFIG_GLOBAL: "/dev/null",
+      GIT_AUTHOR_NAME: "Console test",
+      GIT_AUTHOR_EMAIL: "console@example.invalid",
+      GIT_COMMITTER_NAME: "Console test",
+      GIT_COMMITTER_EMAIL: "console@example.invalid",
+    },
+  });
 }
 
 export function tempDataDir(): string {

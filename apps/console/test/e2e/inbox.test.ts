@@ -9,13 +9,16 @@ import { PhebyClient } from "@pheby/client";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  expectNoSidewaysScroll as expectPageFits,
   hasChromium,
   launchChromium,
+  openPage,
   PHONE,
   RESULTS,
   SECRET,
   type ServerProcess,
   screenshotIfFailed,
+  signIn,
   startServer,
   tearDown,
   tempDataDir,
@@ -29,7 +32,7 @@ describe.skipIf(!hasChromium)("web console: the inbox on a phone (390×844)", ()
   let owner: PhebyClient;
   let deploy = "";
   let quokka = "";
-  const problems: string[] = [];
+  let problems: string[] = [];
   const row = (id: string) => `[data-testid="conversation-list"] li[data-conversation-id="${id}"]`;
   const drawer = () => page.locator("nav.conversations");
 
@@ -39,14 +42,7 @@ describe.skipIf(!hasChromium)("web console: the inbox on a phone (390×844)", ()
     await drawer().waitFor({ state: "visible" });
   }
 
-  async function expectNoSidewaysScroll(): Promise<void> {
-    const widths = await page.evaluate(() => ({
-      scroll: document.documentElement.scrollWidth,
-      inner: window.innerWidth,
-    }));
-    expect(widths.inner).toBe(PHONE.viewport.width);
-    expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
-  }
+  const expectNoSidewaysScroll = () => expectPageFits(page);
 
   beforeAll(async () => {
     mkdirSync(RESULTS, { recursive: true });
@@ -73,13 +69,8 @@ describe.skipIf(!hasChromium)("web console: the inbox on a phone (390×844)", ()
     await owner.next("run.finished", (m) => m.run_id === run_id);
 
     browser = await launchChromium(PHONE);
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    await page.goto(`${server.url}/console/`);
-    await page.fill('[data-testid="secret"]', SECRET);
-    await page.click('[data-testid="connect"]');
-    await page.waitForSelector('[data-testid="status"][data-state="open"]');
+    ({ page, problems } = await openPage(browser.context));
+    await signIn(page, server);
   });
 
   afterAll(async () => {

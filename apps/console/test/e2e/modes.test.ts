@@ -10,8 +10,11 @@ import type { ServerMessageOf } from "@pheby/protocol";
 import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  expectNoSidewaysScroll as expectPageFits,
+  expectConversationLargest as expectTimelineLargest,
   hasChromium,
   launchChromium,
+  openPage,
   PHONE,
   RESULTS,
   runSettled,
@@ -34,30 +37,16 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
   let conversationId: string;
   let modes: ServerMessageOf<"modes.snapshot">;
   let commands: ServerMessageOf<"commands.snapshot">["commands"];
-  const problems: string[] = [];
+  let problems: string[] = [];
   const shot = (name: string) => page.screenshot({ path: join(RESULTS, `${name}.png`) });
   const picker = '[data-testid="mode"]';
   const message = '[data-testid="message"]';
   const palette = '[data-testid="palette"]';
 
   /** The page is no wider than the viewport: nothing scrolls sideways. */
-  async function expectNoSidewaysScroll(): Promise<void> {
-    const widths = await page.evaluate(() => ({
-      scroll: document.documentElement.scrollWidth,
-      inner: window.innerWidth,
-    }));
-    expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
-  }
-
+  const expectNoSidewaysScroll = () => expectPageFits(page);
   /** The timeline is taller than the header, the conversation's head and the composer together. */
-  async function expectConversationLargest(): Promise<void> {
-    const height = (selector: string) =>
-      page.locator(selector).evaluate((el) => el.getBoundingClientRect().height);
-    const timeline = await height('[data-testid="timeline"]');
-    const rest = (await height("header")) + (await height(".chat-head")) + (await height("form.composer"));
-    expect(timeline).toBeGreaterThan(rest);
-    expect(timeline).toBeGreaterThanOrEqual(PHONE.viewport.height * 0.4);
-  }
+  const expectConversationLargest = () => expectTimelineLargest(page, '[data-testid="timeline"]', 0.4);
 
   /** The mode the picker shows, by ID. */
   const shownMode = () => page.inputValue(picker);
@@ -67,9 +56,7 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
     dataDir = tempDataDir();
     server = await startServer(dataDir);
     browser = await launchChromium(PHONE);
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    ({ page, problems } = await openPage(browser.context));
     other = new PhebyClient({ url: `ws://127.0.0.1:${server.port}/ws`, secret: SECRET, reconnect: false });
     await other.connect();
     ({ conversation_id: conversationId } = await other.request({

@@ -5,11 +5,14 @@
 // in order and build on each other.
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Locator, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
+  expectNoSidewaysScroll as expectPageFits,
+  expectUsable,
   hasChromium,
   launchChromium,
+  openPage,
   PHONE,
   RESULTS,
   runSettled,
@@ -27,34 +30,12 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
   let server: ServerProcess;
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
-  const problems: string[] = [];
+  let problems: string[] = [];
   const shot = (name: string) => page.screenshot({ path: join(RESULTS, `${name}.png`) });
   const lastAssistant = ".msg.assistant >> nth=-1";
 
   /** The page is no wider than the viewport: nothing scrolls sideways. */
-  async function expectNoSidewaysScroll(): Promise<void> {
-    const widths = await page.evaluate(() => ({
-      scroll: document.documentElement.scrollWidth,
-      body: document.body.scrollWidth,
-      inner: window.innerWidth,
-    }));
-    expect(widths.inner).toBe(PHONE.viewport.width);
-    expect(widths.scroll).toBeLessThanOrEqual(widths.inner);
-    expect(widths.body).toBeLessThanOrEqual(widths.inner);
-  }
-
-  /** Visible, wholly inside the viewport once scrolled to, and clickable (a trial click: nothing covers it). */
-  async function expectUsable(control: Locator): Promise<void> {
-    await control.scrollIntoViewIfNeeded();
-    expect(await control.isVisible()).toBe(true);
-    const box = (await control.boundingBox())!;
-    expect(box.width).toBeGreaterThanOrEqual(24);
-    expect(box.x).toBeGreaterThanOrEqual(0);
-    expect(box.x + box.width).toBeLessThanOrEqual(PHONE.viewport.width);
-    expect(box.y).toBeGreaterThanOrEqual(0);
-    expect(box.y + box.height).toBeLessThanOrEqual(PHONE.viewport.height);
-    await control.click({ trial: true, timeout: 5_000 });
-  }
+  const expectNoSidewaysScroll = () => expectPageFits(page);
 
   const send = (text: string) => sendMessage(page, text);
   const settled = () => runSettled(page);
@@ -74,9 +55,7 @@ describe.skipIf(!hasChromium)("web console on a phone (390×844)", () => {
     dataDir = tempDataDir();
     server = await startServer(dataDir);
     browser = await launchChromium(PHONE);
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
+    ({ page, problems } = await openPage(browser.context));
   });
 
   afterAll(() => tearDown(browser, server, dataDir));

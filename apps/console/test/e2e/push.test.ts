@@ -15,6 +15,7 @@ import {
 import {
   hasChromium,
   launchChromium,
+  openPage,
   RESULTS,
   runSettled,
   SECRET,
@@ -33,7 +34,7 @@ describe.skipIf(!hasChromium)("push notifications in the console (stubbed PushMa
   let browser: Awaited<ReturnType<typeof launchChromium>>;
   let page: Page;
   let other: PhebyClient;
-  const problems: string[] = [];
+  let problems: string[] = [];
   const rows = '[data-testid="push-list"] li[data-subscription-id]';
 
   beforeAll(async () => {
@@ -44,12 +45,7 @@ describe.skipIf(!hasChromium)("push notifications in the console (stubbed PushMa
     // The receiver is on loopback, which the server refuses unless told otherwise (SSRF rule).
     server = await startServer(dataDir, 0, { PHEBY_PUSH_ALLOW_PRIVATE: "true" });
     browser = await launchChromium();
-    page = await browser.context.newPage();
-    page.setDefaultTimeout(12_000);
-    page.on("pageerror", (err) => problems.push(`page error: ${err.message}`));
-    page.on("console", (msg) => {
-      if (/Content Security Policy|Refused to/i.test(msg.text())) problems.push(`CSP: ${msg.text()}`);
-    });
+    ({ page, problems } = await openPage(browser.context));
     await page.addInitScript(
       (stub: { endpoint: string; keys: { p256dh: string; auth: string } }) => {
         const subscription = {
