@@ -2,13 +2,14 @@
 // backend by default; BENCH_AGENT=paced runs the ACP backend against
 // paced-agent.ts as a real child process. BENCH_DELTA_MS, BENCH_COMPRESSION=0,
 // BENCH_MAX_BUFFERED, BENCH_HEARTBEAT_MS, BENCH_RESUME=0 and BENCH_THIN=0 (every v1 delta, as before thinning) override the server's defaults; BENCH_PUSH_PRIVATE=1 lets
-// push endpoints live on loopback (the push benchmark's receiver).
+// push endpoints live on loopback (the push benchmark's receiver). BENCH_WORKDIR=<dir> runs the simulator
+// working in that directory (the changes benchmark's repository, read by the `changes` extension).
 import "./child-stats.js";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createAcpBackend, createPhebyServer } from "@pheby/server";
+import { createAcpBackend, createPhebyServer, createSimulatorBackend } from "@pheby/server";
 
 const env = process.env;
 const agent =
@@ -25,7 +26,9 @@ const agent =
         env: env.BENCH_TIMELINE ? { BENCH_TIMELINE: env.BENCH_TIMELINE } : {},
         allowedFileRoots: [],
       })
-    : undefined;
+    : env.BENCH_WORKDIR
+      ? { ...createSimulatorBackend(), workdir: () => env.BENCH_WORKDIR }
+      : undefined;
 const server = createPhebyServer({
   secret: env.BENCH_SECRET ?? "bench-secret-0123456789",
   dataDir: env.BENCH_DATA_DIR ?? mkdtempSync(join(tmpdir(), "pheby-bench-")),
