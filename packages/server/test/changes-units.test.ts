@@ -8,7 +8,14 @@ import { mkdirSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync 
 import { join } from "node:path";
 import { LIMITS } from "@pheby/protocol";
 import { describe, expect, it } from "vitest";
-import { type Change, fileIdOf, headCommit, listChanges, patchOf } from "../src/changes/reader.js";
+import {
+  type Change,
+  fileIdOf,
+  findChange,
+  headCommit,
+  listChanges,
+  patchOf,
+} from "../src/changes/reader.js";
 import { GitRunner } from "../src/git/runner.js";
 import { git, maliciousRepo, repoWith, tempDir } from "./git-fixtures.js";
 
@@ -107,6 +114,63 @@ describe("listing a work tree's changes against its base", () => {
     ]);
     expect(byPath.has("debug.log")).toBe(false);
     expect(list).toMatchObject({ additions: 5, deletions: 3 });
+  });
+
+  it("finds each listed change by its ID from the paths alone, exactly as listed (a rename by its new path); a stale or unknown ID finds nothing", async () => {
+    const dir = repoWith({
+      "keep.txt": "a\nb\nc\n",
+      "gone.txt": "x\n",
+      "moved.txt": "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n",
+      "logo.png": Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 1, 2, 3]),
+      link: "placeholder\n",
+    });
+    writeFileSync(join(dir, "keep.txt"), "a\nB\nc\nd\n");
+    rmSync(join(dir, "gone.txt"));
+    git(dir, "mv", "moved.txt", "renamed.txt");
+    writeFileSync(join(dir, "renamed.txt"), "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n"); // renamed and edited
+    writeFileSync(join(dir, "logo.png"), Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 9, 9, 9]));
+    rmSync(join(dir, "link"));
+    symlinkSync("keep.txt", join(dir, "link"));
+    writeFileSync(join(dir, "new.txt"), "one\ntwo");
+    writeFileSync(join(dir, "u.bin"), Buffer.from([7, 0, 7]));
+    mkdirSync(join(dir, "nested"));
+    git(join(dir, "nested"), "init", "-q");
+    const { list, base } = await changesOf(dir);
+    expect(list.changes.map((c) => c.path)).toEqual([
+      "gone.txt",
+      "keep.txt",
+      "link",
+      "logo.png",
+      "nested",
+      "new.txt",
+      "renamed.txt",
+      "u.bin",
+    ]);
+    expect(list.changes.find((c) => c.path === "renamed.txt")).toMatchObject({
+      old_path: "moved.txt",
+      status: "renamed",
+      additions: 1,
+    });
+    for (const change of list.changes)
+      expect(await findChange(runner, dir, base, change.file_id)).toEqual(change);
+    // The old path of a rename is no ID; neither is a path that does not differ.
+    expect(await findChange(runner, dir, base, fileIdOf(base, Buffer.from("moved.txt")))).toBeNull();
+    expect(await findChange(runner, dir, base, fileIdOf(base, Buffer.from("a-ghost.txt")))).toBeNull();
+    const keep = list.changes.find((c) => c.path === "keep.txt") as Change;
+    // Changed back to the base, or an untracked file removed: the ID is stale.
+    writeFileSync(join(dir, "keep.txt"), "a\nb\nc\n");
+    rmSync(join(dir, "new.txt"));
+    expect(await findChange(runner, dir, base, keep.file_id)).toBeNull();
+    expect(await findChange(runner, dir, base, fileIdOf(base, Buffer.from("new.txt")))).toBeNull();
+  });
+
+  it("counts many untracked files, each as its own, in path order", async () => {
+    const dir = repoWith({ "a.txt": "a\n" });
+    const names = Array.from({ length: 30 }, (_, i) => `u${String(i).padStart(2, "0")}.txt`);
+    for (const [i, name] of names.entries()) writeFileSync(join(dir, name), "x\n".repeat(i));
+    const { list } = await changesOf(dir);
+    expect(list.changes.map((c) => [c.path, c.additions])).toEqual(names.map((name, i) => [name, i]));
+    expect(list.additions).toBe((29 * 30) / 2);
   });
 
   it("gives each file an ID from the base and its path: the same on every list, another for another base", async () => {

@@ -1,15 +1,17 @@
 /**
  * What differs between a base commit and a work tree, read through the hardened git runner: the
  * list (`git diff <base> --raw --numstat -z -M` and the untracked files of
- * `git ls-files --others --exclude-standard -z`) and one file's patch. Every name stays raw bytes
- * until it reaches a client; git always runs at the path base (the work tree's top).
+ * `git ls-files --others --exclude-standard -z`), one change found by its ID (the same commands
+ * without line counts), and one file's patch. Every name stays raw bytes until it reaches a client;
+ * git always runs at the path base (the work tree's top).
  */
 import { createHash } from "node:crypto";
 import { lstat } from "node:fs/promises";
 import type { ChangedFile } from "@pheby/protocol";
 import { cutBytes } from "../activity/diff.js";
 import type { GitRunner } from "../git/runner.js";
-import { decodeName, parseNames, parseRawNumstat } from "./parse.js";
+import { mapLimit } from "../util/map-limit.js";
+import { decodeName, parseNames, parseRaw, parseRawNumstat, type RawChange } from "./parse.js";
 import { newFilePatch, untrackedCounts } from "./untracked.js";
 
 /** One changed path, with what the list and a diff need that the wire does not carry. */
@@ -42,13 +44,68 @@ export async function headCommit(git: GitRunner, pathBase: string): Promise<stri
   return /^[0-9a-f]{40}([0-9a-f]{24})?$/.test(hash) ? hash : null;
 }
 
+/** Untracked files counted at once: their reads overlap, without opening hundreds of files together. */
+const UNTRACKED_CONCURRENCY = 8;
+
 /** Every path that differs between `base` and the work tree at `pathBase`, untracked files included. */
 export async function listChanges(git: GitRunner, pathBase: string, base: string): Promise<ChangeList> {
   const [diff, others] = await Promise.all([
     git.run(["diff", base, "--raw", "--numstat", "-z", "-M", "--no-relative", "--"], { cwd: pathBase }),
-    git.run(["ls-files", "--others", "--exclude-standard", "-z"], { cwd: pathBase }),
+    lsOthers(git, pathBase),
   ]);
-  const changes: Change[] = parseRawNumstat(diff.stdout).map((c) => ({
+  const changes: Change[] = parseRawNumstat(diff.stdout).map((c) => trackedChange(base, c));
+  const untracked = await mapLimit(parseNames(others.stdout), UNTRACKED_CONCURRENCY, (name) =>
+    untrackedChange(pathBase, base, name),
+  );
+  for (const change of untracked) if (change) changes.push(change);
+  changes.sort((a, b) => Buffer.compare(a.raw.path, b.raw.path));
+  let additions = 0;
+  let deletions = 0;
+  for (const change of changes) {
+    additions += change.additions;
+    deletions += change.deletions;
+  }
+  return { changes, additions, deletions };
+}
+
+/**
+ * The change whose `file_id` is `fileId`, exactly as {@link listChanges} would list it, or null when
+ * no path that differs from `base` has that ID (any more). Found from the paths alone
+ * (`git diff --raw`, no line counts, and the untracked names); only the one path found is then counted.
+ */
+export async function findChange(
+  git: GitRunner,
+  pathBase: string,
+  base: string,
+  fileId: string,
+): Promise<Change | null> {
+  const [diff, others] = await Promise.all([
+    git.run(["diff", base, "--raw", "-z", "-M", "--no-relative", "--"], { cwd: pathBase }),
+    lsOthers(git, pathBase),
+  ]);
+  const tracked = parseRaw(diff.stdout).find((c) => fileIdOf(base, c.path) === fileId);
+  if (tracked) {
+    // Counted as the list counts it: the same command, limited to this path (and a rename's old one,
+    // so that git pairs them again).
+    const names = tracked.oldPath ? [tracked.path, tracked.oldPath] : [tracked.path];
+    const one = await git.run(
+      ["diff", base, "--raw", "--numstat", "-z", "-M", "--no-relative", "--", ...names.map(pathspec)],
+      { cwd: pathBase },
+    );
+    const counted = parseRawNumstat(one.stdout).find((c) => c.path.equals(tracked.path));
+    return counted ? trackedChange(base, counted) : null; // changed back meanwhile
+  }
+  const name = parseNames(others.stdout).find((n) => fileIdOf(base, untrackedPath(n)) === fileId);
+  return name ? untrackedChange(pathBase, base, name) : null;
+}
+
+function lsOthers(git: GitRunner, pathBase: string) {
+  return git.run(["ls-files", "--others", "--exclude-standard", "-z"], { cwd: pathBase });
+}
+
+/** A tracked path of `git diff --raw --numstat` as a change. */
+function trackedChange(base: string, c: RawChange): Change {
+  return {
     file_id: fileIdOf(base, c.path),
     path: decodeName(c.path),
     ...(c.oldPath ? { old_path: decodeName(c.oldPath) } : {}),
@@ -59,35 +116,38 @@ export async function listChanges(git: GitRunner, pathBase: string, base: string
     binary: c.additions === null,
     raw: { path: c.path, ...(c.oldPath ? { oldPath: c.oldPath } : {}) },
     untracked: false,
-  }));
-  for (const name of parseNames(others.stdout)) {
-    // A nested repository (`dir/`): git lists it whole; nothing of it is read.
-    const nested = name[name.length - 1] === 0x2f;
-    const counts = nested
-      ? { type: "submodule" as const, additions: 0, binary: false }
-      : await untrackedCounts(absolute(pathBase, name)).catch(() => null); // gone since git listed it
-    if (!counts) continue;
-    const path = nested ? name.subarray(0, -1) : name;
-    changes.push({
-      file_id: fileIdOf(base, path),
-      path: decodeName(path),
-      status: "added",
-      type: counts.type,
-      additions: counts.additions,
-      deletions: 0,
-      binary: counts.binary,
-      raw: { path },
-      untracked: true,
-    });
-  }
-  changes.sort((a, b) => Buffer.compare(a.raw.path, b.raw.path));
-  let additions = 0;
-  let deletions = 0;
-  for (const change of changes) {
-    additions += change.additions;
-    deletions += change.deletions;
-  }
-  return { changes, additions, deletions };
+  };
+}
+
+/** A nested repository (`dir/`): git lists it whole, with the slash. */
+function isNested(name: Buffer): boolean {
+  return name[name.length - 1] === 0x2f;
+}
+
+/** The path an untracked name of `git ls-files --others` stands for. */
+function untrackedPath(name: Buffer): Buffer {
+  return isNested(name) ? name.subarray(0, -1) : name;
+}
+
+/** An untracked name as a change, counted; null when it is gone since git listed it. */
+async function untrackedChange(pathBase: string, base: string, name: Buffer): Promise<Change | null> {
+  // Nothing of a nested repository is read.
+  const counts = isNested(name)
+    ? { type: "submodule" as const, additions: 0, binary: false }
+    : await untrackedCounts(absolute(pathBase, name)).catch(() => null);
+  if (!counts) return null;
+  const path = untrackedPath(name);
+  return {
+    file_id: fileIdOf(base, path),
+    path: decodeName(path),
+    status: "added",
+    type: counts.type,
+    additions: counts.additions,
+    deletions: 0,
+    binary: counts.binary,
+    raw: { path },
+    untracked: true,
+  };
 }
 
 /**

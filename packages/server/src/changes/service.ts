@@ -19,7 +19,15 @@ import { GitTimeoutError } from "../git/errors.js";
 import type { GitRunner } from "../git/runner.js";
 import type { Outbox } from "../outbox/outbox.js";
 import type { Store } from "../store/store.js";
-import { type Change, type ChangeList, fingerprintOf, headCommit, listChanges, patchOf } from "./reader.js";
+import {
+  type Change,
+  type ChangeList,
+  findChange,
+  fingerprintOf,
+  headCommit,
+  listChanges,
+  patchOf,
+} from "./reader.js";
 import { redactPatch } from "./redact-patch.js";
 import { conversationWorkdir } from "./workdir.js";
 
@@ -138,8 +146,8 @@ export class Changes {
 
   async #file(conversationId: string, fileId: string): Promise<ChangesFileBody> {
     const { repo, base } = await this.#open(conversationId);
-    const list = await this.#git(() => listChanges(this.deps.git, repo, base));
-    const change = list.changes.find((c) => c.file_id === fileId);
+    // Found from the paths alone, not a whole list: the same IDs, valid while the file differs from base.
+    const change = await this.#git(() => findChange(this.deps.git, repo, base, fileId));
     if (!change) throw new ProtocolError("not_found", "No such changed file in this conversation");
     const { patch, truncated } = await this.#git(() =>
       patchOf(this.deps.git, repo, base, change, LIMITS.changesPatchBytes),
