@@ -5,7 +5,8 @@
 // 1. `changes.list` latency (request → `changes.snapshot`), against the same two git commands run bare
 //    from this process in the same run (`git diff <base> --raw --numstat -z -M` and
 //    `git ls-files --others --exclude-standard -z`, concurrently, as the server runs them).
-// 2. `changes.diff` of one modified file, against a bare `git diff <base> -- <file>`.
+// 2. `changes.diff` of one modified file, against a bare `git diff <base> -- <file>`, and against what
+//    it runs bare (the paths alone to check the file ID, that file's numstat, the diff).
 // 3. The hardened runner's cost per command: GitRunner.run(["rev-parse", "HEAD"]) in this process
 //    against a bare `git rev-parse HEAD`, and against the two commands the runner spawns
 //    (`git config --get-regexp` for the filter drivers, then the command) run bare one after the other.
@@ -211,19 +212,24 @@ try {
       !patch.includes(`changed${file.path.replace(/.*file(\d+)\.ts$/, "$1")}`)
     )
       throw new Error(`no patch for ${file.path}`);
-    // What changes.diff runs, bare: the whole list (to check the file ID is still one of the changes), then the diff.
-    const bareListThenDiff = async () => {
-      await bareList();
+    // What changes.diff runs, bare: the paths alone (to check the file ID is still one of the changes),
+    // that one file's counts (binary or not), then the diff.
+    const bareLookupThenDiff = async () => {
+      await Promise.all([
+        bare(["diff", base, "--raw", "-z", "-M"]),
+        bare(["ls-files", "--others", "--exclude-standard", "-z"]),
+      ]);
+      await bare(["diff", base, "--raw", "--numstat", "-z", "-M", "--", file.path]);
       await bareDiffOne();
     };
-    const [oursDiff, bareDiffStat, bareBoth] = await alternate([diff, bareDiffOne, bareListThenDiff]);
+    const [oursDiff, bareDiffStat, bareBoth] = await alternate([diff, bareDiffOne, bareLookupThenDiff]);
     rows.push(row(`changes.diff of one file, ${label}`, oursDiff!, bareDiffStat!, `${patch.length} B patch`));
     rows.push(
       row(
-        "  same, against bare list + diff",
+        "  same, against bare lookup + diff",
         oursDiff!,
         bareBoth!,
-        "what changes.diff runs (it re-lists to check the file ID)",
+        "what changes.diff runs (paths to check the file ID, its counts, the diff)",
       ),
     );
   }

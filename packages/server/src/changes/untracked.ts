@@ -32,9 +32,11 @@ export async function untrackedCounts(abs: Buffer): Promise<UntrackedCounts> {
     let lines = 0;
     let last = 0x0a;
     let offset = 0;
-    const buffer = Buffer.alloc(CHUNK);
+    // Sized to the file (a small file's count does not zero a whole chunk; a file grown since is
+    // still read to its end); never exposed, so not zeroed.
+    const buffer = Buffer.allocUnsafe(Math.min(CHUNK, Math.max(1, stat.size)));
     for (;;) {
-      const { bytesRead } = await handle.read(buffer, 0, CHUNK, offset);
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, offset);
       if (bytesRead === 0) break;
       const chunk = buffer.subarray(0, bytesRead);
       if (offset < BINARY_PROBE_BYTES && chunk.subarray(0, BINARY_PROBE_BYTES - offset).includes(0))
