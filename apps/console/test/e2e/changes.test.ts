@@ -16,6 +16,7 @@ import {
   expectConversationLargest,
   expectNoSidewaysScroll,
   hasChromium,
+  helloFeatures,
   launchChromium,
   makePng,
   openPage,
@@ -103,16 +104,9 @@ describe.skipIf(!hasChromium)("web console: a conversation's changes on a phone 
   });
 
   it("asks for changes, and shows the totals in the conversation's head after /sim changes", async () => {
-    const hello = page.waitForEvent("websocket").then(
-      (ws) =>
-        new Promise<string>((resolve) =>
-          ws.on("framesent", (f) => {
-            if (String(f.payload).includes('"hello"')) resolve(String(f.payload));
-          }),
-        ),
-    );
+    const hello = helloFeatures(page);
     await signIn(page, server);
-    expect(JSON.parse(await hello).features).toContain("changes");
+    expect(await hello).toContain("changes");
     expect(other.features).toContain("changes");
     await page.click('[data-testid="drawer-toggle"]');
     await page.click('[data-testid="new-conversation"]');

@@ -1,6 +1,6 @@
 // Plumbing for the Chromium suite: a real pheby-server child process (the
 // simulator, the console on) and Debian's Chromium driven by playwright-core.
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -16,6 +16,7 @@ import { tmpdir } from "node:os";
 import { dirname, extname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { deflateSync } from "node:zlib";
+import { fixtureGit } from "@pheby/testkit";
 import { type BrowserContext, chromium, type Locator, type Page } from "playwright-core";
 import { expect } from "vitest";
 
@@ -231,21 +232,22 @@ export function gitRepo(dir: string, files: Record<string, string | Buffer>): vo
 }
 
 /** Run git in `dir` (argv, no shell) with a fixed identity and no system or global configuration. */
-export function git(dir: string, ...args: string[]): string {
-  return execFileSync("git", args, {
-    cwd: dir,
-    encoding: "utf8",
-    env: {
-      PATH: process.env.PATH ?? "",
-      HOME: dir,
-      GIT_CONFIG_NOSYSTEM: "1",
-      GIT_CONFIG_GLOBAL: "/dev/null",
-      GIT_AUTHOR_NAME: "Console test",
-      GIT_AUTHOR_EMAIL: "console@example.invalid",
-      GIT_COMMITTER_NAME: "Console test",
-      GIT_COMMITTER_EMAIL: "console@example.invalid",
-    },
-  });
+export const git = fixtureGit;
+
+/**
+ * The features the console's next WebSocket asks for in its `hello`: call before the page connects,
+ * await after.
+ */
+export function helloFeatures(page: Page): Promise<string[]> {
+  return page.waitForEvent("websocket").then(
+    (ws) =>
+      new Promise<string[]>((resolve) =>
+        ws.on("framesent", (f) => {
+          const text = String(f.payload);
+          if (text.includes('"hello"')) resolve((JSON.parse(text) as { features?: string[] }).features ?? []);
+        }),
+      ),
+  );
 }
 
 export function tempDataDir(): string {

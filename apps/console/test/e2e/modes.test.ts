@@ -13,6 +13,7 @@ import {
   expectNoSidewaysScroll as expectPageFits,
   expectConversationLargest as expectTimelineLargest,
   hasChromium,
+  helloFeatures,
   launchChromium,
   openPage,
   PHONE,
@@ -77,18 +78,11 @@ describe.skipIf(!hasChromium)("web console: agent modes and commands on a phone 
 
   it("asks for modes and lists the simulator's modes in a compact picker by the composer", async () => {
     await page.goto(`${server.url}/console/`);
-    const hello = page.waitForEvent("websocket").then(
-      (ws) =>
-        new Promise<string>((resolve) =>
-          ws.on("framesent", (f) => {
-            if (String(f.payload).includes('"hello"')) resolve(String(f.payload));
-          }),
-        ),
-    );
+    const hello = helloFeatures(page);
     await page.fill('[data-testid="secret"]', SECRET);
     await page.click('[data-testid="connect"]');
     await page.waitForSelector('[data-testid="status"][data-state="open"]');
-    expect(JSON.parse(await hello).features).toContain("modes");
+    expect(await hello).toContain("modes");
 
     await page.click('[data-testid="drawer-toggle"]');
     await page.click(`[data-conversation-id="${conversationId}"] .open`);

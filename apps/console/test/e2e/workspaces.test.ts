@@ -19,6 +19,7 @@ import {
   expectUsable,
   gitRepo,
   hasChromium,
+  helloFeatures,
   launchChromium,
   openPage,
   PHONE,
@@ -121,16 +122,9 @@ describe.skipIf(!hasChromium)("web console: agents and workspaces on a phone (39
   });
 
   it("asks for workspaces; New conversation unfolds a compact form with the agents and their status", async () => {
-    const hello = page.waitForEvent("websocket").then(
-      (ws) =>
-        new Promise<string>((resolve) =>
-          ws.on("framesent", (f) => {
-            if (String(f.payload).includes('"hello"')) resolve(String(f.payload));
-          }),
-        ),
-    );
+    const hello = helloFeatures(page);
     await signIn(page, server);
-    expect(JSON.parse(await hello).features).toContain("workspaces");
+    expect(await hello).toContain("workspaces");
     expect(other.features).toContain("workspaces");
 
     await openDrawer();
